@@ -1,0 +1,67 @@
+#include "cli/cli_common.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "graph/model_zoo.h"
+
+namespace monet::cli {
+
+void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
+  o.batch = default_batch;
+  cmd->add_option("--model,-m", o.model, "zoo model name (see `monet models`)")->required();
+  cmd->add_option("--batch,-b", o.batch, "samples per iteration")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--image", o.image, "input size: N, HxW or DxHxW (default: model's own)");
+  cmd->add_option("--width", o.width, "channel width multiplier")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--classes", o.classes, "output classes (default: model's own)")
+      ->check(CLI::PositiveNumber);
+}
+
+ModelConfig model_config(const ModelOptions& o) {
+  try {
+    const ModelInfo& info = zoo_model_info(o.model);
+    ModelConfig c;
+    c.batch = o.batch;
+    c.width = o.width;
+    c.classes = o.classes > 0 ? o.classes : info.default_classes;
+    c.image = o.image.empty() ? info.default_image : parse_image_size(o.image, info.spatial_dims);
+    return c;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+Graph build_graph(const ModelOptions& o) {
+  const ModelConfig c = model_config(o);
+  try {
+    return build_zoo_model(o.model, c);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  } catch (const GraphError& e) {
+    throw UsageError("cannot build " + o.model + " at image size " + image_size_string(c.image) +
+                     ": " + e.what());
+  }
+}
+
+std::string format_bytes(int64_t bytes, bool exact) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (std::abs(v) >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  std::string s = buf;
+  if (exact && u > 0) s += " (" + std::to_string(bytes) + " B)";
+  return s;
+}
+
+void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
+
+}  // namespace monet::cli

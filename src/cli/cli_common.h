@@ -1,0 +1,54 @@
+// Shared pieces of the `monet` subcommands: model selection options, usage errors,
+// byte formatting and the Command record main() dispatches on.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/model_config.h"
+
+namespace monet::cli {
+
+/// Bad input from the user: printed as one line, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One subcommand: its CLI11 app and what to run when it was chosen (returns exit code).
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// --model, --batch, --image, --width, --classes.
+struct ModelOptions {
+  std::string model;
+  int64_t batch = 1;
+  std::string image;  // "224", "416x608", "64x64x64"; empty = model default
+  double width = 1.0;
+  int64_t classes = 0;
+};
+
+void add_model_options(CLI::App* cmd, ModelOptions& options, int64_t default_batch = 1);
+/// Builds the graph for the options; bad model names or sizes become UsageError.
+Graph build_graph(const ModelOptions& options);
+/// The effective ModelConfig for the options (defaults filled in).
+ModelConfig model_config(const ModelOptions& options);
+
+/// "97.9 MiB (102,760,448 B)"-style rendering; `exact` adds the byte count.
+std::string format_bytes(int64_t bytes, bool exact = false);
+
+void print_json(const nlohmann::json& j);
+
+void add_models_command(CLI::App& root, std::vector<Command>& commands);
+void add_show_command(CLI::App& root, std::vector<Command>& commands);
+void add_baseline_command(CLI::App& root, std::vector<Command>& commands);
+
+}  // namespace monet::cli

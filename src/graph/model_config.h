@@ -1,0 +1,24 @@
+// ModelConfig: the size of a zoo model instance, and parsing of the user-facing
+// "--image 224", "--image 416x608", "--image 64x64x64" syntax.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace monet {
+
+struct ModelConfig {
+  int64_t batch = 1;           // samples per iteration
+  std::vector<int64_t> image;  // spatial input size (H, W) or (D, H, W); empty = model default
+  double width = 1.0;          // channel width multiplier (1.0 = the published model)
+  int64_t classes = 0;         // output classes; 0 = model default (1000 / 1 for UNets)
+};
+
+/// Parses "224" (square; cube for 3-D models when `spatial_dims` is 3), "416x608" or
+/// "64x64x64". Throws std::invalid_argument with a readable message on bad input.
+std::vector<int64_t> parse_image_size(const std::string& text, int spatial_dims);
+
+std::string image_size_string(const std::vector<int64_t>& image);
+
+}  // namespace monet

@@ -1,0 +1,62 @@
+// OpKind and OpAttrs: the forward operator vocabulary of the graph IR.
+//
+// Convolution, pooling and batch norm are dimension-generic: the rank of the input
+// (4-D for images, 5-D for volumes) decides 2-D or 3-D. OpAttrs carries every attribute
+// any operator uses; each operator reads only the fields that apply to it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace monet {
+
+enum class OpKind {
+  kConv,               // inputs: x, weight[, bias]
+  kConvTranspose,      // inputs: x, weight[, bias]
+  kBatchNorm,          // inputs: x, weight, bias, running_mean, running_var
+  kReLU,               // inputs: x
+  kReLU6,              // inputs: x (hardtanh to [0, 6])
+  kMaxPool,            // inputs: x
+  kAvgPool,            // inputs: x
+  kAdaptiveAvgPool,    // inputs: x
+  kAdd,                // inputs: a, b (same shape)
+  kCat,                // inputs: x0, x1, ... (concatenated along attrs.dim)
+  kFlatten,            // inputs: x (dims >= attrs.dim flattened)
+  kLinear,             // inputs: x, weight[, bias]
+  kDropout,            // inputs: x (probability attrs.p)
+  kCrossEntropyLoss,   // inputs: logits [N, C], target [N] int64; mean reduction
+  kBCEWithLogitsLoss,  // inputs: logits, target (same shape, float); mean reduction
+};
+
+/// Stable lower-case name ("conv", "batch_norm", ...), used in printing and plans.
+const char* op_name(OpKind op);
+/// Parses op_name() output; throws std::invalid_argument on an unknown name.
+OpKind op_from_name(const std::string& name);
+/// True for the operators that produce the scalar training loss.
+bool is_loss(OpKind op);
+
+struct OpAttrs {
+  std::vector<int64_t> kernel;          // conv / pool window, one entry per spatial dim
+  std::vector<int64_t> stride;          // per spatial dim
+  std::vector<int64_t> padding;         // per spatial dim
+  std::vector<int64_t> dilation;        // per spatial dim (conv)
+  std::vector<int64_t> output_padding;  // per spatial dim (transposed conv)
+  std::vector<int64_t> output_size;     // adaptive pooling target size
+  int64_t groups = 1;                   // conv groups
+  int64_t dim = 1;                      // cat dimension / flatten start dimension
+  double eps = 1e-5;                    // batch norm
+  double momentum = 0.1;                // batch norm running-stat update factor
+  double p = 0.0;                       // dropout probability
+  bool ceil_mode = false;               // pooling
+  bool count_include_pad = true;        // average pooling
+  /// The reference framework (torchvision) runs this op in place on its first input.
+  /// The autograd baseline honours it; planners may choose otherwise.
+  bool inplace = false;
+};
+
+/// The attributes relevant to `op`, as "key=value" pairs in a fixed order. Used for
+/// printing and for the graph fingerprint, so it must be deterministic.
+std::string describe_attrs(OpKind op, const OpAttrs& attrs);
+
+}  // namespace monet

@@ -1,0 +1,19 @@
+// Shape inference for every OpKind: the output shape a node produces from its input
+// values and attributes, with a GraphError naming the node when they do not fit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/op_kind.h"
+
+namespace monet {
+
+struct Value;
+
+/// Output shape of `op` applied to `inputs`. `node_name` is used in error messages.
+std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& inputs,
+                                 const OpAttrs& attrs, const std::string& node_name);
+
+}  // namespace monet

@@ -1,0 +1,85 @@
+#include "runtime/autograd_baseline.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "ops/reference_forward.h"
+
+namespace monet {
+
+AutogradBaseline::AutogradBaseline(const Graph& graph, ModelState& state)
+    : graph_(graph), state_(state), order_(graph.topological_order()) {
+  last_use_.assign(graph.values().size(), -1);
+  for (size_t pos = 0; pos < order_.size(); ++pos)
+    for (int id : graph.node(order_[pos]).inputs) last_use_[id] = static_cast<int>(pos);
+  for (int id : graph.parameters()) state_.tensor(id).requires_grad_(true);
+}
+
+at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int stop_at_value,
+                                         bool record_trace) {
+  std::vector<at::Tensor> env(graph_.values().size());
+  for (const auto& v : graph_.values()) {
+    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer) {
+      env[v.id] = state_.tensor(v.id);
+    } else if (v.kind == ValueKind::kInput || v.kind == ValueKind::kTarget) {
+      auto it = batch.find(v.id);
+      if (it == batch.end())
+        throw std::invalid_argument("batch has no tensor for '" + v.name + "'");
+      env[v.id] = it->second;
+    }
+  }
+  std::vector<at::Tensor> inputs;
+  for (size_t pos = 0; pos < order_.size(); ++pos) {
+    const Node& n = graph_.node(order_[pos]);
+    inputs.clear();
+    for (int id : n.inputs) inputs.push_back(env[id]);
+    env[n.output] = reference_forward(n, inputs, training);
+    inputs.clear();
+    if (n.output == stop_at_value) return env[n.output];
+    // Drop our reference to activations no later node reads; autograd keeps what it saved.
+    for (int id : n.inputs)
+      if (last_use_[id] == static_cast<int>(pos) && graph_.value(id).kind == ValueKind::kActivation)
+        env[id].reset();
+    if (record_trace) MemoryTracker::mark(n.name);
+  }
+  return env[graph_.loss_value()];
+}
+
+IterationResult AutogradBaseline::run_iteration(const Batch& batch,
+                                                const IterationOptions& options) {
+  for (int id : graph_.parameters()) state_.tensor(id).mutable_grad() = at::Tensor();
+  IterationResult result;
+  MemoryTracker::reset_peak();
+  result.start_bytes = MemoryTracker::current();
+  if (options.record_trace) {
+    MemoryTracker::start_trace();
+    MemoryTracker::mark("start");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    at::Tensor loss = run_forward(batch, options.training, -1, options.record_trace);
+    loss.backward();
+    result.loss = loss.item<double>();
+  }
+  if (options.record_trace) MemoryTracker::mark("backward");
+  if (options.sgd_step) {
+    torch::NoGradGuard no_grad;
+    for (int id : graph_.parameters()) {
+      auto& p = state_.tensor(id);
+      p.add_(p.grad(), -options.learning_rate);
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.peak_bytes = MemoryTracker::peak();
+  if (options.record_trace) result.trace = MemoryTracker::stop_trace();
+  for (int id : graph_.parameters()) result.gradients.push_back(state_.tensor(id).grad());
+  return result;
+}
+
+at::Tensor AutogradBaseline::evaluate(const Batch& batch, int value_id, bool training) {
+  torch::NoGradGuard no_grad;
+  return run_forward(batch, training, value_id, false);
+}
+
+}  // namespace monet

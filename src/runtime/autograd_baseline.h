@@ -1,0 +1,55 @@
+// AutogradBaseline: "PyTorch" in every comparison. Runs a graph's training iteration
+// with LibTorch autograd (forward through reference_forward, loss, backward), freeing
+// each forward value as soon as nothing but autograd refers to it, as Python does.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "graph/graph.h"
+#include "runtime/memory_tracker.h"
+#include "runtime/model_state.h"
+
+namespace monet {
+
+struct IterationOptions {
+  bool training = true;   // batch statistics and active dropout
+  bool sgd_step = false;  // apply p -= learning_rate * grad after backward
+  double learning_rate = 0.01;
+  bool record_trace = false;  // sample memory after every operator
+};
+
+struct IterationResult {
+  double loss = 0;
+  /// Gradient of every parameter, in graph.parameters() order.
+  std::vector<at::Tensor> gradients;
+  int64_t start_bytes = 0;          // bytes live when the iteration began (weights, batch)
+  int64_t peak_bytes = 0;           // peak bytes during the iteration (absolute, incl. start)
+  double seconds = 0;               // wall time of forward + loss + backward (+ step)
+  std::vector<MemorySample> trace;  // when record_trace
+};
+
+class AutogradBaseline {
+ public:
+  /// `state` must outlive the baseline; its parameters are marked as requiring grad.
+  AutogradBaseline(const Graph& graph, ModelState& state);
+
+  /// One training iteration. Previous gradients are dropped first (zero_grad with
+  /// set_to_none), so the measured peak covers exactly one iteration.
+  IterationResult run_iteration(const Batch& batch, const IterationOptions& options = {});
+
+  /// Forward only, without autograd, returning the value `value_id` (for example the
+  /// logits). In training mode batch norm updates its running statistics, as PyTorch does.
+  at::Tensor evaluate(const Batch& batch, int value_id, bool training);
+
+ private:
+  at::Tensor run_forward(const Batch& batch, bool training, int stop_at_value, bool record_trace);
+
+  const Graph& graph_;
+  ModelState& state_;
+  std::vector<int> order_;
+  std::vector<int> last_use_;  // per value: position in order_ of its last consumer
+};
+
+}  // namespace monet

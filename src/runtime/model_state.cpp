@@ -1,0 +1,68 @@
+#include "runtime/model_state.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+namespace monet {
+
+ModelState ModelState::initialize(const Graph& graph, uint64_t seed) {
+  ModelState s;
+  at::manual_seed(seed);
+  for (const auto& v : graph.values()) {
+    if (v.kind != ValueKind::kParameter && v.kind != ValueKind::kBuffer) continue;
+    s.tensors_[v.id] = materialize_parameter(v.init, v.shape, v.dtype);
+    s.by_name_[v.name] = v.id;
+  }
+  return s;
+}
+
+const at::Tensor& ModelState::tensor(int value_id) const {
+  auto it = tensors_.find(value_id);
+  if (it == tensors_.end())
+    throw std::out_of_range("model state has no tensor for value " + std::to_string(value_id));
+  return it->second;
+}
+
+at::Tensor& ModelState::tensor(int value_id) {
+  return const_cast<at::Tensor&>(static_cast<const ModelState&>(*this).tensor(value_id));
+}
+
+int ModelState::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+ModelState ModelState::clone() const {
+  torch::NoGradGuard no_grad;
+  ModelState s;
+  s.by_name_ = by_name_;
+  for (const auto& [id, t] : tensors_) s.tensors_[id] = t.detach().clone();
+  return s;
+}
+
+int64_t ModelState::bytes() const {
+  int64_t n = 0;
+  for (const auto& [id, t] : tensors_) n += t.nbytes();
+  return n;
+}
+
+Batch make_batch(const Graph& graph, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  Batch batch;
+  int64_t classes = 1;
+  for (const auto& n : graph.nodes())
+    if (n.op == OpKind::kCrossEntropyLoss) classes = graph.value(n.inputs[0]).shape[1];
+  for (const auto& v : graph.values()) {
+    if (v.kind == ValueKind::kInput) {
+      batch[v.id] = at::empty(v.shape, at::TensorOptions().dtype(v.dtype)).normal_(0, 1, gen);
+    } else if (v.kind == ValueKind::kTarget) {
+      if (v.dtype == at::kLong)
+        batch[v.id] = at::empty(v.shape, at::kLong).random_(0, classes, gen);
+      else
+        batch[v.id] = at::empty(v.shape, at::TensorOptions().dtype(v.dtype)).bernoulli_(0.5, gen);
+    }
+  }
+  return batch;
+}
+
+}  // namespace monet

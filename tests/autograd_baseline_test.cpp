@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "graph/model_zoo.h"
+#include "runtime/autograd_baseline.h"
+#include "tiny_models.h"
+
+namespace monet {
+namespace {
+
+// True when a per-channel constant added to `value` cannot change the loss because every
+// path from it reaches a batch norm through only 1x1 unpadded, ungrouped convolutions and
+// additions, which keep a per-channel constant constant: that batch norm subtracts it
+// again. The shift (bias) of a batch norm feeding such paths has an exactly zero
+// gradient, mathematically (MobileNetV2's last projection before features.18 is one).
+bool shift_cancelled_by_batch_norm(const Graph& g, int value) {
+  const auto& consumers = g.value(value).consumers;
+  if (consumers.empty()) return false;
+  for (int c : consumers) {
+    const Node& n = g.node(c);
+    if (n.op == OpKind::kBatchNorm) continue;
+    const bool pointwise_conv = n.op == OpKind::kConv && n.attrs.groups == 1 &&
+                                n.inputs.size() == 2 &&
+                                std::all_of(n.attrs.kernel.begin(), n.attrs.kernel.end(),
+                                            [](int64_t k) { return k == 1; }) &&
+                                std::all_of(n.attrs.padding.begin(), n.attrs.padding.end(),
+                                            [](int64_t p) { return p == 0; });
+    if (!(pointwise_conv || n.op == OpKind::kAdd)) return false;
+    if (!shift_cancelled_by_batch_norm(g, n.output)) return false;
+  }
+  return true;
+}
+
+class BaselineOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
+ protected:
+  void SetUp() override { MemoryTracker::install(); }
+};
+
+TEST_P(BaselineOnTinyModel, GradientsAreFiniteAndNonZeroForEveryParameter) {
+  const auto& p = GetParam();
+  const Graph g = build_zoo_model(p.name, p.config);
+  ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  AutogradBaseline baseline(g, state);
+  const IterationResult r = baseline.run_iteration(batch);
+  EXPECT_TRUE(std::isfinite(r.loss));
+  const auto params = g.parameters();
+  ASSERT_EQ(r.gradients.size(), params.size());
+  double overall = 0;  // largest gradient entry of the model, for rounding-level bounds
+  for (const auto& grad : r.gradients)
+    if (grad.defined()) overall = std::max(overall, grad.abs().max().item<double>());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Value& v = g.value(params[i]);
+    ASSERT_TRUE(r.gradients[i].defined()) << v.name;
+    EXPECT_EQ(r.gradients[i].sizes().vec(), v.shape) << v.name;
+    EXPECT_TRUE(r.gradients[i].isfinite().all().item<bool>()) << v.name;
+    const double largest = r.gradients[i].abs().max().item<double>();
+    const Node& owner = g.node(v.consumers.at(0));
+    if (owner.op == OpKind::kBatchNorm && owner.inputs.at(2) == v.id &&
+        shift_cancelled_by_batch_norm(g, owner.output)) {
+      EXPECT_LT(largest, 1e-4 * overall)
+          << v.name << " should have a (mathematically) zero gradient";
+      continue;
+    }
+    EXPECT_GT(largest, 0.0) << v.name << " has a zero gradient";
+  }
+}
+
+TEST_P(BaselineOnTinyModel, FreesEverythingButGradientsAndMeasuresAPeak) {
+  const auto& p = GetParam();
+  const Graph g = build_zoo_model(p.name, p.config);
+  ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  AutogradBaseline baseline(g, state);
+  baseline.run_iteration(batch);  // warm-up: first-call caches
+  const IterationResult r = baseline.run_iteration(batch);
+  // After the iteration only the gradients remain, one per parameter, exactly.
+  EXPECT_EQ(MemoryTracker::current() - r.start_bytes, g.parameter_bytes());
+  // The peak holds at least the gradients and the largest activation.
+  int64_t largest = 0;
+  for (const auto& v : g.values())
+    if (v.kind == ValueKind::kActivation) largest = std::max(largest, v.bytes());
+  EXPECT_GE(r.peak_bytes - r.start_bytes, largest);
+  EXPECT_GT(r.seconds, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, BaselineOnTinyModel, ::testing::ValuesIn(testing::tiny_models()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(AutogradBaseline, SgdStepMovesParametersAgainstTheGradient) {
+  MemoryTracker::install();
+  const auto tiny = testing::tiny_models()[0];
+  const Graph g = build_zoo_model(tiny.name, tiny.config);
+  ModelState state = ModelState::initialize(g, 0);
+  const ModelState before = state.clone();
+  AutogradBaseline baseline(g, state);
+  IterationOptions o;
+  o.sgd_step = true;
+  o.learning_rate = 0.1;
+  const IterationResult r = baseline.run_iteration(make_batch(g, 1), o);
+  const auto params = g.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto expected = before.tensor(params[i]) - 0.1 * r.gradients[i];
+    EXPECT_TRUE(at::allclose(state.tensor(params[i]).detach(), expected, 1e-6, 1e-7))
+        << g.value(params[i]).name;
+  }
+}
+
+TEST(AutogradBaseline, RecordsOneTraceSamplePerOperator) {
+  MemoryTracker::install();
+  const auto tiny = testing::tiny_models()[2];
+  const Graph g = build_zoo_model(tiny.name, tiny.config);
+  ModelState state = ModelState::initialize(g, 0);
+  AutogradBaseline baseline(g, state);
+  IterationOptions o;
+  o.record_trace = true;
+  const IterationResult r = baseline.run_iteration(make_batch(g, 1), o);
+  ASSERT_EQ(r.trace.size(), g.nodes().size() + 2);  // start, every node, backward
+  EXPECT_EQ(r.trace.front().label, "start");
+  EXPECT_EQ(r.trace.back().label, "backward");
+  for (const auto& s : r.trace) EXPECT_LE(s.current_bytes, r.peak_bytes);
+}
+
+TEST(AutogradBaseline, IsDeterministicForFixedSeeds) {
+  MemoryTracker::install();
+  const auto tiny = testing::tiny_models()[9];  // mobilenet_v2, has dropout
+  const Graph g = build_zoo_model(tiny.name, tiny.config);
+  auto run = [&] {
+    ModelState state = ModelState::initialize(g, 3);
+    AutogradBaseline baseline(g, state);
+    at::manual_seed(42);
+    return baseline.run_iteration(make_batch(g, 4));
+  };
+  const auto a = run();
+  const auto b = run();
+  EXPECT_EQ(a.loss, b.loss);
+  for (size_t i = 0; i < a.gradients.size(); ++i)
+    EXPECT_TRUE(at::equal(a.gradients[i], b.gradients[i]));
+}
+
+}  // namespace
+}  // namespace monet

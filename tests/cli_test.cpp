@@ -1,0 +1,104 @@
+// End-to-end tests of the `monet` executable: output, JSON, exit codes, error lines.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+CliRun monet(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "monet_cli_stderr.txt";
+  const std::string cmd = std::string(MONET_BINARY) + " " + args + " 2>" + err_file;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  std::ifstream f(err_file);
+  std::stringstream err;
+  err << f.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err.str()};
+}
+
+int64_t parameters_of(const std::string& model) {
+  const CliRun r = monet("show --model " + model + " --batch 1 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out).at("parameters").get<int64_t>();
+}
+
+TEST(Cli, ShowReportsTorchvisionParameterCounts) {
+  EXPECT_EQ(parameters_of("resnet50"), 25557032);
+  EXPECT_EQ(parameters_of("vgg16"), 138357544);
+  EXPECT_EQ(parameters_of("mobilenet_v2"), 3504872);
+  EXPECT_EQ(parameters_of("googlenet"), 6624904);
+}
+
+TEST(Cli, ShowPrintsOperatorsAndShapes) {
+  const CliRun r = monet("show --model resnet18 --batch 2 --image 64 --width 0.25");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("layer1.0.conv1"), std::string::npos);
+  EXPECT_NE(r.out.find("[2, 16, 32, 32]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parameters:"), std::string::npos);
+  const CliRun j = monet("show --model unet --batch 1 --image 32x48 --width 0.125 --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc.at("image"), (std::vector<int64_t>{32, 48}));
+  EXPECT_EQ(doc.at("operators").size(), doc.at("operator_count").get<size_t>());
+}
+
+TEST(Cli, ModelsListsTheZoo) {
+  const CliRun r = monet("models --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& m : doc) names.push_back(m.at("name"));
+  for (const char* want : {"resnet50", "vgg16", "googlenet", "mobilenet_v2", "unet", "unet3d"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+}
+
+TEST(Cli, BaselineReportsPeakAndTime) {
+  const CliRun r = monet(
+      "baseline --model resnet18 --batch 2 --image 32 --width 0.125 "
+      "--iters 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_GT(doc.at("peak_bytes").get<int64_t>(), doc.at("start_bytes").get<int64_t>());
+  EXPECT_GT(doc.at("median_seconds").get<double>(), 0.0);
+  EXPECT_EQ(doc.at("seconds").size(), 2u);
+}
+
+void expect_usage_error(const std::string& args, const std::string& message) {
+  const CliRun r = monet(args);
+  EXPECT_EQ(r.exit_code, 2) << args;
+  EXPECT_TRUE(r.out.empty()) << args;
+  EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+}
+
+TEST(Cli, BadInputGivesOneLineAndExitCode2) {
+  expect_usage_error("show --model resnet51", "unknown model 'resnet51'");
+  expect_usage_error("show --model resnet50 --batch 0", "--batch");
+  expect_usage_error("show --model resnet50 --batch -3", "--batch");
+  expect_usage_error("baseline --model resnet50 --iters 0", "--iters");
+  expect_usage_error("show --model resnet50 --frobnicate", "frobnicate");
+  expect_usage_error("show --model resnet50 --image 0", "image size");
+  expect_usage_error("show --model resnet50 --image 12x", "image size");
+  expect_usage_error("show --model unet --image 100", "multiple of 16");
+  expect_usage_error("show --model vgg16 --image 8", "too small");
+  expect_usage_error("show --model resnet50 --width 0", "--width");
+  expect_usage_error("show", "--model");
+  expect_usage_error("", "subcommand");
+}
+
+}  // namespace

@@ -1,0 +1,152 @@
+#include <gtest/gtest.h>
+
+#include "graph/graph.h"
+#include "graph/graph_builder.h"
+#include "graph/model_zoo.h"
+
+namespace monet {
+namespace {
+
+// A tiny conv -> bn -> relu -> pool -> linear -> loss network.
+Graph tiny_net(int64_t batch = 2) {
+  GraphBuilder b("tiny");
+  int x = b.input("input", {batch, 3, 8, 8});
+  int t = b.class_target("target", batch);
+  x = b.conv(x, "conv", {4, {3}, 1, 1, 1, false, default_init()});
+  x = b.batch_norm(x, "bn");
+  x = b.relu(x, "relu", true);
+  x = b.max_pool(x, "pool", 2, 2, 0);
+  x = b.flatten(x, "flatten");
+  x = b.linear(x, "fc", 5);
+  b.cross_entropy(x, t);
+  return b.finish();
+}
+
+TEST(Graph, InfersShapesAndBytes) {
+  Graph g = tiny_net();
+  const auto& nodes = g.nodes();
+  ASSERT_EQ(nodes.size(), 7u);
+  EXPECT_EQ(g.value(nodes[0].output).shape, (std::vector<int64_t>{2, 4, 8, 8}));
+  EXPECT_EQ(g.value(nodes[3].output).shape, (std::vector<int64_t>{2, 4, 4, 4}));
+  EXPECT_EQ(g.value(nodes[4].output).shape, (std::vector<int64_t>{2, 64}));
+  EXPECT_EQ(g.value(nodes[5].output).shape, (std::vector<int64_t>{2, 5}));
+  EXPECT_TRUE(g.value(g.loss_value()).shape.empty());
+  EXPECT_EQ(g.value(nodes[0].output).bytes(), 2 * 4 * 8 * 8 * 4);
+  // conv 4*3*3*3, bn 4+4, fc 5*64+5
+  EXPECT_EQ(g.parameter_count(), 108 + 8 + 325);
+  EXPECT_EQ(g.values_of_kind(ValueKind::kBuffer).size(), 2u);
+}
+
+TEST(Graph, TracksConsumersAndOrder) {
+  Graph g = tiny_net();
+  const int input = g.values_of_kind(ValueKind::kInput).at(0);
+  EXPECT_EQ(g.value(input).consumers, std::vector<int>{0});
+  const auto order = g.topological_order();
+  ASSERT_EQ(order.size(), g.nodes().size());
+  std::vector<int> position(order.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+  for (const auto& n : g.nodes())
+    for (int id : n.inputs) {
+      if (g.value(id).producer >= 0) {
+        EXPECT_LT(position[g.value(id).producer], position[n.id]);
+      }
+    }
+}
+
+TEST(Graph, RejectsShapeMismatch) {
+  GraphBuilder b("bad");
+  int x = b.input("input", {2, 3, 8, 8});
+  int y = b.input("other", {2, 4, 8, 8});
+  try {
+    b.add(x, y, "sum", false);
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot add 'input' [2, 3, 8, 8]"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(b.conv(x, "conv", {4, {9}, 1, 0, 1, false, {}}), GraphError);  // kernel > input
+}
+
+TEST(Graph, RejectsDanglingInput) {
+  Graph g("g");
+  g.add_input("input", {2, 3});
+  try {
+    g.add_node(OpKind::kReLU, "relu", {7});
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("input id 7"), std::string::npos) << e.what();
+  }
+  Graph h = tiny_net();
+  h.rewire_input(1, 0, 999);
+  EXPECT_THROW(h.validate(), GraphError);
+}
+
+TEST(Graph, DetectsCycle) {
+  Graph g = tiny_net();
+  // Make the conv read the relu's output: conv -> bn -> relu -> conv.
+  g.rewire_input(0, 0, g.node(2).output);
+  try {
+    g.validate();
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Graph, RejectsUnsafeInPlace) {
+  GraphBuilder b("inplace");
+  int x = b.input("input", {2, 4});
+  int t = b.class_target("target", 2);
+  int y = b.linear(x, "fc", 4);
+  int r = b.relu(y, "relu", true);    // overwrites y ...
+  int s = b.add(r, y, "sum", false);  // ... which is read again here
+  b.cross_entropy(s, t);
+  try {
+    b.finish();
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("other nodes also read"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Graph, RejectsDuplicateNames) {
+  Graph g("g");
+  g.add_input("x", {2});
+  EXPECT_THROW(g.add_input("x", {2}), GraphError);
+  EXPECT_THROW(g.add_input("y", {2, 0}), GraphError);
+}
+
+TEST(Graph, FingerprintIsStableAndSensitive) {
+  EXPECT_EQ(tiny_net().fingerprint(), tiny_net().fingerprint());
+  EXPECT_EQ(tiny_net().fingerprint().size(), 16u);
+  EXPECT_NE(tiny_net(2).fingerprint(), tiny_net(3).fingerprint());
+  ModelConfig c;
+  c.batch = 2;
+  c.image = {64, 64};
+  c.width = 0.25;
+  const auto a = build_zoo_model("resnet18", c).fingerprint();
+  EXPECT_EQ(a, build_zoo_model("resnet18", c).fingerprint());
+  EXPECT_NE(a, build_zoo_model("resnet34", c).fingerprint());
+  c.image = {96, 96};
+  EXPECT_NE(a, build_zoo_model("resnet18", c).fingerprint());
+}
+
+TEST(Graph, PrintsReadably) {
+  const std::string s = tiny_net().to_string();
+  EXPECT_NE(s.find("conv(input, conv.weight)"), std::string::npos) << s;
+  EXPECT_NE(s.find("[2, 4, 8, 8] 2048 B"), std::string::npos) << s;
+  EXPECT_NE(s.find("max_pool"), std::string::npos);
+}
+
+TEST(Graph, PoolingCeilModeMatchesPyTorch) {
+  // GoogLeNet: 112 -> maxpool(3, 2, ceil) -> 56; 7 -> maxpool(2, 2, ceil) -> 4.
+  GraphBuilder b("pool");
+  int x = b.input("input", {1, 1, 112, 7});
+  int y = b.max_pool(x, "p", 3, 2, 0, true);
+  EXPECT_EQ(b.graph().value(y).shape, (std::vector<int64_t>{1, 1, 56, 3}));
+  int z = b.max_pool(x, "q", 2, 2, 0, true);
+  EXPECT_EQ(b.graph().value(z).shape, (std::vector<int64_t>{1, 1, 56, 4}));
+}
+
+}  // namespace
+}  // namespace monet
