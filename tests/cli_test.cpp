@@ -78,6 +78,31 @@ TEST(Cli, BaselineReportsPeakAndTime) {
   EXPECT_EQ(doc.at("seconds").size(), 2u);
 }
 
+TEST(Cli, BaselineWritesMemoryTrace) {
+  const std::string path = ::testing::TempDir() + "monet_trace.csv";
+  std::remove(path.c_str());
+  const CliRun r = monet(
+      "baseline --model resnet18 --batch 2 --image 32 --width 0.125 "
+      "--iters 1 --warmup 0 --threads 1 --trace-csv " +
+      path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(path);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(f, line)) lines.push_back(line);
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines.front(), "label,current_bytes,peak_bytes");
+  EXPECT_EQ(lines[1].rfind("start,", 0), 0u);
+  EXPECT_EQ(lines[2].rfind("conv1,", 0), 0u);
+  EXPECT_EQ(lines.back().rfind("backward,", 0), 0u);
+  const CliRun bad = monet(
+      "baseline --model resnet18 --batch 2 --image 32 --width 0.125 "
+      "--iters 1 --trace-csv /nonexistent-dir/trace.csv");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("cannot write '/nonexistent-dir/trace.csv'"), std::string::npos)
+      << bad.err;
+}
+
 void expect_usage_error(const std::string& args, const std::string& message) {
   const CliRun r = monet(args);
   EXPECT_EQ(r.exit_code, 2) << args;

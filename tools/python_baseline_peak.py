@@ -30,6 +30,7 @@ def main():
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--image", type=int, default=224)
     ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
@@ -39,7 +40,8 @@ def main():
     lib.monet_tracker_install()
 
     torch.manual_seed(0)
-    model = getattr(torchvision.models, a.model)()
+    kwargs = {"aux_logits": False, "init_weights": True} if a.model == "googlenet" else {}
+    model = getattr(torchvision.models, a.model)(**kwargs)
     model.train()
     x = torch.randn(a.batch, 3, a.image, a.image)
     target = torch.randint(0, 1000, (a.batch,))

@@ -1,7 +1,9 @@
 #include "cli/cli_common.h"
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "graph/model_zoo.h"
 
@@ -63,5 +65,30 @@ std::string format_bytes(int64_t bytes, bool exact) {
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw UsageError("cannot write '" + path + "'");
+    f << text;
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw UsageError("cannot write '" + path + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw UsageError("cannot write '" + path + "'");
+  }
+}
+
+void write_trace_csv(const std::vector<MemorySample>& trace, const std::string& path) {
+  std::ostringstream s;
+  s << "label,current_bytes,peak_bytes\n";
+  for (const auto& m : trace) s << m.label << ',' << m.current_bytes << ',' << m.peak_bytes << '\n';
+  write_file_atomically(path, s.str());
+}
 
 }  // namespace monet::cli

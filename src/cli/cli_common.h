@@ -12,6 +12,7 @@
 
 #include "graph/graph.h"
 #include "graph/model_config.h"
+#include "runtime/memory_tracker.h"
 
 namespace monet::cli {
 
@@ -46,6 +47,13 @@ ModelConfig model_config(const ModelOptions& options);
 std::string format_bytes(int64_t bytes, bool exact = false);
 
 void print_json(const nlohmann::json& j);
+
+/// Writes `text` to `path` through a temporary file and a rename, so a failure never
+/// leaves a partial file behind. Throws UsageError when the path cannot be written.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+/// Memory trace as CSV: label,current_bytes,peak_bytes.
+void write_trace_csv(const std::vector<MemorySample>& trace, const std::string& path);
 
 void add_models_command(CLI::App& root, std::vector<Command>& commands);
 void add_show_command(CLI::App& root, std::vector<Command>& commands);

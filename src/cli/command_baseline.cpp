@@ -14,6 +14,8 @@ struct BaselineOptions {
   int iters = 3;
   int warmup = 1;
   uint64_t seed = 0;
+  int threads = 0;        // 0 = LibTorch's default (one per physical core)
+  std::string trace_csv;  // memory after every operator of the last iteration
   bool json = false;
 };
 
@@ -26,6 +28,7 @@ double median(std::vector<double> v) {
 int run_baseline(const BaselineOptions& o) {
   const Graph g = build_graph(o.model);
   const ModelConfig c = model_config(o.model);
+  if (o.threads > 0) at::set_num_threads(o.threads);
   ModelState state = ModelState::initialize(g, o.seed);
   const Batch batch = make_batch(g, o.seed + 1);
   AutogradBaseline baseline(g, state);
@@ -38,7 +41,10 @@ int run_baseline(const BaselineOptions& o) {
     const bool measured = i >= o.warmup;
     std::cerr << (measured ? "iteration " : "warm-up ") << (measured ? i - o.warmup + 1 : i + 1)
               << "/" << (measured ? o.iters : o.warmup) << " ..." << std::flush;
-    const IterationResult r = baseline.run_iteration(batch);
+    IterationOptions options;
+    options.record_trace = !o.trace_csv.empty() && i + 1 == total;
+    const IterationResult r = baseline.run_iteration(batch, options);
+    if (options.record_trace) write_trace_csv(r.trace, o.trace_csv);
     std::cerr << " " << r.seconds << " s, peak " << format_bytes(r.peak_bytes) << "\n";
     if (!measured) continue;
     seconds.push_back(r.seconds);
@@ -87,6 +93,10 @@ void add_baseline_command(CLI::App& root, std::vector<Command>& commands) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed for weights and data")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "intra-op threads (default: LibTorch's choice)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--trace-csv", o->trace_csv,
+                  "write the memory trace of the last iteration (label,current,peak bytes)");
   cmd->add_flag("--json", o->json, "machine-readable output");
   commands.push_back({cmd, [o] { return run_baseline(*o); }});
 }
