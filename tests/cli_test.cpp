@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -17,7 +18,9 @@ struct CliRun {
 };
 
 CliRun monet(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "monet_cli_stderr.txt";
+  // One file per test process: CTest runs tests in parallel.
+  const std::string err_file =
+      ::testing::TempDir() + "monet_cli_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(MONET_BINARY) + " " + args + " 2>" + err_file;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
@@ -79,7 +82,8 @@ TEST(Cli, BaselineReportsPeakAndTime) {
 }
 
 TEST(Cli, BaselineWritesMemoryTrace) {
-  const std::string path = ::testing::TempDir() + "monet_trace.csv";
+  const std::string path =
+      ::testing::TempDir() + "monet_trace_" + std::to_string(getpid()) + ".csv";
   std::remove(path.c_str());
   const CliRun r = monet(
       "baseline --model resnet18 --batch 2 --image 32 --width 0.125 "
