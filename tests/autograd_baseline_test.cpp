@@ -33,16 +33,22 @@ bool shift_cancelled_by_batch_norm(const Graph& g, int value) {
 
 class BaselineOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
  protected:
-  void SetUp() override { MemoryTracker::install(); }
+  void SetUp() override {
+    MemoryTracker::install();
+    graph_ = std::make_unique<Graph>(build_zoo_model(GetParam().name, GetParam().config));
+    state_ = std::make_unique<ModelState>(ModelState::initialize(*graph_, 0));
+    batch_ = make_batch(*graph_, 1);
+    baseline_ = std::make_unique<AutogradBaseline>(*graph_, *state_);
+  }
+  std::unique_ptr<Graph> graph_;
+  std::unique_ptr<ModelState> state_;
+  Batch batch_;
+  std::unique_ptr<AutogradBaseline> baseline_;
 };
 
 TEST_P(BaselineOnTinyModel, GradientsAreFiniteAndNonZeroForEveryParameter) {
-  const auto& p = GetParam();
-  const Graph g = build_zoo_model(p.name, p.config);
-  ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  AutogradBaseline baseline(g, state);
-  const IterationResult r = baseline.run_iteration(batch);
+  const Graph& g = *graph_;
+  const IterationResult r = baseline_->run_iteration(batch_);
   EXPECT_TRUE(std::isfinite(r.loss));
   const auto params = g.parameters();
   ASSERT_EQ(r.gradients.size(), params.size());
@@ -67,13 +73,9 @@ TEST_P(BaselineOnTinyModel, GradientsAreFiniteAndNonZeroForEveryParameter) {
 }
 
 TEST_P(BaselineOnTinyModel, FreesEverythingButGradientsAndMeasuresAPeak) {
-  const auto& p = GetParam();
-  const Graph g = build_zoo_model(p.name, p.config);
-  ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  AutogradBaseline baseline(g, state);
-  baseline.run_iteration(batch);  // warm-up: first-call caches
-  const IterationResult r = baseline.run_iteration(batch);
+  const Graph& g = *graph_;
+  baseline_->run_iteration(batch_);  // warm-up: first-call caches
+  const IterationResult r = baseline_->run_iteration(batch_);
   // After the iteration only the gradients remain, one per parameter, exactly.
   EXPECT_EQ(MemoryTracker::current() - r.start_bytes, g.parameter_bytes());
   // The peak holds at least the gradients and the largest activation.

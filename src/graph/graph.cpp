@@ -69,22 +69,22 @@ int Graph::add_input(const std::string& name, std::vector<int64_t> shape, at::Sc
   return add_value(std::move(v));
 }
 
-int Graph::add_parameter(const std::string& name, std::vector<int64_t> shape, InitSpec init) {
+int Graph::add_state(ValueKind kind, const std::string& name, std::vector<int64_t> shape,
+                     InitSpec init) {
   Value v;
   v.name = name;
-  v.kind = ValueKind::kParameter;
+  v.kind = kind;
   v.shape = std::move(shape);
   v.init = init;
   return add_value(std::move(v));
 }
 
+int Graph::add_parameter(const std::string& name, std::vector<int64_t> shape, InitSpec init) {
+  return add_state(ValueKind::kParameter, name, std::move(shape), init);
+}
+
 int Graph::add_buffer(const std::string& name, std::vector<int64_t> shape, InitSpec init) {
-  Value v;
-  v.name = name;
-  v.kind = ValueKind::kBuffer;
-  v.shape = std::move(shape);
-  v.init = init;
-  return add_value(std::move(v));
+  return add_state(ValueKind::kBuffer, name, std::move(shape), init);
 }
 
 int Graph::add_node(OpKind op, const std::string& name, std::vector<int> inputs, OpAttrs attrs) {

@@ -107,6 +107,7 @@ class Graph {
 
  private:
   int add_value(Value v);
+  int add_state(ValueKind kind, const std::string& name, std::vector<int64_t> shape, InitSpec init);
   void check_new_name(const std::string& name) const;
 
   std::string name_;

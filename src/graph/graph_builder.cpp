@@ -83,16 +83,10 @@ int GraphBuilder::batch_norm(int x, const std::string& name, double eps) {
   return graph_.add_node(OpKind::kBatchNorm, name, inputs, a);
 }
 
-int GraphBuilder::relu(int x, const std::string& name, bool inplace) {
+int GraphBuilder::activation(OpKind op, int x, const std::string& name, bool inplace) {
   OpAttrs a;
   a.inplace = inplace;
-  return graph_.add_node(OpKind::kReLU, name, {x}, a);
-}
-
-int GraphBuilder::relu6(int x, const std::string& name, bool inplace) {
-  OpAttrs a;
-  a.inplace = inplace;
-  return graph_.add_node(OpKind::kReLU6, name, {x}, a);
+  return graph_.add_node(op, name, {x}, a);
 }
 
 int GraphBuilder::max_pool(int x, const std::string& name, int64_t kernel, int64_t stride,

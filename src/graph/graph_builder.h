@@ -47,8 +47,14 @@ class GraphBuilder {
   int conv_transpose(int x, const std::string& name, int64_t out_channels, int64_t kernel,
                      int64_t stride, LayerInit init = {});
   int batch_norm(int x, const std::string& name, double eps = 1e-5);
-  int relu(int x, const std::string& name, bool inplace);
-  int relu6(int x, const std::string& name, bool inplace);
+  /// Element-wise activation (ReLU, ReLU6), optionally in place on x.
+  int activation(OpKind op, int x, const std::string& name, bool inplace);
+  int relu(int x, const std::string& name, bool inplace) {
+    return activation(OpKind::kReLU, x, name, inplace);
+  }
+  int relu6(int x, const std::string& name, bool inplace) {
+    return activation(OpKind::kReLU6, x, name, inplace);
+  }
   int max_pool(int x, const std::string& name, int64_t kernel, int64_t stride, int64_t padding,
                bool ceil_mode = false);
   int avg_pool(int x, const std::string& name, int64_t kernel, int64_t stride);
