@@ -18,21 +18,21 @@ struct TinyModel {
 inline void PrintTo(const TinyModel& m, std::ostream* os) { *os << m.name; }
 
 inline std::vector<TinyModel> tiny_models() {
-  auto cfg = [](std::vector<int64_t> image, double width, int64_t classes) {
+  auto cfg = [](std::vector<int64_t> image, double width, int64_t classes, int64_t batch = 2) {
     ModelConfig c;
-    c.batch = 2;
+    c.batch = batch;
     c.image = std::move(image);
     c.width = width;
     c.classes = classes;
     return c;
   };
   return {
-      {"resnet18", cfg({32, 32}, 0.125, 10)},   {"resnet34", cfg({32, 32}, 0.125, 10)},
-      {"resnet50", cfg({32, 32}, 0.125, 10)},   {"resnet101", cfg({32, 32}, 0.0625, 10)},
-      {"resnet152", cfg({32, 32}, 0.0625, 10)}, {"vgg11", cfg({32, 32}, 0.0625, 10)},
-      {"vgg16", cfg({32, 32}, 0.0625, 10)},     {"vgg19", cfg({32, 32}, 0.0625, 10)},
-      {"googlenet", cfg({32, 32}, 0.125, 10)},  {"mobilenet_v2", cfg({32, 32}, 0.25, 10)},
-      {"unet", cfg({32, 48}, 0.125, 1)},        {"unet3d", cfg({16, 16, 16}, 0.125, 1)},
+      {"resnet18", cfg({64, 64}, 0.125, 10, 4)},   {"resnet34", cfg({64, 64}, 0.125, 10, 4)},
+      {"resnet50", cfg({64, 64}, 0.125, 10, 4)},   {"resnet101", cfg({64, 64}, 0.0625, 10, 4)},
+      {"resnet152", cfg({64, 64}, 0.0625, 10, 4)}, {"vgg11", cfg({32, 32}, 0.0625, 10)},
+      {"vgg16", cfg({32, 32}, 0.0625, 10)},        {"vgg19", cfg({32, 32}, 0.0625, 10)},
+      {"googlenet", cfg({32, 32}, 0.125, 10)},     {"mobilenet_v2", cfg({64, 64}, 0.25, 10, 4)},
+      {"unet", cfg({32, 48}, 0.125, 1)},           {"unet3d", cfg({16, 16, 16}, 0.125, 1)},
   };
 }
 

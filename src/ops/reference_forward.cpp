@@ -1,5 +1,7 @@
 #include "ops/reference_forward.h"
 
+#include "ops/op_kernels.h"
+
 namespace monet {
 namespace {
 
@@ -23,7 +25,8 @@ at::Tensor pool(const Node& n, const at::Tensor& x) {
 
 }  // namespace
 
-at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, bool training) {
+at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, bool training,
+                             uint64_t iteration_seed) {
   const auto& a = n.attrs;
   switch (n.op) {
     case OpKind::kConv:
@@ -60,7 +63,8 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
     case OpKind::kLinear:
       return at::linear(in[0], in[1], optional_input(in, 2));
     case OpKind::kDropout:
-      return at::dropout(in[0], a.p, training);
+      if (!training || a.p == 0) return in[0].clone();
+      return in[0] * dropout_noise(in[0].sizes(), a.p, node_seed(iteration_seed, n.id));
     case OpKind::kCrossEntropyLoss:
       return at::cross_entropy_loss(in[0], in[1], {}, at::Reduction::Mean, -100, 0.0);
     case OpKind::kBCEWithLogitsLoss:

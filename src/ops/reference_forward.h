@@ -14,7 +14,9 @@ namespace monet {
 /// Output of `node` for `inputs` (ordered as node.inputs). Honours node.attrs.inplace
 /// (the first input is overwritten and returned). `training` selects batch statistics
 /// and active dropout; batch norm then updates its running-statistic buffers in place.
-at::Tensor reference_forward(const Node& node, const std::vector<at::Tensor>& inputs,
-                             bool training);
+/// Dropout draws its noise from node_seed(iteration_seed, node.id), as the executor does,
+/// with the computation PyTorch's CPU dropout uses (input * noise, noise saved).
+at::Tensor reference_forward(const Node& node, const std::vector<at::Tensor>& inputs, bool training,
+                             uint64_t iteration_seed = 0);
 
 }  // namespace monet

@@ -17,7 +17,7 @@ AutogradBaseline::AutogradBaseline(const Graph& graph, ModelState& state)
 }
 
 at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int stop_at_value,
-                                         bool record_trace) {
+                                         bool record_trace, uint64_t iteration_seed) {
   std::vector<at::Tensor> env(graph_.values().size());
   for (const auto& v : graph_.values()) {
     if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer) {
@@ -34,7 +34,7 @@ at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int 
     const Node& n = graph_.node(order_[pos]);
     inputs.clear();
     for (int id : n.inputs) inputs.push_back(env[id]);
-    env[n.output] = reference_forward(n, inputs, training);
+    env[n.output] = reference_forward(n, inputs, training, iteration_seed);
     inputs.clear();
     if (n.output == stop_at_value) return env[n.output];
     // Drop our reference to activations no later node reads; autograd keeps what it saved.
@@ -58,7 +58,8 @@ IterationResult AutogradBaseline::run_iteration(const Batch& batch,
   }
   const auto t0 = std::chrono::steady_clock::now();
   {
-    at::Tensor loss = run_forward(batch, options.training, -1, options.record_trace);
+    at::Tensor loss =
+        run_forward(batch, options.training, -1, options.record_trace, options.iteration_seed);
     loss.backward();
     result.loss = loss.item<double>();
   }
@@ -79,7 +80,7 @@ IterationResult AutogradBaseline::run_iteration(const Batch& batch,
 
 at::Tensor AutogradBaseline::evaluate(const Batch& batch, int value_id, bool training) {
   torch::NoGradGuard no_grad;
-  return run_forward(batch, training, value_id, false);
+  return run_forward(batch, training, value_id, false, 0);
 }
 
 }  // namespace monet

@@ -18,6 +18,7 @@ struct IterationOptions {
   bool sgd_step = false;  // apply p -= learning_rate * grad after backward
   double learning_rate = 0.01;
   bool record_trace = false;  // sample memory after every operator
+  uint64_t iteration_seed = 0;  // seeds dropout (see reference_forward)
 };
 
 struct IterationResult {
@@ -44,7 +45,8 @@ class AutogradBaseline {
   at::Tensor evaluate(const Batch& batch, int value_id, bool training);
 
  private:
-  at::Tensor run_forward(const Batch& batch, bool training, int stop_at_value, bool record_trace);
+  at::Tensor run_forward(const Batch& batch, bool training, int stop_at_value, bool record_trace,
+                         uint64_t iteration_seed);
 
   const Graph& graph_;
   ModelState& state_;

@@ -1,0 +1,71 @@
+// ReLU / ReLU6 (in place or not; backward from input, output or a 1-bit sign mask) and
+// dropout (noise kept, or regenerated from the node's seed).
+#include "ops/bit_mask.h"
+#include "ops/op_kernels.h"
+
+namespace monet::kernels {
+namespace {
+
+bool is_relu6(const Node& n) { return n.op == OpKind::kReLU6; }
+
+// Where the backward passes the gradient: 0 < x (ReLU) or 0 < x < 6 (ReLU6).
+at::Tensor pass_mask(const Node& n, const at::Tensor& x) {
+  return is_relu6(n) ? at::logical_and(x > 0, x < 6) : x > 0;
+}
+
+}  // namespace
+
+ForwardOutput activation_forward(const Node& n, const ForwardImplInfo& impl,
+                                 const std::vector<at::Tensor>& in) {
+  at::Tensor x = in[0];
+  if (n.op == OpKind::kDropout) throw std::logic_error("dropout goes through dropout_forward");
+  ForwardOutput out;
+  if (impl.emits_intermediate) out.intermediate = pack_bits(pass_mask(n, x));
+  if (impl.inplace)
+    out.output = is_relu6(n) ? at::hardtanh_(x, 0.0, 6.0) : at::relu_(x);
+  else
+    out.output = is_relu6(n) ? at::hardtanh(x, 0.0, 6.0) : at::relu(x);
+  return out;
+}
+
+std::vector<at::Tensor> activation_backward(const Graph& g, const Node& n,
+                                            const BackwardImplInfo& impl, const BackwardArgs& a) {
+  std::vector<at::Tensor> grads(1);
+  if (!a.needs_grad[0]) return grads;
+  const at::Tensor& go = a.grad_output;
+  if (impl.name == "mask") {
+    const at::Tensor mask = unpack_bits(a.intermediate, g.value(n.inputs[0]).shape);
+    grads[0] = go.masked_fill(mask.logical_not(), 0);
+    return grads;
+  }
+  // The output passes the same test as the input: y in (0, 6) iff x in (0, 6).
+  const at::Tensor& ref = impl.name == "output" ? a.output : a.inputs[0];
+  grads[0] =
+      is_relu6(n) ? at::hardtanh_backward(go, ref, 0.0, 6.0) : at::threshold_backward(go, ref, 0);
+  return grads;
+}
+
+ForwardOutput dropout_forward(const Node& n, const ForwardImplInfo& impl, const at::Tensor& x,
+                              const NodeState& state, bool training) {
+  if (!training || n.attrs.p == 0)
+    return {x.clone(), impl.emits_intermediate ? at::ones_like(x) : at::Tensor()};
+  at::Tensor noise = dropout_noise(x.sizes(), n.attrs.p, state.seed);
+  at::Tensor y = x * noise;
+  return {y, impl.emits_intermediate ? noise : at::Tensor()};
+}
+
+std::vector<at::Tensor> dropout_backward(const Node& n, const BackwardImplInfo& impl,
+                                         const BackwardArgs& a, const NodeState& state) {
+  std::vector<at::Tensor> grads(1);
+  if (!a.needs_grad[0]) return grads;
+  if (impl.name == "noise") {
+    grads[0] = a.grad_output * a.intermediate;
+  } else {
+    grads[0] = n.attrs.p == 0
+                   ? a.grad_output.clone()
+                   : a.grad_output * dropout_noise(a.grad_output.sizes(), n.attrs.p, state.seed);
+  }
+  return grads;
+}
+
+}  // namespace monet::kernels

@@ -1,0 +1,192 @@
+#include "ops/op_impl.h"
+
+#include <stdexcept>
+
+namespace monet {
+namespace {
+
+bool is_plain_conv2d(const Graph& g, const Node& n) {
+  const auto& a = n.attrs;
+  if (n.op != OpKind::kConv || g.value(n.inputs[0]).shape.size() != 4 || a.groups != 1)
+    return false;
+  for (auto d : a.dilation)
+    if (d != 1) return false;
+  return true;
+}
+
+ForwardImplInfo fwd(std::string name, bool inplace, bool intermediate, std::string d) {
+  return {std::move(name), inplace, intermediate, std::move(d)};
+}
+
+BackwardImplInfo bwd(std::string name, BackwardPart part, std::vector<int> inputs, bool output,
+                     bool intermediate, std::string d,
+                     std::vector<std::string> requires_forward = {}) {
+  BackwardImplInfo b;
+  b.name = std::move(name);
+  b.part = part;
+  b.reads_inputs = std::move(inputs);
+  b.reads_output = output;
+  b.reads_intermediate = intermediate;
+  b.description = std::move(d);
+  b.requires_forward = std::move(requires_forward);
+  return b;
+}
+
+// In-place-capable element-wise operators: the default follows the graph's attribute.
+std::vector<ForwardImplInfo> inplace_choice(const Node& n, const std::string& what) {
+  auto out_of_place = fwd("default", false, false, what + " into a new tensor");
+  auto inplace = fwd("inplace", true, false, what + " in place on the input");
+  if (n.attrs.inplace) return {inplace, out_of_place};
+  return {out_of_place, inplace};
+}
+
+}  // namespace
+
+const char* backward_part_name(BackwardPart part) {
+  switch (part) {
+    case BackwardPart::kAll:
+      return "all";
+    case BackwardPart::kWeight:
+      return "weight";
+    case BackwardPart::kInput:
+      return "input";
+  }
+  return "?";
+}
+
+BackwardPart backward_part_from_name(const std::string& name) {
+  if (name == "all") return BackwardPart::kAll;
+  if (name == "weight") return BackwardPart::kWeight;
+  if (name == "input") return BackwardPart::kInput;
+  throw std::invalid_argument("unknown backward part '" + name + "'");
+}
+
+std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
+  switch (n.op) {
+    case OpKind::kConv: {
+      std::vector<ForwardImplInfo> v = {
+          fwd("default", false, false, "at::convolution (oneDNN where PyTorch uses it)"),
+          fwd("mkldnn", false, false, "oneDNN convolution called directly")};
+      if (is_plain_conv2d(g, n)) {
+        v.push_back(fwd("im2col", false, false, "im2col + GEMM (THNN slow_conv2d)"));
+        v.push_back(fwd("dilated_im2col", false, false, "per-sample im2col (slow_conv_dilated2d)"));
+      }
+      return v;
+    }
+    case OpKind::kReLU:
+    case OpKind::kReLU6: {
+      auto v = inplace_choice(n, op_name(n.op));
+      v.push_back(fwd("mask", false, true, "out of place, plus a 1-bit sign mask"));
+      v.push_back(fwd("inplace_mask", true, true, "in place, plus a 1-bit sign mask"));
+      return v;
+    }
+    case OpKind::kAdd:
+      return inplace_choice(n, "add");
+    case OpKind::kMaxPool:
+      return {fwd("default", false, true, "keeps int64 argmax indices, as PyTorch does"),
+              fwd("argmax8", false, true, "keeps the argmax as an 8-bit window offset"),
+              fwd("plain", false, false, "keeps nothing")};
+    case OpKind::kDropout:
+      return {fwd("default", false, true, "keeps the scaled noise tensor, as PyTorch does"),
+              fwd("reseed", false, false, "keeps nothing; backward regenerates the noise")};
+    default:
+      return {fwd("default", false, false, "reference ATen call")};
+  }
+}
+
+std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
+  using P = BackwardPart;
+  switch (n.op) {
+    case OpKind::kConv:
+    case OpKind::kConvTranspose: {
+      std::vector<BackwardImplInfo> v = {
+          bwd("default", P::kWeight, {0}, false, false, "at::convolution_backward, weight"),
+          bwd("default", P::kInput, {}, false, false,
+              "transposed convolution of the gradient (needs no activation)")};
+      if (is_plain_conv2d(g, n)) {
+        v.push_back(bwd("im2col_gemm", P::kWeight, {0}, false, false, "im2col + batched GEMM"));
+        v.push_back(bwd("slow_transpose", P::kInput, {}, false, false,
+                        "THNN slow_conv_transpose2d of the gradient"));
+      }
+      return v;
+    }
+    case OpKind::kLinear:
+      return {bwd("default", P::kWeight, {0}, false, false, "grad^T x"),
+              bwd("default", P::kInput, {}, false, false, "grad W")};
+    case OpKind::kBatchNorm:
+      return {bwd("input", P::kAll, {0}, false, false, "from the input (native backward)"),
+              bwd("output", P::kAll, {}, true, false, "from the output (x_hat = (y - b) / w)")};
+    case OpKind::kReLU:
+    case OpKind::kReLU6: {
+      auto out = bwd("output", P::kAll, {}, true, false, "from the output");
+      auto in = bwd("input", P::kAll, {0}, false, false, "from the input");
+      auto mask = bwd("mask", P::kAll, {}, false, true, "from the 1-bit sign mask",
+                      {"mask", "inplace_mask"});
+      if (n.attrs.inplace) return {out, in, mask};
+      return {in, out, mask};
+    }
+    case OpKind::kMaxPool:
+      return {bwd("indices", P::kAll, {}, false, true, "from int64 argmax indices", {"default"}),
+              bwd("argmax8", P::kAll, {}, false, true, "from 8-bit window offsets", {"argmax8"}),
+              bwd("input", P::kAll, {0}, false, false, "recomputes the argmax from the input")};
+    case OpKind::kDropout:
+      return {bwd("noise", P::kAll, {}, false, true, "from the kept noise tensor", {"default"}),
+              bwd("reseed", P::kAll, {}, false, false, "regenerates the noise from its seed")};
+    case OpKind::kCrossEntropyLoss:
+    case OpKind::kBCEWithLogitsLoss:
+      return {bwd("default", P::kAll, {0, 1}, false, false, "from the logits and targets")};
+    default:
+      return {bwd("default", P::kAll, {}, false, false, "needs shapes only")};
+  }
+}
+
+std::vector<BackwardPart> backward_parts(const Graph& g, const Node& n) {
+  std::vector<BackwardPart> parts;
+  for (const auto& b : backward_impls(g, n))
+    if (std::find(parts.begin(), parts.end(), b.part) == parts.end()) parts.push_back(b.part);
+  return parts;
+}
+
+bool compatible(const ForwardImplInfo& f, const BackwardImplInfo& b) {
+  if (b.reads_intermediate && std::find(b.requires_forward.begin(), b.requires_forward.end(),
+                                        f.name) == b.requires_forward.end())
+    return false;
+  if (f.inplace &&
+      std::find(b.reads_inputs.begin(), b.reads_inputs.end(), 0) != b.reads_inputs.end())
+    return false;
+  return true;
+}
+
+ForwardImplInfo find_forward_impl(const std::vector<ForwardImplInfo>& impls, const Node& node,
+                                  const std::string& name) {
+  for (const auto& i : impls)
+    if (i.name == name) return i;
+  throw std::invalid_argument("node '" + node.name + "' (" + op_name(node.op) +
+                              ") has no forward implementation '" + name + "'");
+}
+
+BackwardImplInfo find_backward_impl(const std::vector<BackwardImplInfo>& impls, const Node& node,
+                                    BackwardPart part, const std::string& name) {
+  for (const auto& i : impls)
+    if (i.name == name && i.part == part) return i;
+  throw std::invalid_argument("node '" + node.name + "' (" + op_name(node.op) +
+                              ") has no backward implementation '" + name + "' for part '" +
+                              backward_part_name(part) + "'");
+}
+
+int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {
+  const Value& out = g.value(n.output);
+  switch (n.op) {
+    case OpKind::kReLU:
+    case OpKind::kReLU6:
+      return (g.value(n.inputs[0]).numel() + 7) / 8;  // packed bits
+    case OpKind::kMaxPool:
+      return forward_impl == "argmax8" ? out.numel() : out.numel() * 8;
+    case OpKind::kDropout:
+      return out.bytes();
+    default:
+      return 0;
+  }
+}
+
+}  // namespace monet

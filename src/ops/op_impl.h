@@ -1,0 +1,66 @@
+// What the planner can choose for each operator: its forward implementations and its
+// backward implementations, each declaring what it reads from the forward pass, whether
+// it works in place, and whether it leaves an intermediate tensor behind (a packed sign
+// mask, a compact argmax, a dropout noise tensor) for an intermediate-activated backward.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace monet {
+
+/// A backward pass may be split so the forward input can be freed between parts:
+/// convolution and linear run kWeight (parameter gradients, reads the input) and then
+/// kInput (input gradient, reads only parameters). Other operators run one kAll part.
+enum class BackwardPart { kAll, kWeight, kInput };
+const char* backward_part_name(BackwardPart part);
+BackwardPart backward_part_from_name(const std::string& name);
+
+struct ForwardImplInfo {
+  std::string name;
+  bool inplace = false;             // overwrites input 0 and returns it as the output
+  bool emits_intermediate = false;  // also produces the node's intermediate tensor
+  std::string description;
+};
+
+struct BackwardImplInfo {
+  std::string name;
+  BackwardPart part = BackwardPart::kAll;
+  /// Positions in node.inputs of the activations this backward reads (parameters and
+  /// buffers are always available and not listed).
+  std::vector<int> reads_inputs;
+  bool reads_output = false;
+  bool reads_intermediate = false;
+  /// When it reads the intermediate: the forward implementations that leave the
+  /// intermediate in the format it expects.
+  std::vector<std::string> requires_forward;
+  std::string description;
+};
+
+/// Forward implementations available for `node`; the first is the default (what
+/// PyTorch would run).
+std::vector<ForwardImplInfo> forward_impls(const Graph& graph, const Node& node);
+/// Backward implementations for `node`, grouped by part; for each part the first is the
+/// default. Empty for operators without a backward (none today).
+std::vector<BackwardImplInfo> backward_impls(const Graph& graph, const Node& node);
+
+/// The parts a node's backward consists of, in execution order.
+std::vector<BackwardPart> backward_parts(const Graph& graph, const Node& node);
+
+/// Whether backward `b` can follow forward `f` of the same node (intermediate format,
+/// input not overwritten in place when b reads it).
+bool compatible(const ForwardImplInfo& f, const BackwardImplInfo& b);
+
+/// Lookups by name; throw std::invalid_argument naming the node and the unknown name.
+ForwardImplInfo find_forward_impl(const std::vector<ForwardImplInfo>& impls, const Node& node,
+                                  const std::string& name);
+BackwardImplInfo find_backward_impl(const std::vector<BackwardImplInfo>& impls, const Node& node,
+                                    BackwardPart part, const std::string& name);
+
+/// Bytes of the intermediate tensor that `forward_impl` (one with emits_intermediate)
+/// leaves for `node`.
+int64_t intermediate_bytes(const Graph& graph, const Node& node, const std::string& forward_impl);
+
+}  // namespace monet

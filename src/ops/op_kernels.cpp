@@ -1,0 +1,130 @@
+// Dispatch from (node, implementation) to the kernels, and the operators simple enough
+// to live here: add, cat, flatten, linear, the losses.
+#include "ops/op_kernels.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace monet {
+
+uint64_t node_seed(uint64_t iteration_seed, int node_id) {
+  // splitmix64 of the pair: independent streams per node and iteration.
+  uint64_t z = iteration_seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(node_id) + 1;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+at::Tensor dropout_noise(at::IntArrayRef shape, double p, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::empty(shape).bernoulli_(1 - p, gen).div_(1 - p);
+}
+
+ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,
+                          const std::vector<at::Tensor>& in, NodeState& state, bool training) {
+  ForwardOutput out;
+  switch (n.op) {
+    case OpKind::kConv:
+    case OpKind::kConvTranspose:
+      out = kernels::conv_forward(n, impl.name, in);
+      break;
+    case OpKind::kBatchNorm:
+      out = kernels::batch_norm_forward(n, in, state, training);
+      break;
+    case OpKind::kReLU:
+    case OpKind::kReLU6:
+      out = kernels::activation_forward(n, impl, in);
+      break;
+    case OpKind::kDropout:
+      out = kernels::dropout_forward(n, impl, in[0], state, training);
+      break;
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kAdaptiveAvgPool:
+      out = kernels::pool_forward(n, impl.name, in);
+      break;
+    case OpKind::kAdd: {
+      at::Tensor a = in[0];
+      out.output = impl.inplace ? a.add_(in[1]) : at::add(in[0], in[1]);
+      break;
+    }
+    case OpKind::kCat:
+      out.output = at::cat(in, n.attrs.dim);
+      break;
+    case OpKind::kFlatten:
+      out.output = in[0].flatten(n.attrs.dim);
+      break;
+    case OpKind::kLinear:
+      out.output = at::linear(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor());
+      break;
+    case OpKind::kCrossEntropyLoss:
+      out.output = at::cross_entropy_loss(in[0], in[1], {}, at::Reduction::Mean, -100, 0.0);
+      break;
+    case OpKind::kBCEWithLogitsLoss:
+      out.output = at::binary_cross_entropy_with_logits(in[0], in[1], {}, {}, at::Reduction::Mean);
+      break;
+  }
+  state.computed = true;
+  return out;
+}
+
+std::vector<at::Tensor> run_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
+                                     const BackwardArgs& a, NodeState& state) {
+  const at::Tensor& go = a.grad_output;
+  std::vector<at::Tensor> grads(n.inputs.size());
+  switch (n.op) {
+    case OpKind::kConv:
+    case OpKind::kConvTranspose:
+      return kernels::conv_backward(g, n, impl, a);
+    case OpKind::kBatchNorm:
+      return kernels::batch_norm_backward(n, impl, a, state);
+    case OpKind::kReLU:
+    case OpKind::kReLU6:
+      return kernels::activation_backward(g, n, impl, a);
+    case OpKind::kDropout:
+      return kernels::dropout_backward(n, impl, a, state);
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kAdaptiveAvgPool:
+      return kernels::pool_backward(g, n, impl, a);
+    case OpKind::kAdd:
+      for (size_t i = 0; i < 2; ++i)
+        if (a.needs_grad[i]) grads[i] = go;
+      return grads;
+    case OpKind::kCat: {
+      int64_t offset = 0;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const int64_t len = g.value(n.inputs[i]).shape[n.attrs.dim];
+        if (a.needs_grad[i]) grads[i] = go.narrow(n.attrs.dim, offset, len);
+        offset += len;
+      }
+      return grads;
+    }
+    case OpKind::kFlatten:
+      if (a.needs_grad[0]) grads[0] = go.view(g.value(n.inputs[0]).shape);
+      return grads;
+    case OpKind::kLinear:
+      if (impl.part == BackwardPart::kWeight) {
+        if (a.needs_grad[1]) grads[1] = go.t().mm(a.inputs[0]);
+        if (n.inputs.size() > 2 && a.needs_grad[2]) grads[2] = go.sum(0);
+      } else if (a.needs_grad[0]) {
+        grads[0] = go.mm(a.inputs[1]);
+      }
+      return grads;
+    case OpKind::kCrossEntropyLoss: {
+      const at::Tensor& logits = a.inputs[0];
+      const at::Tensor& target = a.inputs[1];
+      at::Tensor d = at::softmax(logits, 1);
+      d.scatter_add_(1, target.unsqueeze(1), at::full({logits.size(0), 1}, -1.0, logits.options()));
+      grads[0] = d.mul_(go / static_cast<double>(logits.size(0)));
+      return grads;
+    }
+    case OpKind::kBCEWithLogitsLoss: {
+      const at::Tensor& logits = a.inputs[0];
+      grads[0] = (at::sigmoid(logits) - a.inputs[1]).mul_(go / static_cast<double>(logits.numel()));
+      return grads;
+    }
+  }
+  throw std::logic_error(std::string("run_backward: no backward for ") + op_name(n.op));
+}
+
+}  // namespace monet

@@ -1,0 +1,85 @@
+// Running an operator implementation on real tensors: forward (output and, for some
+// implementations, an intermediate tensor) and backward (gradients of the node's inputs),
+// without autograd. The executor calls these; tests check each against autograd.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/op_impl.h"
+
+namespace monet {
+
+/// Per-node state kept for one iteration and never planned: batch-norm statistics of
+/// the first forward (recomputation reuses them and leaves running statistics alone),
+/// and the seed of the node's random numbers (dropout), so recomputation repeats them.
+struct NodeState {
+  at::Tensor save_mean;    // batch norm
+  at::Tensor save_invstd;  // batch norm
+  uint64_t seed = 0;
+  bool computed = false;  // the node's first forward of this iteration has run
+};
+
+/// Dropout's scaled noise, Bernoulli(1 - p) / (1 - p), from a generator seeded with
+/// `seed`: the same seed gives the same noise (recomputation, reference, executor).
+at::Tensor dropout_noise(at::IntArrayRef shape, double p, uint64_t seed);
+
+/// Seed of `node`'s random numbers in the iteration seeded by `iteration_seed`.
+uint64_t node_seed(uint64_t iteration_seed, int node_id);
+
+struct ForwardOutput {
+  at::Tensor output;
+  at::Tensor intermediate;  // defined iff the implementation emits one
+};
+
+/// Forward of `node` with `impl`. `inputs` are ordered as node.inputs. `training`
+/// selects batch statistics and active dropout.
+ForwardOutput run_forward(const Graph& graph, const Node& node, const ForwardImplInfo& impl,
+                          const std::vector<at::Tensor>& inputs, NodeState& state, bool training);
+
+struct BackwardArgs {
+  at::Tensor grad_output;
+  /// Ordered as node.inputs. Parameters and buffers are always defined; activations
+  /// only where the implementation reads them.
+  std::vector<at::Tensor> inputs;
+  at::Tensor output;        // when the implementation reads it
+  at::Tensor intermediate;  // when the implementation reads it
+  /// Which inputs need a gradient (false for data, targets, buffers, and for inputs
+  /// that do not depend on parameters).
+  std::vector<bool> needs_grad;
+};
+
+/// Backward of one part of `node` with `impl`: gradients for node.inputs (undefined
+/// where not needed or not produced by this part).
+std::vector<at::Tensor> run_backward(const Graph& graph, const Node& node,
+                                     const BackwardImplInfo& impl, const BackwardArgs& args,
+                                     NodeState& state);
+
+namespace kernels {
+// One family of operators per file.
+ForwardOutput conv_forward(const Node& n, const std::string& impl,
+                           const std::vector<at::Tensor>& in);
+std::vector<at::Tensor> conv_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
+                                      const BackwardArgs& a);
+ForwardOutput batch_norm_forward(const Node& n, const std::vector<at::Tensor>& in, NodeState& state,
+                                 bool training);
+std::vector<at::Tensor> batch_norm_backward(const Node& n, const BackwardImplInfo& impl,
+                                            const BackwardArgs& a, NodeState& state);
+ForwardOutput activation_forward(const Node& n, const ForwardImplInfo& impl,
+                                 const std::vector<at::Tensor>& in);
+std::vector<at::Tensor> activation_backward(const Graph& g, const Node& n,
+                                            const BackwardImplInfo& impl, const BackwardArgs& a);
+ForwardOutput dropout_forward(const Node& n, const ForwardImplInfo& impl, const at::Tensor& x,
+                              const NodeState& state, bool training);
+std::vector<at::Tensor> dropout_backward(const Node& n, const BackwardImplInfo& impl,
+                                         const BackwardArgs& a, const NodeState& state);
+ForwardOutput pool_forward(const Node& n, const std::string& impl,
+                           const std::vector<at::Tensor>& in);
+std::vector<at::Tensor> pool_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
+                                      const BackwardArgs& a);
+}  // namespace kernels
+
+}  // namespace monet

@@ -1,0 +1,70 @@
+#include "plan/liveness.h"
+
+#include <algorithm>
+
+namespace monet {
+
+InstrEffects instruction_effects(const Graph& g, const TensorIds& ids,
+                                 const std::vector<bool>& needs, const Instruction& in) {
+  InstrEffects e;
+  const Node& n = g.node(in.node);
+  auto is_activation = [&](int v) { return g.value(v).kind == ValueKind::kActivation; };
+  switch (in.kind) {
+    case InstrKind::kForward: {
+      const auto& impl = find_forward_impl(forward_impls(g, n), n, in.impl);
+      for (int v : n.inputs)
+        if (is_activation(v)) e.reads.push_back(ids.activation(v));
+      e.writes.push_back(ids.activation(n.output));
+      if (impl.emits_intermediate) e.writes.push_back(ids.intermediate(n.id));
+      if (impl.inplace) e.kills.push_back(ids.activation(n.inputs[0]));
+      break;
+    }
+    case InstrKind::kBackward: {
+      const auto& impl = find_backward_impl(backward_impls(g, n), n, in.part, in.impl);
+      e.reads.push_back(ids.grad(n.output));
+      for (int i : impl.reads_inputs)
+        if (is_activation(n.inputs[i])) e.reads.push_back(ids.activation(n.inputs[i]));
+      if (impl.reads_output) e.reads.push_back(ids.activation(n.output));
+      if (impl.reads_intermediate) e.reads.push_back(ids.intermediate(n.id));
+      if (in.part != BackwardPart::kWeight)
+        for (int v : n.inputs)
+          if (is_activation(v) && needs[v]) {
+            e.reads.push_back(ids.grad(v));  // accumulates into what is there
+            e.writes.push_back(ids.grad(v));
+          }
+      break;
+    }
+    case InstrKind::kFree:
+      e.kills.push_back(in.slot == Slot::kOutput ? ids.activation(n.output)
+                                                 : ids.intermediate(n.id));
+      break;
+  }
+  return e;
+}
+
+Liveness analyze_liveness(const Graph& g, const Plan& plan) {
+  Liveness l;
+  l.ids.values = static_cast<int>(g.values().size());
+  l.ids.nodes = static_cast<int>(g.nodes().size());
+  const size_t count = plan.program.size();
+  l.effects.reserve(count);
+  const auto needs_grad = values_needing_grad(g);
+  for (const auto& in : plan.program)
+    l.effects.push_back(instruction_effects(g, l.ids, needs_grad, in));
+  l.free_after.assign(count, {});
+  std::vector<bool> needed(l.ids.count(), false);
+  for (size_t i = count; i-- > 0;) {
+    const auto& e = l.effects[i];
+    std::vector<int> uses = e.reads;
+    uses.insert(uses.end(), e.writes.begin(), e.writes.end());
+    std::sort(uses.begin(), uses.end());
+    uses.erase(std::unique(uses.begin(), uses.end()), uses.end());
+    for (int t : uses)
+      if (!needed[t]) l.free_after[i].push_back(t);
+    for (int t : e.writes) needed[t] = false;
+    for (int t : e.reads) needed[t] = true;
+  }
+  return l;
+}
+
+}  // namespace monet

@@ -1,0 +1,44 @@
+// Tensor liveness of a Plan: which tensors each instruction reads and writes, and which
+// tensors die right after it. The executor frees exactly these; the simulator and the
+// validator use the same analysis, so all three agree on what is alive when.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/plan.h"
+
+namespace monet {
+
+/// The tensors a program manipulates, numbered densely: activation of value v is v;
+/// intermediate of node n is V + n; gradient of value v is V + N + v.
+struct TensorIds {
+  int values = 0;
+  int nodes = 0;
+  int activation(int value) const { return value; }
+  int intermediate(int node) const { return values + node; }
+  int grad(int value) const { return values + nodes + value; }
+  int count() const { return 2 * values + nodes; }
+};
+
+struct InstrEffects {
+  std::vector<int> reads;   // tensors that must be alive before the instruction
+  std::vector<int> writes;  // tensors (re)defined by it; gradients accumulate
+  std::vector<int> kills;   // tensors it destroys (in-place input, explicit free)
+};
+
+struct Liveness {
+  TensorIds ids;
+  std::vector<InstrEffects> effects;         // per instruction
+  std::vector<std::vector<int>> free_after;  // per instruction: tensors dead after it
+};
+
+/// Effects of one instruction (implementation names must exist for the node);
+/// `needs_grad` is values_needing_grad(graph).
+InstrEffects instruction_effects(const Graph& graph, const TensorIds& ids,
+                                 const std::vector<bool>& needs_grad, const Instruction& in);
+
+/// Liveness of the whole program. Parameter gradients are results and never die.
+Liveness analyze_liveness(const Graph& graph, const Plan& plan);
+
+}  // namespace monet

@@ -1,0 +1,119 @@
+#include "plan/plan.h"
+
+namespace monet {
+namespace {
+
+const char* kind_name(InstrKind k) {
+  switch (k) {
+    case InstrKind::kForward:
+      return "forward";
+    case InstrKind::kBackward:
+      return "backward";
+    case InstrKind::kFree:
+      return "free";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string describe(const Graph& g, const Instruction& in) {
+  std::string s = std::string(kind_name(in.kind)) + " " + g.node(in.node).name;
+  if (in.kind == InstrKind::kBackward) s += std::string(" ") + backward_part_name(in.part);
+  if (in.kind == InstrKind::kFree)
+    s += in.slot == Slot::kOutput ? " output" : " intermediate";
+  else
+    s += " [" + in.impl + "]";
+  return s;
+}
+
+nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
+  nlohmann::json program = nlohmann::json::array();
+  for (const auto& in : plan.program) {
+    nlohmann::json j = {{"op", kind_name(in.kind)}, {"node", g.node(in.node).name}};
+    if (in.kind == InstrKind::kFree)
+      j["slot"] = in.slot == Slot::kOutput ? "output" : "intermediate";
+    else
+      j["impl"] = in.impl;
+    if (in.kind == InstrKind::kBackward) j["part"] = backward_part_name(in.part);
+    program.push_back(j);
+  }
+  return {{"format", "monet-plan-1"},
+          {"graph", g.name()},
+          {"fingerprint", plan.graph_fingerprint},
+          {"planner", plan.planner},
+          {"program", program}};
+}
+
+Plan plan_from_json(const Graph& g, const nlohmann::json& j) {
+  Plan plan;
+  try {
+    if (j.at("format") != "monet-plan-1") throw PlanError("not a monet plan (format field)");
+    plan.graph_fingerprint = j.at("fingerprint").get<std::string>();
+    plan.planner = j.value("planner", "");
+  } catch (const nlohmann::json::exception& e) {
+    throw PlanError(std::string("not a monet plan: ") + e.what());
+  }
+  if (plan.graph_fingerprint != g.fingerprint())
+    throw PlanError("the plan was made for another graph (fingerprint " + plan.graph_fingerprint +
+                    ", this model and shape have " + g.fingerprint() + ")");
+  std::map<std::string, int> by_name;
+  for (const auto& n : g.nodes()) by_name[n.name] = n.id;
+  const auto& program = j.at("program");
+  for (size_t i = 0; i < program.size(); ++i) {
+    const auto& e = program[i];
+    const std::string where = "plan instruction " + std::to_string(i) + ": ";
+    try {
+      Instruction in;
+      const std::string op = e.at("op");
+      const std::string node = e.at("node");
+      auto it = by_name.find(node);
+      if (it == by_name.end()) throw PlanError(where + "no node named '" + node + "'");
+      in.node = it->second;
+      const Node& n = g.node(in.node);
+      if (op == "forward") {
+        in.kind = InstrKind::kForward;
+        in.impl = e.at("impl");
+        find_forward_impl(forward_impls(g, n), n, in.impl);
+      } else if (op == "backward") {
+        in.kind = InstrKind::kBackward;
+        in.impl = e.at("impl");
+        in.part = backward_part_from_name(e.at("part"));
+        find_backward_impl(backward_impls(g, n), n, in.part, in.impl);
+      } else if (op == "free") {
+        in.kind = InstrKind::kFree;
+        const std::string slot = e.at("slot");
+        if (slot != "output" && slot != "intermediate")
+          throw PlanError(where + "unknown slot '" + slot + "'");
+        in.slot = slot == "output" ? Slot::kOutput : Slot::kIntermediate;
+      } else {
+        throw PlanError(where + "unknown instruction '" + op + "'");
+      }
+      plan.program.push_back(in);
+    } catch (const PlanError&) {
+      throw;
+    } catch (const std::exception& ex) {
+      throw PlanError(where + ex.what());
+    }
+  }
+  return plan;
+}
+
+std::vector<bool> values_needing_grad(const Graph& g) {
+  std::vector<bool> needs(g.values().size(), false);
+  for (const auto& v : g.values()) needs[v.id] = v.kind == ValueKind::kParameter;
+  for (int id : g.topological_order()) {
+    const Node& n = g.node(id);
+    for (int in : n.inputs) needs[n.output] = needs[n.output] || needs[in];
+  }
+  return needs;
+}
+
+std::vector<bool> nodes_needing_backward(const Graph& g) {
+  const auto needs = values_needing_grad(g);
+  std::vector<bool> out(g.nodes().size(), false);
+  for (const auto& n : g.nodes()) out[n.id] = needs[n.output];
+  return out;
+}
+
+}  // namespace monet

@@ -1,0 +1,134 @@
+#include "runtime/executor.h"
+
+#include <chrono>
+
+#include "ops/op_kernels.h"
+#include "plan/liveness.h"
+
+namespace monet {
+namespace {
+
+// Adds `g` into `slot`; in place when the slot's tensor is exclusively ours, as
+// autograd's input buffer does.
+void accumulate(at::Tensor& slot, const at::Tensor& g) {
+  if (!slot.defined()) {
+    slot = g;
+  } else if (slot.use_count() == 1 && slot.storage().use_count() == 1) {
+    slot.add_(g);
+  } else {
+    slot = slot + g;
+  }
+}
+
+}  // namespace
+
+Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
+    : graph_(graph), state_(state), plan_(std::move(plan)) {
+  if (plan_.graph_fingerprint != graph_.fingerprint())
+    throw PlanError("the plan was made for another graph (fingerprint " + plan_.graph_fingerprint +
+                    ", this one has " + graph_.fingerprint() + ")");
+  needs_grad_ = values_needing_grad(graph_);
+  free_after_ = analyze_liveness(graph_, plan_).free_after;
+}
+
+ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& options) {
+  const TensorIds ids{static_cast<int>(graph_.values().size()),
+                      static_cast<int>(graph_.nodes().size())};
+  std::vector<at::Tensor> param_grads(graph_.values().size());
+  ExecutionResult result;
+  MemoryTracker::reset_peak();
+  result.start_bytes = MemoryTracker::current();
+  if (options.record_trace) {
+    MemoryTracker::start_trace();
+    MemoryTracker::mark("start");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    std::vector<at::Tensor> tensors(ids.count());
+    std::vector<NodeState> node_state(graph_.nodes().size());
+    for (const auto& n : graph_.nodes())
+      node_state[n.id].seed = node_seed(options.iteration_seed, n.id);
+    const int loss = graph_.loss_value();
+
+    auto value_tensor = [&](int v, const Instruction& in) -> at::Tensor {
+      const Value& val = graph_.value(v);
+      if (val.kind == ValueKind::kParameter || val.kind == ValueKind::kBuffer)
+        return state_.tensor(v);
+      if (val.kind != ValueKind::kActivation) {
+        auto it = batch.find(v);
+        if (it == batch.end())
+          throw std::invalid_argument("batch has no tensor for '" + val.name + "'");
+        return it->second;
+      }
+      const at::Tensor& t = tensors[ids.activation(v)];
+      if (!t.defined())
+        throw PlanError(describe(graph_, in) + " reads '" + val.name + "', which is not alive");
+      return t;
+    };
+
+    for (size_t i = 0; i < plan_.program.size(); ++i) {
+      const Instruction& in = plan_.program[i];
+      const Node& n = graph_.node(in.node);
+      if (in.kind == InstrKind::kForward) {
+        const auto& impl = find_forward_impl(forward_impls(graph_, n), n, in.impl);
+        std::vector<at::Tensor> inputs;
+        for (int v : n.inputs) inputs.push_back(value_tensor(v, in));
+        ForwardOutput out = run_forward(graph_, n, impl, inputs, node_state[n.id], true);
+        inputs.clear();
+        if (impl.inplace) tensors[ids.activation(n.inputs[0])].reset();
+        if (n.output == loss) {
+          result.loss = out.output.item<double>();
+          tensors[ids.grad(loss)] = at::ones({}, out.output.options());  // d loss / d loss
+        }
+        tensors[ids.activation(n.output)] = std::move(out.output);
+        if (impl.emits_intermediate) tensors[ids.intermediate(n.id)] = std::move(out.intermediate);
+      } else if (in.kind == InstrKind::kBackward) {
+        const auto& impl = find_backward_impl(backward_impls(graph_, n), n, in.part, in.impl);
+        BackwardArgs args;
+        args.grad_output = tensors[ids.grad(n.output)];
+        if (!args.grad_output.defined())
+          throw PlanError(describe(graph_, in) + " runs before the gradient of its output exists");
+        args.inputs.resize(n.inputs.size());
+        args.needs_grad.resize(n.inputs.size());
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          const Value& v = graph_.value(n.inputs[k]);
+          const bool grad_here =
+              in.part == BackwardPart::kAll ||
+              (in.part == BackwardPart::kWeight) == (v.kind == ValueKind::kParameter);
+          args.needs_grad[k] = needs_grad_[v.id] && grad_here;
+          if (v.kind != ValueKind::kActivation) args.inputs[k] = value_tensor(v.id, in);
+        }
+        for (int k : impl.reads_inputs) args.inputs[k] = value_tensor(n.inputs[k], in);
+        if (impl.reads_output) args.output = value_tensor(n.output, in);
+        if (impl.reads_intermediate) {
+          args.intermediate = tensors[ids.intermediate(n.id)];
+          if (!args.intermediate.defined())
+            throw PlanError(describe(graph_, in) + " reads the intermediate of '" + n.name +
+                            "', which is not alive");
+        }
+        std::vector<at::Tensor> grads = run_backward(graph_, n, impl, args, node_state[n.id]);
+        args = BackwardArgs();
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          if (!grads[k].defined()) continue;
+          const int v = n.inputs[k];
+          if (graph_.value(v).kind == ValueKind::kParameter)
+            accumulate(param_grads[v], grads[k]);
+          else
+            accumulate(tensors[ids.grad(v)], grads[k]);
+        }
+      } else {
+        tensors[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)]
+            .reset();
+      }
+      for (int t : free_after_[i]) tensors[t].reset();
+      if (options.record_trace) MemoryTracker::mark(describe(graph_, in));
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.peak_bytes = MemoryTracker::peak();
+  if (options.record_trace) result.trace = MemoryTracker::stop_trace();
+  for (int id : graph_.parameters()) result.gradients.push_back(param_grads[id]);
+  return result;
+}
+
+}  // namespace monet

@@ -1,0 +1,167 @@
+// Gradient equivalence: the executor's parameter gradients equal the autograd
+// baseline's under the store-all plan and under plans that pick every other operator
+// implementation.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "graph/model_zoo.h"
+#include "planner/store_all_plan.h"
+#include "runtime/autograd_baseline.h"
+#include "runtime/executor.h"
+#include "tiny_models.h"
+
+namespace monet {
+namespace {
+
+// max |a - b| / max |b|, where max |b| is floored at `floor`: some gradients are zero
+// mathematically (a batch-norm shift that a later batch norm cancels) and hold only
+// rounding noise, which no relative measure of their own can compare.
+double relative_error(const at::Tensor& a, const at::Tensor& b, double floor) {
+  const double scale = std::max(b.abs().max().item<double>(), floor);
+  return (a - b).abs().max().item<double>() / scale;
+}
+
+void convert(ModelState& state, const Graph& g, at::ScalarType dtype) {
+  for (const auto& v : g.values())
+    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
+      state.tensor(v.id) = state.tensor(v.id).to(dtype);
+}
+
+// Largest relative error over all parameters between the executor under `plan` and the
+// autograd baseline, both from the same weights and batch, computed in `dtype`.
+double max_gradient_error(const Graph& g, const Plan& plan, at::ScalarType dtype = at::kDouble,
+                          double tolerance = 1e-9) {
+  // In float64, oneDNN has no convolution: "mkldnn" falls back to "default". In float32,
+  // convolution forward algorithms stay at "default": their outputs differ from autograd's
+  // by rounding, which can flip a max-pooling argmax between two near-equal values and
+  // move a gradient entry by O(1): a discontinuity of max, not an error. They are checked
+  // in float64 here and against the reference forward in OpKernels tests.
+  Plan run_plan = plan;
+  for (auto& in : run_plan.program) {
+    const bool conv = g.node(in.node).op == OpKind::kConv;
+    if (in.kind == InstrKind::kForward && conv && (dtype == at::kFloat || in.impl == "mkldnn"))
+      in.impl = "default";
+  }
+  ModelState reference_state = ModelState::initialize(g, 0);
+  convert(reference_state, g, dtype);
+  ModelState state = reference_state.clone();
+  Batch batch = make_batch(g, 1);
+  for (auto& [id, t] : batch)
+    if (t.is_floating_point()) t = t.to(dtype);
+  AutogradBaseline baseline(g, reference_state);
+  IterationOptions bo;
+  bo.iteration_seed = 7;
+  const IterationResult expected = baseline.run_iteration(batch, bo);
+  Executor executor(g, state, run_plan);
+  ExecutionOptions eo;
+  eo.iteration_seed = 7;
+  const ExecutionResult got = executor.run(batch, eo);
+  EXPECT_NEAR(got.loss, expected.loss, tolerance * std::abs(expected.loss));
+  double largest = 0;
+  for (const auto& grad : expected.gradients)
+    largest = std::max(largest, grad.abs().max().item<double>());
+  double worst = 0;
+  const auto params = g.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!got.gradients[i].defined()) {
+      ADD_FAILURE() << "no gradient for " << g.value(params[i]).name;
+      continue;
+    }
+    const double err = relative_error(got.gradients[i], expected.gradients[i], 1e-3 * largest);
+    EXPECT_LE(err, tolerance) << g.value(params[i]).name;
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+// A plan like store-all but with implementation choices rotated by `variant`: no
+// in-place forwards, and for each node the ((variant + node) mod k)-th compatible
+// choice. Records every (operator, implementation) it uses in `used`.
+Plan rotated_plan(const Graph& g, int variant, std::set<std::string>* used) {
+  Plan plan = store_all_plan(g);
+  std::vector<std::string> forward_choice(g.nodes().size());
+  for (auto& in : plan.program) {
+    const Node& n = g.node(in.node);
+    const int r = variant + n.id;
+    if (in.kind == InstrKind::kForward) {
+      std::vector<ForwardImplInfo> options;
+      for (const auto& f : forward_impls(g, n))
+        if (!f.inplace) options.push_back(f);
+      if (options.empty()) throw std::logic_error("no forward for " + n.name);
+      in.impl = options[r % options.size()].name;
+      forward_choice[n.id] = in.impl;
+      used->insert(std::string(op_name(n.op)) + " forward " + in.impl);
+    } else if (in.kind == InstrKind::kBackward) {
+      const auto& f = find_forward_impl(forward_impls(g, n), n, forward_choice[n.id]);
+      std::vector<BackwardImplInfo> options;
+      for (const auto& b : backward_impls(g, n))
+        if (b.part == in.part && compatible(f, b)) options.push_back(b);
+      if (options.empty()) throw std::logic_error("no backward for " + n.name + " after " + f.name);
+      in.impl = options[r % options.size()].name;
+      used->insert(std::string(op_name(n.op)) + " backward " + backward_part_name(in.part) + " " +
+                   in.impl);
+    }
+  }
+  return plan;
+}
+
+class ExecutorOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
+ protected:
+  void SetUp() override { MemoryTracker::install(); }
+};
+
+TEST_P(ExecutorOnTinyModel, StoreAllMatchesAutograd) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const double err64 = max_gradient_error(g, store_all_plan(g));
+  const double err32 = max_gradient_error(g, store_all_plan(g), at::kFloat, 1e-4);
+  std::cout << GetParam().name << " store-all: max relative gradient error " << err32
+            << " (float32), " << err64 << " (float64)\n";
+}
+
+TEST_P(ExecutorOnTinyModel, EveryImplementationMatchesAutograd) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  std::set<std::string> used;
+  double worst64 = 0, worst32 = 0;
+  for (int variant = 0; variant < 4; ++variant) {
+    const Plan plan = rotated_plan(g, variant, &used);
+    worst64 = std::max(worst64, max_gradient_error(g, plan));
+    worst32 = std::max(worst32, max_gradient_error(g, plan, at::kFloat, 1e-4));
+  }
+  std::cout << GetParam().name << " rotated implementations: max relative gradient error "
+            << worst32 << " (float32), " << worst64 << " (float64)\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ExecutorOnTinyModel, ::testing::ValuesIn(testing::tiny_models()),
+                         [](const auto& info) { return info.param.name; });
+
+// Across the zoo, the rotated plans exercise every implementation the library offers.
+TEST(Executor, RotatedPlansCoverEveryImplementation) {
+  MemoryTracker::install();
+  std::set<std::string> used, offered;
+  for (const char* name : {"resnet18", "vgg11", "mobilenet_v2", "unet3d", "googlenet"}) {
+    auto tiny = testing::tiny_models();
+    const auto it = std::find_if(tiny.begin(), tiny.end(), [&](auto& t) { return t.name == name; });
+    const Graph g = build_zoo_model(it->name, it->config);
+    for (int variant = 0; variant < 4; ++variant) rotated_plan(g, variant, &used);
+    for (const auto& n : g.nodes()) {
+      for (const auto& f : forward_impls(g, n))
+        if (!f.inplace) offered.insert(std::string(op_name(n.op)) + " forward " + f.name);
+      for (const auto& b : backward_impls(g, n))
+        offered.insert(std::string(op_name(n.op)) + " backward " + backward_part_name(b.part) +
+                       " " + b.name);
+    }
+  }
+  for (const auto& o : offered) EXPECT_TRUE(used.count(o)) << o << " is never exercised";
+}
+
+TEST(Executor, RefusesAPlanForAnotherGraph) {
+  auto tiny = testing::tiny_models();
+  const Graph a = build_zoo_model(tiny[0].name, tiny[0].config);
+  const Graph b = build_zoo_model(tiny[1].name, tiny[1].config);
+  ModelState state = ModelState::initialize(b, 0);
+  EXPECT_THROW(Executor(b, state, store_all_plan(a)), PlanError);
+}
+
+}  // namespace
+}  // namespace monet

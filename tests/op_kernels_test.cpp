@@ -1,0 +1,80 @@
+// Operator implementations checked one at a time against the reference forward, and the
+// compact encodings they keep (bit masks, 8-bit argmax offsets) against their sizes.
+#include <gtest/gtest.h>
+
+#include "graph/graph_builder.h"
+#include "ops/bit_mask.h"
+#include "ops/op_kernels.h"
+#include "ops/reference_forward.h"
+
+namespace monet {
+namespace {
+
+TEST(BitMask, RoundTripsAndPacksEightPerByte) {
+  for (int64_t n : {1, 7, 8, 9, 1000}) {
+    const at::Tensor mask = at::rand({n}) > 0.5;
+    const at::Tensor packed = pack_bits(mask);
+    EXPECT_EQ(packed.numel(), (n + 7) / 8);
+    EXPECT_EQ(packed.scalar_type(), at::kByte);
+    EXPECT_TRUE(at::equal(unpack_bits(packed, {n}), mask)) << n;
+  }
+}
+
+// Every convolution forward algorithm computes what at::convolution computes.
+TEST(OpKernels, ConvolutionForwardAlgorithmsAgree) {
+  GraphBuilder b("conv");
+  int x = b.input("input", {2, 5, 13, 11});
+  const int y = b.conv(x, "conv", {6, {3}, 2, 1, 1, true, default_init()});
+  Graph& g = b.graph();
+  const Node& n = g.node(g.value(y).producer);
+  at::manual_seed(0);
+  const std::vector<at::Tensor> in = {at::randn({2, 5, 13, 11}), at::randn({6, 5, 3, 3}),
+                                      at::randn({6})};
+  const at::Tensor expected = reference_forward(n, in, true);
+  NodeState state;
+  const auto impls = forward_impls(g, n);
+  EXPECT_GE(impls.size(), 3u);
+  for (const auto& impl : impls) {
+    const at::Tensor got = run_forward(g, n, impl, in, state, true).output;
+    EXPECT_LE((got - expected).abs().max().item<double>(),
+              1e-5 * expected.abs().max().item<double>())
+        << impl.name;
+  }
+  int weight_algos = 0, input_algos = 0;
+  for (const auto& bw : backward_impls(g, n))
+    (bw.part == BackwardPart::kWeight ? weight_algos : input_algos)++;
+  EXPECT_GE(weight_algos, 2);
+  EXPECT_GE(input_algos, 2);
+}
+
+// The intermediate-activated encodings are as small as promised and carry what the
+// backward needs.
+TEST(OpKernels, IntermediatesHaveTheirDeclaredSize) {
+  GraphBuilder b("small");
+  int x = b.input("input", {2, 3, 8, 8});
+  const int r = b.relu(x, "relu", false);
+  const int p = b.max_pool(r, "pool", 3, 2, 1);
+  Graph& g = b.graph();
+  const Node& relu = g.node(g.value(r).producer);
+  const Node& pool = g.node(g.value(p).producer);
+  NodeState state;
+  const at::Tensor input = at::randn({2, 3, 8, 8});
+  for (const auto& impl : forward_impls(g, relu)) {
+    if (!impl.emits_intermediate) continue;
+    const auto out = run_forward(g, relu, impl, {input.clone()}, state, true);
+    EXPECT_EQ(out.intermediate.nbytes(), intermediate_bytes(g, relu, impl.name)) << impl.name;
+    EXPECT_EQ(out.intermediate.nbytes(), 2 * 3 * 8 * 8 / 8);
+  }
+  for (const auto& impl : forward_impls(g, pool)) {
+    if (!impl.emits_intermediate) continue;
+    const auto out = run_forward(g, pool, impl, {input}, state, true);
+    EXPECT_EQ(out.intermediate.nbytes(), intermediate_bytes(g, pool, impl.name)) << impl.name;
+  }
+  const auto argmax8 = run_forward(
+      g, pool, find_forward_impl(forward_impls(g, pool), pool, "argmax8"), {input}, state, true);
+  EXPECT_EQ(argmax8.intermediate.scalar_type(), at::kByte);
+  EXPECT_LT(argmax8.intermediate.max().item<int>(), 9);  // offsets inside a 3x3 window
+}
+
+}  // namespace
+}  // namespace monet
