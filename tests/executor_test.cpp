@@ -6,7 +6,7 @@
 #include <set>
 
 #include "graph/model_zoo.h"
-#include "planner/store_all_plan.h"
+#include "planner/baseline_plans.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
 #include "tiny_models.h"
@@ -117,6 +117,33 @@ TEST_P(ExecutorOnTinyModel, StoreAllMatchesAutograd) {
   const double err32 = max_gradient_error(g, store_all_plan(g), at::kFloat, 1e-4);
   std::cout << GetParam().name << " store-all: max relative gradient error " << err32
             << " (float32), " << err64 << " (float64)\n";
+}
+
+TEST_P(ExecutorOnTinyModel, ChenMatchesAutogradAndRecomputes) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const Plan plan = chen_plan(g);
+  int recomputations = 0;
+  bool backward_started = false;
+  for (const auto& in : plan.program) {
+    backward_started = backward_started || in.kind == InstrKind::kBackward;
+    recomputations += backward_started && in.kind == InstrKind::kForward;
+  }
+  EXPECT_GT(recomputations, 0);
+  const double err64 = max_gradient_error(g, plan);
+  std::cout << GetParam().name << " chen: " << recomputations
+            << " recomputations, max relative gradient error " << err64 << " (float64)\n";
+}
+
+// 17 random valid plans per model, 204 over the zoo, fixed seeds. In float64: random
+// plans change convolution algorithms and recompute batch norm, whose float32 rounding
+// can flip max-pooling ties (see max_gradient_error).
+TEST_P(ExecutorOnTinyModel, RandomPlansMatchAutograd) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  double worst = 0;
+  for (uint64_t seed = 0; seed < 17; ++seed)
+    worst = std::max(worst, max_gradient_error(g, random_plan(g, 1000 + seed)));
+  std::cout << GetParam().name << " 17 random plans: max relative gradient error " << worst
+            << " (float64)\n";
 }
 
 TEST_P(ExecutorOnTinyModel, EveryImplementationMatchesAutograd) {

@@ -28,10 +28,7 @@ InstrEffects instruction_effects(const Graph& g, const TensorIds& ids,
       if (impl.reads_intermediate) e.reads.push_back(ids.intermediate(n.id));
       if (in.part != BackwardPart::kWeight)
         for (int v : n.inputs)
-          if (is_activation(v) && needs[v]) {
-            e.reads.push_back(ids.grad(v));  // accumulates into what is there
-            e.writes.push_back(ids.grad(v));
-          }
+          if (is_activation(v) && needs[v]) e.accumulates.push_back(ids.grad(v));
       break;
     }
     case InstrKind::kFree:
@@ -57,12 +54,14 @@ Liveness analyze_liveness(const Graph& g, const Plan& plan) {
     const auto& e = l.effects[i];
     std::vector<int> uses = e.reads;
     uses.insert(uses.end(), e.writes.begin(), e.writes.end());
+    uses.insert(uses.end(), e.accumulates.begin(), e.accumulates.end());
     std::sort(uses.begin(), uses.end());
     uses.erase(std::unique(uses.begin(), uses.end()), uses.end());
     for (int t : uses)
       if (!needed[t]) l.free_after[i].push_back(t);
     for (int t : e.writes) needed[t] = false;
     for (int t : e.reads) needed[t] = true;
+    for (int t : e.accumulates) needed[t] = true;
   }
   return l;
 }

@@ -22,9 +22,10 @@ struct TensorIds {
 };
 
 struct InstrEffects {
-  std::vector<int> reads;   // tensors that must be alive before the instruction
-  std::vector<int> writes;  // tensors (re)defined by it; gradients accumulate
-  std::vector<int> kills;   // tensors it destroys (in-place input, explicit free)
+  std::vector<int> reads;        // tensors that must be alive before the instruction
+  std::vector<int> writes;       // tensors (re)defined by it
+  std::vector<int> accumulates;  // gradients it adds into (alive or not yet)
+  std::vector<int> kills;        // tensors it destroys (in-place input, explicit free)
 };
 
 struct Liveness {

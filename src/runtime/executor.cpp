@@ -1,9 +1,12 @@
 #include "runtime/executor.h"
 
+#include <torch/torch.h>
+
 #include <chrono>
 
 #include "ops/op_kernels.h"
 #include "plan/liveness.h"
+#include "plan/plan_validator.h"
 
 namespace monet {
 namespace {
@@ -27,6 +30,7 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
   if (plan_.graph_fingerprint != graph_.fingerprint())
     throw PlanError("the plan was made for another graph (fingerprint " + plan_.graph_fingerprint +
                     ", this one has " + graph_.fingerprint() + ")");
+  validate_plan(graph_, plan_);
   needs_grad_ = values_needing_grad(graph_);
   free_after_ = analyze_liveness(graph_, plan_).free_after;
 }
@@ -44,6 +48,7 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
   }
   const auto t0 = std::chrono::steady_clock::now();
   {
+    torch::NoGradGuard no_grad;  // the plan is the backward: no autograd graph
     std::vector<at::Tensor> tensors(ids.count());
     std::vector<NodeState> node_state(graph_.nodes().size());
     for (const auto& n : graph_.nodes())

@@ -1,0 +1,107 @@
+#include "plan/plan_validator.h"
+
+#include <map>
+
+#include "plan/liveness.h"
+
+namespace monet {
+namespace {
+
+enum class State { kNever, kAlive, kFreed, kOverwritten, kDropped };
+
+std::string tensor_name(const Graph& g, const TensorIds& ids, int t) {
+  if (t < ids.values) return "'" + g.value(t).name + "'";
+  if (t < ids.values + ids.nodes)
+    return "the intermediate of '" + g.node(t - ids.values).name + "'";
+  return "the gradient of '" + g.value(t - ids.values - ids.nodes).name + "'";
+}
+
+}  // namespace
+
+void validate_plan(const Graph& g, const Plan& plan) {
+  if (plan.graph_fingerprint != g.fingerprint())
+    throw PlanError("the plan was made for another graph (fingerprint " + plan.graph_fingerprint +
+                    ", this one has " + g.fingerprint() + ")");
+  const Liveness l = analyze_liveness(g, plan);
+  const auto needs_backward = nodes_needing_backward(g);
+  const auto needs_grad = values_needing_grad(g);
+  std::vector<State> state(l.ids.count(), State::kNever);
+  std::vector<int> changed_by(l.ids.count(), -1);  // instruction that last changed the state
+  std::map<std::pair<int, BackwardPart>, int> backward_done;
+  // Gradient contributions still owed to each activation: one per consumer needing it.
+  std::vector<int> owed(g.values().size(), 0);
+  for (const auto& n : g.nodes())
+    for (int v : n.inputs)
+      if (g.value(v).kind == ValueKind::kActivation && needs_grad[v]) ++owed[v];
+  const int loss = g.loss_value();
+  state[l.ids.grad(loss)] = State::kAlive;
+
+  for (size_t i = 0; i < plan.program.size(); ++i) {
+    const Instruction& in = plan.program[i];
+    const std::string where =
+        "plan instruction " + std::to_string(i) + " (" + describe(g, in) + ")";
+    const auto& e = l.effects[i];
+    if (in.kind == InstrKind::kBackward) {
+      const Node& n = g.node(in.node);
+      if (!needs_backward[n.id]) throw PlanError(where + ": this node needs no backward");
+      if (backward_done.count({n.id, in.part}))
+        throw PlanError(where + ": this backward already ran at instruction " +
+                        std::to_string(backward_done[{n.id, in.part}]));
+      if (n.output != loss && owed[n.output] > 0)
+        throw PlanError(where + ": the gradient of '" + g.value(n.output).name +
+                        "' is not complete (" + std::to_string(owed[n.output]) +
+                        " consumer backward(s) still to run)");
+    }
+    for (int t : e.reads) {
+      if (state[t] == State::kAlive) continue;
+      std::string why;
+      switch (state[t]) {
+        case State::kNever:
+          why = "which was never computed";
+          break;
+        case State::kFreed:
+          why = "which instruction " + std::to_string(changed_by[t]) + " freed";
+          break;
+        case State::kOverwritten:
+          why = "which instruction " + std::to_string(changed_by[t]) + " overwrote in place";
+          break;
+        default:
+          why = "which is no longer alive";
+          break;
+      }
+      throw PlanError(where + " reads " + tensor_name(g, l.ids, t) + ", " + why);
+    }
+    for (int t : e.kills) {
+      state[t] = in.kind == InstrKind::kFree ? State::kFreed : State::kOverwritten;
+      changed_by[t] = static_cast<int>(i);
+    }
+    for (int t : e.writes) state[t] = State::kAlive, changed_by[t] = static_cast<int>(i);
+    for (int t : e.accumulates) state[t] = State::kAlive, changed_by[t] = static_cast<int>(i);
+    if (in.kind == InstrKind::kBackward) {
+      const Node& n = g.node(in.node);
+      backward_done[{n.id, in.part}] = static_cast<int>(i);
+      if (in.part != BackwardPart::kWeight)
+        for (int v : n.inputs)
+          if (g.value(v).kind == ValueKind::kActivation && needs_grad[v]) --owed[v];
+    }
+    for (int t : l.free_after[i])
+      if (state[t] == State::kAlive)
+        state[t] = State::kDropped, changed_by[t] = static_cast<int>(i);
+  }
+  for (const auto& n : g.nodes()) {
+    if (!needs_backward[n.id]) continue;
+    for (BackwardPart part : backward_parts(g, n))
+      if (!backward_done.count({n.id, part})) {
+        std::string what = "'" + n.name + "'";
+        for (int v : n.inputs)
+          if (g.value(v).kind == ValueKind::kParameter) {
+            what = "parameter '" + g.value(v).name + "'";
+            break;
+          }
+        throw PlanError("the plan misses a gradient: no " + std::string(backward_part_name(part)) +
+                        " backward of node '" + n.name + "' (needed for " + what + ")");
+      }
+  }
+}
+
+}  // namespace monet

@@ -1,0 +1,71 @@
+#include "planner/baseline_plans.h"
+
+#include <cmath>
+#include <random>
+
+#include "planner/schedule_builder.h"
+
+namespace monet {
+
+Plan store_all_plan(const Graph& g) { return build_schedule(g, default_choices(g), "storeall"); }
+
+std::vector<int> articulation_values(const Graph& g) {
+  const auto order = g.topological_order();
+  std::vector<int> position(g.nodes().size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+  std::vector<int> cuts;
+  int reach = -1;  // furthest position reading a value produced before the current one
+  for (size_t p = 0; p < order.size(); ++p) {
+    const Node& n = g.node(order[p]);
+    if (reach <= static_cast<int>(p) && !is_loss(n.op)) cuts.push_back(n.output);
+    for (int c : g.value(n.output).consumers) reach = std::max(reach, position[c]);
+  }
+  return cuts;
+}
+
+Plan chen_plan(const Graph& g) {
+  ScheduleChoices c = default_choices(g);
+  const auto cuts = articulation_values(g);
+  const size_t n = g.nodes().size();
+  const size_t keep = std::max<size_t>(1, static_cast<size_t>(std::lround(std::sqrt(double(n)))));
+  std::vector<bool> checkpoint(g.values().size(), false);
+  for (size_t i = 0; i < keep && !cuts.empty(); ++i)
+    checkpoint[cuts[(i + 1) * cuts.size() / (keep + 1)]] = true;
+  for (const auto& v : g.values())
+    c.drop_after_forward[v.id] = v.kind == ValueKind::kActivation && !checkpoint[v.id];
+  return build_schedule(g, c, "chen");
+}
+
+Plan random_plan(const Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  ScheduleChoices c = default_choices(g);
+  for (const auto& n : g.nodes()) {
+    std::vector<ForwardImplInfo> options;
+    const bool sole_consumer = !n.inputs.empty() &&
+                               g.value(n.inputs[0]).kind == ValueKind::kActivation &&
+                               g.value(n.inputs[0]).consumers.size() == 1;
+    for (const auto& f : forward_impls(g, n))
+      if (!f.inplace || sole_consumer) options.push_back(f);
+    const ForwardImplInfo f = options[pick(options.size())];
+    c.forward[n.id] = f.name;
+    const auto impls = backward_impls(g, n);
+    const auto parts = backward_parts(g, n);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      // The backward must suit the forward pass's implementation and the out-of-place
+      // recomputation alike (they leave the same intermediate).
+      const ForwardImplInfo recompute =
+          find_forward_impl(forward_impls(g, n), n, out_of_place(f.name));
+      std::vector<std::string> ok;
+      for (const auto& b : impls)
+        if (b.part == parts[k] && compatible(f, b) && compatible(recompute, b))
+          ok.push_back(b.name);
+      c.backward[n.id][k] = ok[pick(ok.size())];
+    }
+  }
+  for (const auto& v : g.values())
+    c.drop_after_forward[v.id] = v.kind == ValueKind::kActivation && rng() % 2;
+  return build_schedule(g, c, "random");
+}
+
+}  // namespace monet

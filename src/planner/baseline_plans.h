@@ -1,0 +1,25 @@
+// Plan generators used as baselines and for testing:
+//  - store_all_plan: what LibTorch autograd does (default implementations, keep all).
+//  - chen_plan: Chen et al.'s sqrt(n) checkpointing: keep the outputs of about sqrt(n)
+//    evenly spaced articulation points (values no edge jumps over), drop every other
+//    activation after the forward pass, and recompute segments during the backward.
+//  - random_plan: a random valid plan (implementations, in-place choices, what to drop)
+//    for fuzzing the executor, the validator and the simulator.
+#pragma once
+
+#include <cstdint>
+
+#include "graph/graph.h"
+#include "plan/plan.h"
+
+namespace monet {
+
+Plan store_all_plan(const Graph& graph);
+Plan chen_plan(const Graph& graph);
+Plan random_plan(const Graph& graph, uint64_t seed);
+
+/// Activations that are articulation points of the graph, in topological order: every
+/// path from the input to the loss passes through them.
+std::vector<int> articulation_values(const Graph& graph);
+
+}  // namespace monet
