@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace {
@@ -105,6 +106,66 @@ TEST(Cli, BaselineWritesMemoryTrace) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("cannot write '/nonexistent-dir/trace.csv'"), std::string::npos)
       << bad.err;
+}
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + std::to_string(getpid()) + "_" + name;
+}
+
+const char* kTinyModel = "--model resnet18 --batch 2 --image 32 --width 0.125";
+
+TEST(Cli, PlanRunVerify) {
+  for (const char* planner : {"storeall", "chen", "random"}) {
+    const std::string plan = temp_path(std::string(planner) + ".json");
+    const CliRun p =
+        monet(std::string("plan ") + kTinyModel + " --planner " + planner + " -o " + plan);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("wrote " + plan), std::string::npos) << p.out;
+    const CliRun r = monet("run --plan " + plan + " --iters 2 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_GT(doc.at("peak_bytes").get<int64_t>(), 0);
+    EXPECT_GT(doc.at("memory_ratio").get<double>(), 0.0);
+    EXPECT_EQ(doc.at("planner"), planner);
+    const CliRun v = monet("verify --plan " + plan + " --json");
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+    EXPECT_LE(nlohmann::json::parse(v.out).at("max_rel_error").get<double>(), 1e-4);
+  }
+}
+
+TEST(Cli, BadPlansGiveOneLineExit2AndWriteNothing) {
+  const std::string plan = temp_path("good.json");
+  ASSERT_EQ(monet(std::string("plan ") + kTinyModel + " -o " + plan).exit_code, 0);
+  std::ifstream f(plan);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto write = [](const std::string& path, const std::string& content) {
+    std::ofstream(path) << content;
+    return path;
+  };
+  const std::string trace = temp_path("never.csv");
+  auto expect_rejected = [&](const std::string& path, const std::string& message) {
+    const CliRun r = monet("run --plan " + path + " --trace-csv " + trace);
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::ifstream(trace).good()) << "a trace was written for a rejected plan";
+  };
+  expect_rejected(write(temp_path("truncated.json"), text.substr(0, text.size() / 2)),
+                  "not valid JSON");
+  auto doc = nlohmann::json::parse(text);
+  doc["model"]["batch"] = 3;
+  expect_rejected(write(temp_path("other_shape.json"), doc.dump()), "another graph");
+  doc = nlohmann::json::parse(text);
+  doc["model"]["name"] = "resnet34";
+  expect_rejected(write(temp_path("other_model.json"), doc.dump()), "another graph");
+  doc = nlohmann::json::parse(text);
+  doc["program"].insert(doc["program"].begin() + 1,
+                        nlohmann::json{{"op", "free"}, {"node", "conv1"}, {"slot", "output"}});
+  expect_rejected(write(temp_path("freed.json"), doc.dump()), "which instruction 1 freed");
+  expect_rejected(temp_path("missing.json"), "cannot read plan");
+  const CliRun bad_out = monet(std::string("plan ") + kTinyModel + " -o /nonexistent-dir/p.json");
+  EXPECT_EQ(bad_out.exit_code, 2);
+  EXPECT_NE(bad_out.err.find("cannot write"), std::string::npos) << bad_out.err;
 }
 
 void expect_usage_error(const std::string& args, const std::string& message) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "graph/model_zoo.h"
+#include "plan/plan_validator.h"
 
 namespace monet::cli {
 
@@ -89,6 +90,49 @@ void write_trace_csv(const std::vector<MemorySample>& trace, const std::string& 
   s << "label,current_bytes,peak_bytes\n";
   for (const auto& m : trace) s << m.label << ',' << m.current_bytes << ',' << m.peak_bytes << '\n';
   write_file_atomically(path, s.str());
+}
+
+}  // namespace monet::cli
+
+namespace monet::cli {
+
+LoadedPlan load_plan_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("cannot read plan '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("plan '" + path + "' is not valid JSON (truncated?): " + e.what());
+  }
+  try {
+    ModelOptions m;
+    ModelConfig c;
+    read_plan_model(j, &m.model, &c);
+    m.batch = c.batch;
+    m.image = image_size_string(c.image);
+    m.width = c.width;
+    m.classes = c.classes;
+    Graph g = build_graph(m);
+    Plan plan = plan_from_json(g, j);
+    plan.model = m.model;
+    plan.config = c;
+    validate_plan(g, plan);
+    return {std::move(g), std::move(plan)};
+  } catch (const PlanError& e) {
+    throw UsageError("plan '" + path + "': " + e.what());
+  }
+}
+
+PlanSummary summarize(const Graph& graph, const Plan& plan) {
+  PlanSummary s;
+  bool backward = false;
+  for (const auto& in : plan.program) {
+    backward = backward || in.kind == InstrKind::kBackward;
+    s.recomputations += backward && in.kind == InstrKind::kForward;
+    s.frees += in.kind == InstrKind::kFree;
+  }
+  return s;
 }
 
 }  // namespace monet::cli

@@ -12,6 +12,7 @@
 
 #include "graph/graph.h"
 #include "graph/model_config.h"
+#include "plan/plan.h"
 #include "runtime/memory_tracker.h"
 
 namespace monet::cli {
@@ -55,7 +56,24 @@ void write_file_atomically(const std::string& path, const std::string& text);
 /// Memory trace as CSV: label,current_bytes,peak_bytes.
 void write_trace_csv(const std::vector<MemorySample>& trace, const std::string& path);
 
+/// A plan file and the graph it was made for.
+struct LoadedPlan {
+  Graph graph;
+  Plan plan;
+};
+/// Reads, parses and validates a plan file; every problem (unreadable, truncated, made
+/// for another model or shape, invalid program) becomes a UsageError.
+LoadedPlan load_plan_file(const std::string& path);
+
+struct PlanSummary {
+  int recomputations = 0;  // forward instructions after the first backward
+  int frees = 0;           // explicit free instructions
+};
+PlanSummary summarize(const Graph& graph, const Plan& plan);
+
 void add_models_command(CLI::App& root, std::vector<Command>& commands);
+void add_plan_command(CLI::App& root, std::vector<Command>& commands);
+void add_run_commands(CLI::App& root, std::vector<Command>& commands);
 void add_show_command(CLI::App& root, std::vector<Command>& commands);
 void add_baseline_command(CLI::App& root, std::vector<Command>& commands);
 

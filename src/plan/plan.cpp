@@ -40,15 +40,36 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
   }
   return {{"format", "monet-plan-1"},
           {"graph", g.name()},
+          {"model",
+           {{"name", plan.model},
+            {"batch", plan.config.batch},
+            {"image", plan.config.image},
+            {"width", plan.config.width},
+            {"classes", plan.config.classes}}},
           {"fingerprint", plan.graph_fingerprint},
           {"planner", plan.planner},
           {"program", program}};
 }
 
+void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* config) {
+  try {
+    if (!j.is_object() || j.value("format", "") != "monet-plan-1")
+      throw PlanError("not a monet plan (no \"format\": \"monet-plan-1\")");
+    const auto& m = j.at("model");
+    *model = m.at("name").get<std::string>();
+    config->batch = m.at("batch").get<int64_t>();
+    config->image = m.at("image").get<std::vector<int64_t>>();
+    config->width = m.at("width").get<double>();
+    config->classes = m.at("classes").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw PlanError(std::string("not a monet plan: ") + e.what());
+  }
+}
+
 Plan plan_from_json(const Graph& g, const nlohmann::json& j) {
   Plan plan;
+  read_plan_model(j, &plan.model, &plan.config);
   try {
-    if (j.at("format") != "monet-plan-1") throw PlanError("not a monet plan (format field)");
     plan.graph_fingerprint = j.at("fingerprint").get<std::string>();
     plan.planner = j.value("planner", "");
   } catch (const nlohmann::json::exception& e) {
@@ -59,7 +80,9 @@ Plan plan_from_json(const Graph& g, const nlohmann::json& j) {
                     ", this model and shape have " + g.fingerprint() + ")");
   std::map<std::string, int> by_name;
   for (const auto& n : g.nodes()) by_name[n.name] = n.id;
-  const auto& program = j.at("program");
+  if (!j.contains("program") || !j["program"].is_array())
+    throw PlanError("not a monet plan: no \"program\" list");
+  const auto& program = j["program"];
   for (size_t i = 0; i < program.size(); ++i) {
     const auto& e = program[i];
     const std::string where = "plan instruction " + std::to_string(i) + ": ";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/model_config.h"
 #include "ops/op_impl.h"
 
 namespace monet {
@@ -37,6 +38,10 @@ struct Instruction {
 struct Plan {
   std::string graph_fingerprint;  // Graph::fingerprint() of the graph it was made for
   std::string planner;            // who made it ("storeall", "chen", "monet", ...)
+  /// What to build the graph from when the plan is loaded on its own: a zoo model name
+  /// and its configuration (empty model when the caller supplies the graph).
+  std::string model;
+  ModelConfig config;
   std::vector<Instruction> program;
 };
 
@@ -44,6 +49,8 @@ struct Plan {
 std::string describe(const Graph& graph, const Instruction& instr);
 
 nlohmann::json plan_to_json(const Graph& graph, const Plan& plan);
+/// Reads only the model and configuration a plan file names (to build its graph).
+void read_plan_model(const nlohmann::json& json, std::string* model, ModelConfig* config);
 /// Parses and checks against `graph`: fingerprint, node names, implementation names.
 /// Throws PlanError naming the instruction at fault.
 Plan plan_from_json(const Graph& graph, const nlohmann::json& json);

@@ -46,9 +46,13 @@ at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int 
   return env[graph_.loss_value()];
 }
 
+void AutogradBaseline::release_gradients() {
+  for (int id : graph_.parameters()) state_.tensor(id).mutable_grad() = at::Tensor();
+}
+
 IterationResult AutogradBaseline::run_iteration(const Batch& batch,
                                                 const IterationOptions& options) {
-  for (int id : graph_.parameters()) state_.tensor(id).mutable_grad() = at::Tensor();
+  release_gradients();
   IterationResult result;
   MemoryTracker::reset_peak();
   result.start_bytes = MemoryTracker::current();

@@ -40,6 +40,10 @@ class AutogradBaseline {
   /// set_to_none), so the measured peak covers exactly one iteration.
   IterationResult run_iteration(const Batch& batch, const IterationOptions& options = {});
 
+  /// Drops the parameter gradients of the last iteration (zero_grad with set_to_none),
+  /// so that they do not count against whatever runs next.
+  void release_gradients();
+
   /// Forward only, without autograd, returning the value `value_id` (for example the
   /// logits). In training mode batch norm updates its running statistics, as PyTorch does.
   at::Tensor evaluate(const Batch& batch, int value_id, bool training);

@@ -1,0 +1,176 @@
+// `monet run` (measure a plan against the autograd baseline, interleaved) and
+// `monet verify` (its gradients against autograd's).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "runtime/autograd_baseline.h"
+#include "runtime/executor.h"
+
+namespace monet::cli {
+namespace {
+
+struct RunOptions {
+  std::string plan;
+  int iters = 3;
+  int warmup = 1;
+  int threads = 0;
+  double tolerance = 1e-4;
+  std::string precision = "float64";
+  std::string trace_csv;
+  bool json = false;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int run_run(const RunOptions& o) {
+  if (o.threads > 0) at::set_num_threads(o.threads);
+  LoadedPlan lp = load_plan_file(o.plan);
+  ModelState state = ModelState::initialize(lp.graph, 0);
+  const Batch batch = make_batch(lp.graph, 1);
+  AutogradBaseline baseline(lp.graph, state);
+  Executor executor(lp.graph, state, lp.plan);
+  std::vector<double> t_base, t_plan;
+  int64_t peak_base = 0, peak_plan = 0;
+  for (int i = 0; i < o.warmup + o.iters; ++i) {
+    const bool measured = i >= o.warmup;
+    const bool last = i + 1 == o.warmup + o.iters;
+    // Interleaved: baseline, then plan, every iteration; each side's gradients are
+    // released before the other runs, so neither is charged for the other's results.
+    IterationResult b = baseline.run_iteration(batch);
+    b.gradients.clear();
+    baseline.release_gradients();
+    ExecutionOptions eo;
+    eo.record_trace = last && !o.trace_csv.empty();
+    ExecutionResult p = executor.run(batch, eo);
+    p.gradients.clear();
+    std::cerr << (measured ? "iteration " : "warm-up ") << (measured ? i - o.warmup + 1 : i + 1)
+              << ": baseline " << b.seconds << " s " << format_bytes(b.peak_bytes) << ", plan "
+              << p.seconds << " s " << format_bytes(p.peak_bytes) << "\n";
+    if (eo.record_trace) write_trace_csv(p.trace, o.trace_csv);
+    if (!measured) continue;
+    t_base.push_back(b.seconds);
+    t_plan.push_back(p.seconds);
+    peak_base = std::max(peak_base, b.peak_bytes);
+    peak_plan = std::max(peak_plan, p.peak_bytes);
+  }
+  const double ratio = double(peak_plan) / double(peak_base);
+  const double overhead = median(t_plan) / median(t_base) - 1.0;
+  if (o.json) {
+    print_json({{"plan", o.plan},
+                {"planner", lp.plan.planner},
+                {"model", lp.plan.model},
+                {"iters", o.iters},
+                {"peak_bytes", peak_plan},
+                {"baseline_peak_bytes", peak_base},
+                {"memory_ratio", ratio},
+                {"median_seconds", median(t_plan)},
+                {"baseline_median_seconds", median(t_base)},
+                {"overhead", overhead},
+                {"seconds", t_plan},
+                {"baseline_seconds", t_base}});
+    return 0;
+  }
+  std::printf("%s plan for %s, %d interleaved iterations\n", lp.plan.planner.c_str(),
+              lp.plan.model.c_str(), o.iters);
+  std::printf("peak memory   plan %s   baseline %s   ratio %.3f\n",
+              format_bytes(peak_plan, true).c_str(), format_bytes(peak_base, true).c_str(), ratio);
+  std::printf("time/iter     plan %.4f s   baseline %.4f s   overhead %+.1f%%\n", median(t_plan),
+              median(t_base), 100 * overhead);
+  return 0;
+}
+
+// Verification runs in float64 by default: in float32, a different convolution algorithm
+// or a recomputed batch norm rounds differently, which can flip a max-pooling argmax
+// between two near-equal values and move single gradient entries by O(1) (max is not
+// differentiable there). float64 makes such ties vanishingly rare, so any remaining
+// difference is an error of the plan. oneDNN has no float64 convolution: in float64 the
+// "mkldnn" forward runs as "default".
+int run_verify(const RunOptions& o) {
+  LoadedPlan lp = load_plan_file(o.plan);
+  const at::ScalarType dtype = o.precision == "float32" ? at::kFloat : at::kDouble;
+  if (o.precision != "float32" && o.precision != "float64")
+    throw UsageError("--precision must be float32 or float64");
+  ModelState reference = ModelState::initialize(lp.graph, 0);
+  for (const auto& v : lp.graph.values())
+    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
+      reference.tensor(v.id) = reference.tensor(v.id).to(dtype);
+  ModelState state = reference.clone();
+  Batch batch = make_batch(lp.graph, 1);
+  for (auto& [id, t] : batch)
+    if (t.is_floating_point()) t = t.to(dtype);
+  if (dtype == at::kDouble)
+    for (auto& in : lp.plan.program)
+      if (in.kind == InstrKind::kForward && in.impl == "mkldnn") in.impl = "default";
+  const IterationResult expected = AutogradBaseline(lp.graph, reference).run_iteration(batch);
+  Executor executor(lp.graph, state, lp.plan);
+  const ExecutionResult got = executor.run(batch);
+  // Relative to each parameter's largest gradient entry, floored at 1e-3 of the model's
+  // largest: some gradients are zero mathematically and hold only rounding noise.
+  double largest = 0;
+  for (const auto& g : expected.gradients)
+    largest = std::max(largest, g.abs().max().item<double>());
+  double max_abs = 0, max_rel = 0;
+  std::string worst;
+  const auto params = lp.graph.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const double abs = (got.gradients[i] - expected.gradients[i]).abs().max().item<double>();
+    const double rel =
+        abs / std::max({expected.gradients[i].abs().max().item<double>(), 1e-3 * largest, 1e-300});
+    max_abs = std::max(max_abs, abs);
+    if (rel > max_rel) max_rel = rel, worst = lp.graph.value(params[i]).name;
+  }
+  const bool ok = max_rel <= o.tolerance;
+  if (o.json) {
+    print_json({{"plan", o.plan},
+                {"precision", o.precision},
+                {"max_abs_error", max_abs},
+                {"max_rel_error", max_rel},
+                {"worst_parameter", worst},
+                {"loss", got.loss},
+                {"baseline_loss", expected.loss},
+                {"tolerance", o.tolerance},
+                {"ok", ok}});
+  } else {
+    std::printf("gradients of %zu parameters: max abs error %.3g, max rel error %.3g (%s)\n",
+                params.size(), max_abs, max_rel, worst.c_str());
+    std::printf("loss %.6f (baseline %.6f): %s\n", got.loss, expected.loss,
+                ok ? "OK" : "ABOVE TOLERANCE");
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& root, std::vector<Command>& commands) {
+  auto* run = root.add_subcommand("run", "run a plan, interleaved with the autograd baseline");
+  auto o = std::make_shared<RunOptions>();
+  run->add_option("--plan,-p", o->plan, "plan file (monet plan -o ...)")->required();
+  run->add_option("--iters", o->iters, "measured iterations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--warmup", o->warmup, "unmeasured iterations")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--threads", o->threads, "intra-op threads")->check(CLI::PositiveNumber);
+  run->add_option("--trace-csv", o->trace_csv, "memory after every instruction of the last run");
+  run->add_flag("--json", o->json, "machine-readable output");
+  commands.push_back({run, [o] { return run_run(*o); }});
+
+  auto* verify = root.add_subcommand("verify", "compare a plan's gradients with autograd's");
+  auto v = std::make_shared<RunOptions>();
+  verify->add_option("--plan,-p", v->plan, "plan file")->required();
+  verify->add_option("--tolerance", v->tolerance, "largest relative error accepted")
+      ->capture_default_str();
+  verify->add_option("--precision", v->precision, "float64 (default) or float32")
+      ->capture_default_str();
+  verify->add_flag("--json", v->json, "machine-readable output");
+  commands.push_back({verify, [v] { return run_verify(*v); }});
+}
+
+}  // namespace monet::cli
