@@ -19,12 +19,6 @@ struct BaselineOptions {
   bool json = false;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int run_baseline(const BaselineOptions& o) {
   const Graph g = build_graph(o.model);
   const ModelConfig c = model_config(o.model);

@@ -22,12 +22,6 @@ struct RunOptions {
   bool json = false;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int run_run(const RunOptions& o) {
   if (o.threads > 0) at::set_num_threads(o.threads);
   LoadedPlan lp = load_plan_file(o.plan);

@@ -2,9 +2,8 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
-
 #include "ops/reference_forward.h"
+#include "runtime/iteration_meter.h"
 
 namespace monet {
 
@@ -54,13 +53,7 @@ IterationResult AutogradBaseline::run_iteration(const Batch& batch,
                                                 const IterationOptions& options) {
   release_gradients();
   IterationResult result;
-  MemoryTracker::reset_peak();
-  result.start_bytes = MemoryTracker::current();
-  if (options.record_trace) {
-    MemoryTracker::start_trace();
-    MemoryTracker::mark("start");
-  }
-  const auto t0 = std::chrono::steady_clock::now();
+  IterationMeter meter(options.record_trace);
   {
     at::Tensor loss =
         run_forward(batch, options.training, -1, options.record_trace, options.iteration_seed);
@@ -75,9 +68,11 @@ IterationResult AutogradBaseline::run_iteration(const Batch& batch,
       p.add_(p.grad(), -options.learning_rate);
     }
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  result.peak_bytes = MemoryTracker::peak();
-  if (options.record_trace) result.trace = MemoryTracker::stop_trace();
+  IterationMeter::Reading reading = meter.finish();
+  result.seconds = reading.seconds;
+  result.start_bytes = reading.start_bytes;
+  result.peak_bytes = reading.peak_bytes;
+  result.trace = std::move(reading.trace);
   for (int id : graph_.parameters()) result.gradients.push_back(state_.tensor(id).grad());
   return result;
 }

@@ -2,11 +2,10 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
-
 #include "ops/op_kernels.h"
 #include "plan/liveness.h"
 #include "plan/plan_validator.h"
+#include "runtime/iteration_meter.h"
 
 namespace monet {
 namespace {
@@ -40,13 +39,7 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
                       static_cast<int>(graph_.nodes().size())};
   std::vector<at::Tensor> param_grads(graph_.values().size());
   ExecutionResult result;
-  MemoryTracker::reset_peak();
-  result.start_bytes = MemoryTracker::current();
-  if (options.record_trace) {
-    MemoryTracker::start_trace();
-    MemoryTracker::mark("start");
-  }
-  const auto t0 = std::chrono::steady_clock::now();
+  IterationMeter meter(options.record_trace);
   {
     torch::NoGradGuard no_grad;  // the plan is the backward: no autograd graph
     std::vector<at::Tensor> tensors(ids.count());
@@ -129,9 +122,11 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
       if (options.record_trace) MemoryTracker::mark(describe(graph_, in));
     }
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  result.peak_bytes = MemoryTracker::peak();
-  if (options.record_trace) result.trace = MemoryTracker::stop_trace();
+  IterationMeter::Reading reading = meter.finish();
+  result.seconds = reading.seconds;
+  result.start_bytes = reading.start_bytes;
+  result.peak_bytes = reading.peak_bytes;
+  result.trace = std::move(reading.trace);
   for (int id : graph_.parameters()) result.gradients.push_back(param_grads[id]);
   return result;
 }
