@@ -51,7 +51,6 @@ Plan build_schedule(const Graph& g, const ScheduleChoices& c, const std::string&
   for (int id : order)
     for (int v : g.node(id).inputs)
       last_forward_use[v] = std::max(last_forward_use[v], position[id]);
-  const int loss = g.loss_value();
   for (int id : order) {
     const Node& n = g.node(id);
     emit_forward(n, c.forward[id]);
@@ -90,7 +89,6 @@ Plan build_schedule(const Graph& g, const ScheduleChoices& c, const std::string&
       if (b.reads_intermediate) ensure_intermediate(n);
       plan.program.push_back({InstrKind::kBackward, n.id, b.name, parts[k], Slot::kOutput});
     }
-    (void)loss;
   }
   return plan;
 }
