@@ -101,7 +101,17 @@ std::vector<at::Tensor> conv_backward(const Graph& g, const Node& n, const Backw
     return grads;
   }
   const auto op = input_grad_output_padding(n, in_shape, go.sizes(), w.sizes());
-  if (impl.name == "slow_transpose") {
+  if (impl.name == "aten" || impl.name == "aten_shape") {
+    // ATen reads the input only for its shape: "aten_shape" passes a zero-stride view of a
+    // single zero (no allocation); "aten" passes the real input, which lets ATen pick its
+    // fastest kernel (much faster for depthwise convolutions).
+    const at::Tensor input =
+        impl.name == "aten" ? args.inputs[0] : at::zeros({1}, go.options()).expand(in_shape);
+    std::vector<int64_t> zeros(a.kernel.size(), 0);
+    grads[0] = std::get<0>(at::convolution_backward(go, input, w, c10::nullopt, a.stride, a.padding,
+                                                    a.dilation, false, zeros, a.groups,
+                                                    {true, false, false}));
+  } else if (impl.name == "slow_transpose") {
     const at::IntArrayRef kernel(w.sizes().data() + 2, 2);
     grads[0] = at::slow_conv_transpose2d(go, w, kernel, {}, a.stride, a.padding, op, a.dilation);
   } else {
