@@ -3,40 +3,15 @@
 #include "ops/op_kernels.h"
 
 namespace monet {
-namespace {
-
-at::Tensor optional_input(const std::vector<at::Tensor>& in, size_t i) {
-  return in.size() > i ? in[i] : at::Tensor();
-}
-
-at::Tensor pool(const Node& n, const at::Tensor& x) {
-  const auto& a = n.attrs;
-  const bool volumetric = x.dim() == 5;
-  std::vector<int64_t> stride = a.stride.empty() ? a.kernel : a.stride;
-  if (n.op == OpKind::kMaxPool) {
-    std::vector<int64_t> dilation(a.kernel.size(), 1);
-    return volumetric ? at::max_pool3d(x, a.kernel, stride, a.padding, dilation, a.ceil_mode)
-                      : at::max_pool2d(x, a.kernel, stride, a.padding, dilation, a.ceil_mode);
-  }
-  return volumetric
-             ? at::avg_pool3d(x, a.kernel, stride, a.padding, a.ceil_mode, a.count_include_pad)
-             : at::avg_pool2d(x, a.kernel, stride, a.padding, a.ceil_mode, a.count_include_pad);
-}
-
-}  // namespace
-
 at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, bool training,
                              uint64_t iteration_seed) {
   const auto& a = n.attrs;
   switch (n.op) {
+    // Convolution and pooling: the kernels' default / plain forwards are these very
+    // differentiable ATen calls.
     case OpKind::kConv:
-    case OpKind::kConvTranspose: {
-      const bool transposed = n.op == OpKind::kConvTranspose;
-      std::vector<int64_t> output_padding =
-          transposed ? a.output_padding : std::vector<int64_t>(a.kernel.size(), 0);
-      return at::convolution(in[0], in[1], optional_input(in, 2), a.stride, a.padding, a.dilation,
-                             transposed, output_padding, a.groups);
-    }
+    case OpKind::kConvTranspose:
+      return kernels::conv_forward(n, "default", in).output;
     case OpKind::kBatchNorm:
       return at::batch_norm(in[0], in[1], in[2], in[3], in[4], training, a.momentum, a.eps,
                             /*cudnn_enabled=*/true);
@@ -50,10 +25,8 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
       return at::hardtanh(in[0], 0.0, 6.0);
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:
-      return pool(n, in[0]);
     case OpKind::kAdaptiveAvgPool:
-      return in[0].dim() == 5 ? at::adaptive_avg_pool3d(in[0], a.output_size)
-                              : at::adaptive_avg_pool2d(in[0], a.output_size);
+      return kernels::pool_forward(n, "plain", in).output;
     case OpKind::kAdd:
       return a.inplace ? in[0].add_(in[1]) : at::add(in[0], in[1]);
     case OpKind::kCat:
@@ -61,7 +34,7 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
     case OpKind::kFlatten:
       return at::flatten(in[0], a.dim);
     case OpKind::kLinear:
-      return at::linear(in[0], in[1], optional_input(in, 2));
+      return at::linear(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor());
     case OpKind::kDropout:
       if (!training || a.p == 0) return in[0].clone();
       return in[0] * dropout_noise(in[0].sizes(), a.p, node_seed(iteration_seed, n.id));

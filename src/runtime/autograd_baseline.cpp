@@ -18,16 +18,8 @@ AutogradBaseline::AutogradBaseline(const Graph& graph, ModelState& state)
 at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int stop_at_value,
                                          bool record_trace, uint64_t iteration_seed) {
   std::vector<at::Tensor> env(graph_.values().size());
-  for (const auto& v : graph_.values()) {
-    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer) {
-      env[v.id] = state_.tensor(v.id);
-    } else if (v.kind == ValueKind::kInput || v.kind == ValueKind::kTarget) {
-      auto it = batch.find(v.id);
-      if (it == batch.end())
-        throw std::invalid_argument("batch has no tensor for '" + v.name + "'");
-      env[v.id] = it->second;
-    }
-  }
+  for (const auto& v : graph_.values())
+    if (v.kind != ValueKind::kActivation) env[v.id] = fixed_tensor(graph_, state_, batch, v.id);
   std::vector<at::Tensor> inputs;
   for (size_t pos = 0; pos < order_.size(); ++pos) {
     const Node& n = graph_.node(order_[pos]);

@@ -32,6 +32,17 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
   validate_plan(graph_, plan_);
   needs_grad_ = values_needing_grad(graph_);
   free_after_ = analyze_liveness(graph_, plan_).free_after;
+  // Resolve implementations once, not on every iteration.
+  forward_.resize(plan_.program.size());
+  backward_.resize(plan_.program.size());
+  for (size_t i = 0; i < plan_.program.size(); ++i) {
+    const Instruction& in = plan_.program[i];
+    const Node& n = graph_.node(in.node);
+    if (in.kind == InstrKind::kForward)
+      forward_[i] = find_forward_impl(forward_impls(graph_, n), n, in.impl);
+    else if (in.kind == InstrKind::kBackward)
+      backward_[i] = find_backward_impl(backward_impls(graph_, n), n, in.part, in.impl);
+  }
 }
 
 ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& options) {
@@ -49,18 +60,12 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
     const int loss = graph_.loss_value();
 
     auto value_tensor = [&](int v, const Instruction& in) -> at::Tensor {
-      const Value& val = graph_.value(v);
-      if (val.kind == ValueKind::kParameter || val.kind == ValueKind::kBuffer)
-        return state_.tensor(v);
-      if (val.kind != ValueKind::kActivation) {
-        auto it = batch.find(v);
-        if (it == batch.end())
-          throw std::invalid_argument("batch has no tensor for '" + val.name + "'");
-        return it->second;
-      }
+      if (graph_.value(v).kind != ValueKind::kActivation)
+        return fixed_tensor(graph_, state_, batch, v);
       const at::Tensor& t = tensors[ids.activation(v)];
       if (!t.defined())
-        throw PlanError(describe(graph_, in) + " reads '" + val.name + "', which is not alive");
+        throw PlanError(describe(graph_, in) + " reads '" + graph_.value(v).name +
+                        "', which is not alive");
       return t;
     };
 
@@ -68,7 +73,7 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
       const Instruction& in = plan_.program[i];
       const Node& n = graph_.node(in.node);
       if (in.kind == InstrKind::kForward) {
-        const auto& impl = find_forward_impl(forward_impls(graph_, n), n, in.impl);
+        const ForwardImplInfo& impl = forward_[i];
         std::vector<at::Tensor> inputs;
         for (int v : n.inputs) inputs.push_back(value_tensor(v, in));
         ForwardOutput out = run_forward(graph_, n, impl, inputs, node_state[n.id], true);
@@ -81,7 +86,7 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
         tensors[ids.activation(n.output)] = std::move(out.output);
         if (impl.emits_intermediate) tensors[ids.intermediate(n.id)] = std::move(out.intermediate);
       } else if (in.kind == InstrKind::kBackward) {
-        const auto& impl = find_backward_impl(backward_impls(graph_, n), n, in.part, in.impl);
+        const BackwardImplInfo& impl = backward_[i];
         BackwardArgs args;
         args.grad_output = tensors[ids.grad(n.output)];
         if (!args.grad_output.defined())

@@ -47,6 +47,9 @@ class Executor {
   Plan plan_;
   std::vector<bool> needs_grad_;
   std::vector<std::vector<int>> free_after_;
+  // Per instruction: its resolved implementation (forward or backward instructions).
+  std::vector<ForwardImplInfo> forward_;
+  std::vector<BackwardImplInfo> backward_;
 };
 
 }  // namespace monet

@@ -46,6 +46,14 @@ int64_t ModelState::bytes() const {
   return n;
 }
 
+at::Tensor fixed_tensor(const Graph& g, const ModelState& state, const Batch& batch, int value) {
+  const Value& v = g.value(value);
+  if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer) return state.tensor(value);
+  auto it = batch.find(value);
+  if (it == batch.end()) throw std::invalid_argument("batch has no tensor for '" + v.name + "'");
+  return it->second;
+}
+
 Batch make_batch(const Graph& graph, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   Batch batch;

@@ -34,6 +34,11 @@ class ModelState {
 /// Inputs and targets of one iteration, by value id.
 using Batch = std::map<int, at::Tensor>;
 
+/// The tensor of a value that is not computed by a node: a parameter or buffer from
+/// `state`, an input or target from `batch`. Throws std::invalid_argument when the batch
+/// lacks it.
+at::Tensor fixed_tensor(const Graph& graph, const ModelState& state, const Batch& batch, int value);
+
 /// A reproducible synthetic batch: inputs ~ N(0, 1), class targets uniform over the
 /// classes, mask targets Bernoulli(0.5).
 Batch make_batch(const Graph& graph, uint64_t seed);
