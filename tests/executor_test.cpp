@@ -9,6 +9,7 @@
 #include "planner/baseline_plans.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
+#include "rotated_plan.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -75,37 +76,6 @@ double max_gradient_error(const Graph& g, const Plan& plan, at::ScalarType dtype
   return worst;
 }
 
-// A plan like store-all but with implementation choices rotated by `variant`: no
-// in-place forwards, and for each node the ((variant + node) mod k)-th compatible
-// choice. Records every (operator, implementation) it uses in `used`.
-Plan rotated_plan(const Graph& g, int variant, std::set<std::string>* used) {
-  Plan plan = store_all_plan(g);
-  std::vector<std::string> forward_choice(g.nodes().size());
-  for (auto& in : plan.program) {
-    const Node& n = g.node(in.node);
-    const int r = variant + n.id;
-    if (in.kind == InstrKind::kForward) {
-      std::vector<ForwardImplInfo> options;
-      for (const auto& f : forward_impls(g, n))
-        if (!f.inplace) options.push_back(f);
-      if (options.empty()) throw std::logic_error("no forward for " + n.name);
-      in.impl = options[r % options.size()].name;
-      forward_choice[n.id] = in.impl;
-      used->insert(std::string(op_name(n.op)) + " forward " + in.impl);
-    } else if (in.kind == InstrKind::kBackward) {
-      const auto& f = find_forward_impl(forward_impls(g, n), n, forward_choice[n.id]);
-      std::vector<BackwardImplInfo> options;
-      for (const auto& b : backward_impls(g, n))
-        if (b.part == in.part && compatible(f, b)) options.push_back(b);
-      if (options.empty()) throw std::logic_error("no backward for " + n.name + " after " + f.name);
-      in.impl = options[r % options.size()].name;
-      used->insert(std::string(op_name(n.op)) + " backward " + backward_part_name(in.part) + " " +
-                   in.impl);
-    }
-  }
-  return plan;
-}
-
 class ExecutorOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
  protected:
   void SetUp() override { MemoryTracker::install(); }
@@ -151,7 +121,7 @@ TEST_P(ExecutorOnTinyModel, EveryImplementationMatchesAutograd) {
   std::set<std::string> used;
   double worst64 = 0, worst32 = 0;
   for (int variant = 0; variant < 4; ++variant) {
-    const Plan plan = rotated_plan(g, variant, &used);
+    const Plan plan = testing::rotated_plan(g, variant, &used);
     worst64 = std::max(worst64, max_gradient_error(g, plan));
     worst32 = std::max(worst32, max_gradient_error(g, plan, at::kFloat, 1e-4));
   }
@@ -170,7 +140,7 @@ TEST(Executor, RotatedPlansCoverEveryImplementation) {
     auto tiny = testing::tiny_models();
     const auto it = std::find_if(tiny.begin(), tiny.end(), [&](auto& t) { return t.name == name; });
     const Graph g = build_zoo_model(it->name, it->config);
-    for (int variant = 0; variant < 4; ++variant) rotated_plan(g, variant, &used);
+    for (int variant = 0; variant < 4; ++variant) testing::rotated_plan(g, variant, &used);
     for (const auto& n : g.nodes()) {
       for (const auto& f : forward_impls(g, n))
         if (!f.inplace) offered.insert(std::string(op_name(n.op)) + " forward " + f.name);

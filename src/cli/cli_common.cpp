@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cost/profiler.h"
 #include "graph/model_zoo.h"
 #include "plan/plan_validator.h"
 
@@ -140,6 +141,52 @@ PlanSummary summarize(const Graph& graph, const Plan& plan) {
     s.frees += in.kind == InstrKind::kFree;
   }
   return s;
+}
+
+void add_cost_options(CLI::App* cmd, CostOptions& o) {
+  cmd->add_option("--costs", o.costs_file,
+                  "operator costs (monet profile -o ...) instead of the cache");
+  cmd->add_option("--cache-dir", o.cache_dir, "cost cache directory (default ~/.cache/monet)");
+  cmd->add_flag("--no-cache", o.no_cache, "profile afresh and do not cache");
+  cmd->add_option("--profile-repeats", o.repeats, "timed calls per implementation when profiling")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+bool obtain_costs(const Graph& g, const CostOptions& o, bool allow_profiling, CostModel* costs) {
+  if (!o.costs_file.empty()) {
+    std::ifstream f(o.costs_file);
+    if (!f) throw UsageError("cannot read cost file '" + o.costs_file + "'");
+    try {
+      *costs = cost_model_from_json(g, nlohmann::json::parse(f));
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError("cost file '" + o.costs_file + "' is not valid JSON: " + e.what());
+    } catch (const CostError& e) {
+      throw UsageError("cost file '" + o.costs_file + "': " + e.what());
+    }
+    return true;
+  }
+  const std::string dir =
+      o.no_cache ? "" : (o.cache_dir.empty() ? default_cost_cache_dir() : o.cache_dir);
+  ProfileOptions po;
+  po.repeats = o.repeats;
+  po.progress = true;
+  if (!allow_profiling) {
+    if (dir.empty()) return false;
+    po.repeats = -1;  // marker: only read the cache
+  }
+  ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  if (!allow_profiling) {
+    bool hit = false;
+    if (!read_cached_costs(g, dir, costs)) return false;
+    (void)hit;
+    return true;
+  }
+  bool from_cache = false;
+  *costs = cached_profile_costs(g, state, batch, po, dir, &from_cache);
+  if (from_cache) std::cerr << "costs: from the cache in " << dir << "\n";
+  return true;
 }
 
 }  // namespace monet::cli

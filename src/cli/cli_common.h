@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/cost_model.h"
 #include "graph/graph.h"
 #include "graph/model_config.h"
 #include "plan/plan.h"
@@ -74,10 +75,25 @@ struct PlanSummary {
 };
 PlanSummary summarize(const Graph& graph, const Plan& plan);
 
+/// Where a command gets operator costs: a cost file, or the on-disk cache (profiling
+/// on a miss).
+struct CostOptions {
+  std::string costs_file;  // --costs: read these instead of the cache
+  std::string cache_dir;   // --cache-dir (default: default_cost_cache_dir())
+  bool no_cache = false;   // --no-cache: profile afresh, write nothing
+  int repeats = 3;         // --profile-repeats: timed calls per implementation
+};
+void add_cost_options(CLI::App* cmd, CostOptions& options);
+/// The costs for `graph`: from --costs, else the cache, else profiled now (progress on
+/// stderr) and cached. `allow_profiling` false returns false instead of profiling.
+bool obtain_costs(const Graph& graph, const CostOptions& options, bool allow_profiling,
+                  CostModel* costs);
+
 void add_models_command(CLI::App& root, std::vector<Command>& commands);
 void add_plan_command(CLI::App& root, std::vector<Command>& commands);
 void add_run_commands(CLI::App& root, std::vector<Command>& commands);
 void add_show_command(CLI::App& root, std::vector<Command>& commands);
 void add_baseline_command(CLI::App& root, std::vector<Command>& commands);
+void add_profile_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace monet::cli

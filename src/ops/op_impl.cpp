@@ -15,7 +15,12 @@ bool is_plain_conv2d(const Graph& g, const Node& n) {
 }
 
 ForwardImplInfo fwd(std::string name, bool inplace, bool intermediate, std::string d) {
-  return {std::move(name), inplace, intermediate, std::move(d)};
+  ForwardImplInfo f;
+  f.name = std::move(name);
+  f.inplace = inplace;
+  f.emits_intermediate = intermediate;
+  f.description = std::move(d);
+  return f;
 }
 
 BackwardImplInfo bwd(std::string name, BackwardPart part, std::vector<int> inputs, bool output,
@@ -89,6 +94,11 @@ std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
     case OpKind::kDropout:
       return {fwd("default", false, true, "keeps the scaled noise tensor, as PyTorch does"),
               fwd("reseed", false, false, "keeps nothing; backward regenerates the noise")};
+    case OpKind::kFlatten: {
+      auto view = fwd("default", false, false, "a view of the input (no copy)");
+      view.output_aliases_input = true;
+      return {view};
+    }
     default:
       return {fwd("default", false, false, "reference ATen call")};
   }
@@ -150,6 +160,13 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
     case OpKind::kCrossEntropyLoss:
     case OpKind::kBCEWithLogitsLoss:
       return {bwd("default", P::kAll, {0, 1}, false, false, "from the logits and targets")};
+    case OpKind::kAdd:
+    case OpKind::kCat:
+    case OpKind::kFlatten: {
+      auto b = bwd("default", P::kAll, {}, false, false, "views of the output gradient");
+      b.grads_alias_output = true;
+      return {b};
+    }
     default:
       return {bwd("default", P::kAll, {}, false, false, "needs shapes only")};
   }
@@ -187,6 +204,30 @@ BackwardImplInfo find_backward_impl(const std::vector<BackwardImplInfo>& impls, 
   throw std::invalid_argument("node '" + node.name + "' (" + op_name(node.op) +
                               ") has no backward implementation '" + name + "' for part '" +
                               backward_part_name(part) + "'");
+}
+
+std::string out_of_place(const std::string& impl) {
+  if (impl == "inplace") return "default";
+  if (impl == "inplace_mask") return "mask";
+  return impl;
+}
+
+std::vector<bool> backward_grad_mask(const Graph& g, const Node& n, BackwardPart part,
+                                     const std::vector<bool>& needs_grad) {
+  std::vector<bool> mask(n.inputs.size(), false);
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Value& v = g.value(n.inputs[k]);
+    const bool here = part == BackwardPart::kAll ||
+                      (part == BackwardPart::kWeight) == (v.kind == ValueKind::kParameter);
+    mask[k] = needs_grad[v.id] && here;
+  }
+  return mask;
+}
+
+int64_t node_state_bytes(const Graph& g, const Node& n) {
+  if (n.op != OpKind::kBatchNorm) return 0;
+  const Value& x = g.value(n.inputs[0]);
+  return 2 * x.shape[1] * static_cast<int64_t>(c10::elementSize(x.dtype));
 }
 
 int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {

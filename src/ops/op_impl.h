@@ -22,6 +22,8 @@ struct ForwardImplInfo {
   std::string name;
   bool inplace = false;             // overwrites input 0 and returns it as the output
   bool emits_intermediate = false;  // also produces the node's intermediate tensor
+  /// The output is a view of input 0 (shares its storage, allocates nothing): flatten.
+  bool output_aliases_input = false;
   std::string description;
 };
 
@@ -36,6 +38,9 @@ struct BackwardImplInfo {
   /// When it reads the intermediate: the forward implementations that leave the
   /// intermediate in the format it expects.
   std::vector<std::string> requires_forward;
+  /// The input gradients it returns are views of the output gradient (add, cat,
+  /// flatten) rather than new tensors.
+  bool grads_alias_output = false;
   std::string description;
 };
 
@@ -58,6 +63,20 @@ ForwardImplInfo find_forward_impl(const std::vector<ForwardImplInfo>& impls, con
                                   const std::string& name);
 BackwardImplInfo find_backward_impl(const std::vector<BackwardImplInfo>& impls, const Node& node,
                                     BackwardPart part, const std::string& name);
+
+/// The out-of-place counterpart of a forward implementation name ("inplace" ->
+/// "default", "inplace_mask" -> "mask"); recomputations use it.
+std::string out_of_place(const std::string& forward_impl);
+
+/// Which of node.inputs get a gradient from backward part `part`, given
+/// values_needing_grad(graph): parameters in the weight part, activations in the input
+/// part, everything needing one in a single-part backward.
+std::vector<bool> backward_grad_mask(const Graph& graph, const Node& node, BackwardPart part,
+                                     const std::vector<bool>& needs_grad);
+
+/// Bytes of per-iteration state the node's first forward allocates and keeps until the
+/// iteration ends (batch norm's saved mean and inverse standard deviation), 0 for most.
+int64_t node_state_bytes(const Graph& graph, const Node& node);
 
 /// Bytes of the intermediate tensor that `forward_impl` (one with emits_intermediate)
 /// leaves for `node`.

@@ -19,6 +19,22 @@ at::Tensor dropout_noise(at::IntArrayRef shape, double p, uint64_t seed) {
   return at::empty(shape).bernoulli_(1 - p, gen).div_(1 - p);
 }
 
+namespace {
+
+// Some ATen kernels (the CPU 3-D transposed convolution) return a tensor whose storage
+// is larger than the tensor. A result the caller keeps must own exactly its own bytes, as
+// the memory model (simulator, planner) assumes: copy such results into a tight tensor.
+at::Tensor tight(at::Tensor t) {
+  if (t.defined() && t.storage().nbytes() > static_cast<size_t>(t.nbytes())) return t.clone();
+  return t;
+}
+
+std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
+                                          const BackwardImplInfo& impl, const BackwardArgs& a,
+                                          NodeState& state);
+
+}  // namespace
+
 ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,
                           const std::vector<at::Tensor>& in, NodeState& state, bool training) {
   ForwardOutput out;
@@ -64,11 +80,23 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
       break;
   }
   state.computed = true;
+  if (!impl.inplace && !impl.output_aliases_input) out.output = tight(std::move(out.output));
   return out;
 }
 
 std::vector<at::Tensor> run_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                      const BackwardArgs& a, NodeState& state) {
+  std::vector<at::Tensor> grads = dispatch_backward(g, n, impl, a, state);
+  if (!impl.grads_alias_output)
+    for (auto& t : grads) t = tight(std::move(t));
+  return grads;
+}
+
+namespace {
+
+std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
+                                          const BackwardImplInfo& impl, const BackwardArgs& a,
+                                          NodeState& state) {
   const at::Tensor& go = a.grad_output;
   std::vector<at::Tensor> grads(n.inputs.size());
   switch (n.op) {
@@ -126,5 +154,7 @@ std::vector<at::Tensor> run_backward(const Graph& g, const Node& n, const Backwa
   }
   throw std::logic_error(std::string("run_backward: no backward for ") + op_name(n.op));
 }
+
+}  // namespace
 
 }  // namespace monet

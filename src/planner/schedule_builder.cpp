@@ -4,12 +4,6 @@
 
 namespace monet {
 
-std::string out_of_place(const std::string& impl) {
-  if (impl == "inplace") return "default";
-  if (impl == "inplace_mask") return "mask";
-  return impl;
-}
-
 ScheduleChoices default_choices(const Graph& g) {
   ScheduleChoices c;
   c.drop_after_forward.assign(g.values().size(), false);

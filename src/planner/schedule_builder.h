@@ -30,7 +30,4 @@ ScheduleChoices default_choices(const Graph& graph);
 /// The Plan for `choices`; `planner` names it.
 Plan build_schedule(const Graph& graph, const ScheduleChoices& choices, const std::string& planner);
 
-/// The out-of-place counterpart of a forward implementation name.
-std::string out_of_place(const std::string& forward_impl);
-
 }  // namespace monet

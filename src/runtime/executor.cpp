@@ -92,13 +92,9 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
         if (!args.grad_output.defined())
           throw PlanError(describe(graph_, in) + " runs before the gradient of its output exists");
         args.inputs.resize(n.inputs.size());
-        args.needs_grad.resize(n.inputs.size());
+        args.needs_grad = backward_grad_mask(graph_, n, in.part, needs_grad_);
         for (size_t k = 0; k < n.inputs.size(); ++k) {
           const Value& v = graph_.value(n.inputs[k]);
-          const bool grad_here =
-              in.part == BackwardPart::kAll ||
-              (in.part == BackwardPart::kWeight) == (v.kind == ValueKind::kParameter);
-          args.needs_grad[k] = needs_grad_[v.id] && grad_here;
           if (v.kind != ValueKind::kActivation) args.inputs[k] = value_tensor(v.id, in);
         }
         for (int k : impl.reads_inputs) args.inputs[k] = value_tensor(n.inputs[k], in);

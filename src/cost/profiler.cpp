@@ -1,0 +1,212 @@
+#include "cost/profiler.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <unistd.h>
+
+#include "ops/op_kernels.h"
+#include "plan/plan.h"
+#include "runtime/memory_tracker.h"
+
+namespace monet {
+namespace {
+
+// Runs `setup` then `call` warmup + repeats times; keeps the median seconds of `call`,
+// the largest peak above the bytes live before it, and the bytes its results hold when
+// it returns. `last` receives the results of the final call.
+ImplCost measure(const ProfileOptions& o, int64_t declared_result_bytes,
+                 const std::function<void()>& setup,
+                 const std::function<std::vector<at::Tensor>()>& call,
+                 std::vector<at::Tensor>* last = nullptr) {
+  std::vector<double> seconds;
+  int64_t peak = 0, kept = 0;
+  const int runs = o.warmup + std::max(1, o.repeats);
+  for (int r = 0; r < runs; ++r) {
+    setup();
+    const int64_t before = MemoryTracker::current();
+    std::vector<at::Tensor> results;
+    double s = 0;
+    int64_t p = 0;
+    {
+      ScopedPeak scope;
+      const auto t0 = std::chrono::steady_clock::now();
+      results = call();
+      s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      p = scope.peak() - before;
+    }
+    const int64_t k = MemoryTracker::current() - before;
+    if (last && r + 1 == runs) *last = results;
+    results.clear();
+    if (r < o.warmup) continue;
+    seconds.push_back(s);
+    peak = std::max(peak, p);
+    kept = std::max(kept, k);
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  ImplCost c;
+  c.seconds = seconds[seconds.size() / 2];
+  c.workspace_bytes = std::max<int64_t>(0, peak - declared_result_bytes);
+  c.result_bytes = kept;
+  return c;
+}
+
+}  // namespace
+
+CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch& batch,
+                        const ProfileOptions& o) {
+  if (!MemoryTracker::installed())
+    throw std::logic_error("profile_costs: install the MemoryTracker first");
+  torch::NoGradGuard no_grad;
+  ModelState state = state_in.clone();  // batch norm updates running statistics
+  CostModel costs;
+  costs.graph_fingerprint = g.fingerprint();
+  costs.device = "cpu";
+  costs.threads = at::get_num_threads();
+  costs.implementation_set = implementation_set_key(g);
+  costs.nodes.resize(g.nodes().size());
+  const auto needs_grad = values_needing_grad(g);
+  const auto needs_backward = nodes_needing_backward(g);
+  const auto order = g.topological_order();
+
+  // Reference forward pass, out of place, keeping every activation and node state.
+  std::vector<at::Tensor> act(g.values().size());
+  std::vector<NodeState> node_state(g.nodes().size());
+  auto value = [&](int v) {
+    return g.value(v).kind == ValueKind::kActivation ? act[v] : fixed_tensor(g, state, batch, v);
+  };
+  auto inputs_of = [&](const Node& n) {
+    std::vector<at::Tensor> in;
+    for (int v : n.inputs) in.push_back(value(v));
+    return in;
+  };
+  for (int id : order) {
+    const Node& n = g.node(id);
+    node_state[id].seed = node_seed(0, id);
+    const auto impls = forward_impls(g, n);
+    const auto f = find_forward_impl(impls, n, out_of_place(impls.front().name));
+    act[n.output] = run_forward(g, n, f, inputs_of(n), node_state[id], true).output;
+  }
+
+  size_t done = 0;
+  for (int id : order) {
+    const Node& n = g.node(id);
+    NodeCosts& nc = costs.nodes[id];
+    const Value& out = g.value(n.output);
+    std::map<std::string, at::Tensor> intermediates;  // by forward implementation
+    for (const auto& f : forward_impls(g, n)) {
+      int64_t declared = node_state_bytes(g, n);
+      if (!f.inplace && !f.output_aliases_input) declared += out.bytes();
+      if (f.emits_intermediate) declared += intermediate_bytes(g, n, f.name);
+      std::vector<at::Tensor> in, last;
+      auto setup = [&] {
+        in = inputs_of(n);
+        if (f.inplace) in[0] = in[0].clone();  // made before the measurement starts
+      };
+      nc.forward[f.name] = measure(
+          o, declared, setup,
+          [&] {
+            NodeState s;  // a first forward: batch norm computes and keeps its statistics
+            s.seed = node_state[id].seed;
+            ForwardOutput r = run_forward(g, n, f, in, s, true);
+            return std::vector<at::Tensor>{r.output, r.intermediate, s.save_mean, s.save_invstd};
+          },
+          &last);
+      if (f.emits_intermediate) intermediates[f.name] = last[1];
+    }
+    if (needs_backward[id]) {
+      at::Tensor grad_output = at::randn(out.shape, at::TensorOptions().dtype(out.dtype));
+      for (const auto& b : backward_impls(g, n)) {
+        const auto mask = backward_grad_mask(g, n, b.part, needs_grad);
+        int64_t declared = 0;
+        if (!b.grads_alias_output)
+          for (size_t k = 0; k < n.inputs.size(); ++k)
+            if (mask[k]) declared += g.value(n.inputs[k]).bytes();
+        BackwardArgs args;
+        args.grad_output = grad_output;
+        args.needs_grad = mask;
+        args.inputs.resize(n.inputs.size());
+        for (size_t k = 0; k < n.inputs.size(); ++k)
+          if (g.value(n.inputs[k]).kind != ValueKind::kActivation)
+            args.inputs[k] = value(n.inputs[k]);
+        for (int k : b.reads_inputs) args.inputs[k] = value(n.inputs[k]);
+        if (b.reads_output) args.output = act[n.output];
+        if (b.reads_intermediate) args.intermediate = intermediates.at(b.requires_forward.front());
+        nc.backward[backward_cost_key(b.part, b.name)] = measure(
+            o, declared, [] {}, [&] { return run_backward(g, n, b, args, node_state[id]); });
+      }
+    }
+    ++done;
+    if (o.progress)
+      std::fprintf(stderr, "\rprofiling: %zu/%zu nodes (%s)%-24s", done, order.size(),
+                   n.name.c_str(), "");
+  }
+  if (o.progress) std::fprintf(stderr, "\n");
+  return costs;
+}
+
+std::string default_cost_cache_dir() {
+  if (const char* d = std::getenv("MONET_CACHE_DIR")) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME")) return std::string(d) + "/monet";
+  if (const char* d = std::getenv("HOME")) return std::string(d) + "/.cache/monet";
+  return "";
+}
+
+std::string cost_cache_path(const Graph& g, const std::string& cache_dir) {
+  return (std::filesystem::path(cache_dir) /
+          (g.fingerprint() + "-cpu-t" + std::to_string(at::get_num_threads()) + "-" +
+           implementation_set_key(g) + ".json"))
+      .string();
+}
+
+bool read_cached_costs(const Graph& g, const std::string& cache_dir, CostModel* costs) {
+  const std::string path = cost_cache_path(g, cache_dir);
+  std::ifstream in(path);
+  if (!in) return false;
+  try {
+    *costs = cost_model_from_json(g, nlohmann::json::parse(in));
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "monet: ignoring unreadable cost cache %s (%s)\n", path.c_str(), e.what());
+    return false;
+  }
+}
+
+CostModel cached_profile_costs(const Graph& g, const ModelState& state, const Batch& batch,
+                               const ProfileOptions& o, const std::string& cache_dir,
+                               bool* from_cache) {
+  namespace fs = std::filesystem;
+  if (from_cache) *from_cache = false;
+  if (cache_dir.empty()) return profile_costs(g, state, batch, o);
+  CostModel c;
+  if (read_cached_costs(g, cache_dir, &c)) {
+    if (from_cache) *from_cache = true;
+    return c;
+  }
+  c = profile_costs(g, state, batch, o);
+  const fs::path path = cost_cache_path(g, cache_dir);
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << cost_model_to_json(g, c).dump(1) << "\n";
+    if (!out) ec = std::make_error_code(std::errc::io_error);
+  }
+  if (!ec) fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    std::fprintf(stderr, "monet: could not write the cost cache %s\n", path.c_str());
+  }
+  return c;
+}
+
+}  // namespace monet
