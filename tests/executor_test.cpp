@@ -5,76 +5,16 @@
 
 #include <set>
 
+#include "gradient_check.h"
 #include "graph/model_zoo.h"
 #include "planner/baseline_plans.h"
+#include "rotated_plan.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
-#include "rotated_plan.h"
 #include "tiny_models.h"
 
 namespace monet {
 namespace {
-
-// max |a - b| / max |b|, where max |b| is floored at `floor`: some gradients are zero
-// mathematically (a batch-norm shift that a later batch norm cancels) and hold only
-// rounding noise, which no relative measure of their own can compare.
-double relative_error(const at::Tensor& a, const at::Tensor& b, double floor) {
-  const double scale = std::max(b.abs().max().item<double>(), floor);
-  return (a - b).abs().max().item<double>() / scale;
-}
-
-void convert(ModelState& state, const Graph& g, at::ScalarType dtype) {
-  for (const auto& v : g.values())
-    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
-      state.tensor(v.id) = state.tensor(v.id).to(dtype);
-}
-
-// Largest relative error over all parameters between the executor under `plan` and the
-// autograd baseline, both from the same weights and batch, computed in `dtype`.
-double max_gradient_error(const Graph& g, const Plan& plan, at::ScalarType dtype = at::kDouble,
-                          double tolerance = 1e-9) {
-  // In float64, oneDNN has no convolution: "mkldnn" falls back to "default". In float32,
-  // convolution forward algorithms stay at "default": their outputs differ from autograd's
-  // by rounding, which can flip a max-pooling argmax between two near-equal values and
-  // move a gradient entry by O(1): a discontinuity of max, not an error. They are checked
-  // in float64 here and against the reference forward in OpKernels tests.
-  Plan run_plan = plan;
-  for (auto& in : run_plan.program) {
-    const bool conv = g.node(in.node).op == OpKind::kConv;
-    if (in.kind == InstrKind::kForward && conv && (dtype == at::kFloat || in.impl == "mkldnn"))
-      in.impl = "default";
-  }
-  ModelState reference_state = ModelState::initialize(g, 0);
-  convert(reference_state, g, dtype);
-  ModelState state = reference_state.clone();
-  Batch batch = make_batch(g, 1);
-  for (auto& [id, t] : batch)
-    if (t.is_floating_point()) t = t.to(dtype);
-  AutogradBaseline baseline(g, reference_state);
-  IterationOptions bo;
-  bo.iteration_seed = 7;
-  const IterationResult expected = baseline.run_iteration(batch, bo);
-  Executor executor(g, state, run_plan);
-  ExecutionOptions eo;
-  eo.iteration_seed = 7;
-  const ExecutionResult got = executor.run(batch, eo);
-  EXPECT_NEAR(got.loss, expected.loss, tolerance * std::abs(expected.loss));
-  double largest = 0;
-  for (const auto& grad : expected.gradients)
-    largest = std::max(largest, grad.abs().max().item<double>());
-  double worst = 0;
-  const auto params = g.parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!got.gradients[i].defined()) {
-      ADD_FAILURE() << "no gradient for " << g.value(params[i]).name;
-      continue;
-    }
-    const double err = relative_error(got.gradients[i], expected.gradients[i], 1e-3 * largest);
-    EXPECT_LE(err, tolerance) << g.value(params[i]).name;
-    worst = std::max(worst, err);
-  }
-  return worst;
-}
 
 class ExecutorOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
  protected:
@@ -83,8 +23,8 @@ class ExecutorOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> 
 
 TEST_P(ExecutorOnTinyModel, StoreAllMatchesAutograd) {
   const Graph g = build_zoo_model(GetParam().name, GetParam().config);
-  const double err64 = max_gradient_error(g, store_all_plan(g));
-  const double err32 = max_gradient_error(g, store_all_plan(g), at::kFloat, 1e-4);
+  const double err64 = testing::max_gradient_error(g, store_all_plan(g));
+  const double err32 = testing::max_gradient_error(g, store_all_plan(g), at::kFloat, 1e-4);
   std::cout << GetParam().name << " store-all: max relative gradient error " << err32
             << " (float32), " << err64 << " (float64)\n";
 }
@@ -99,7 +39,7 @@ TEST_P(ExecutorOnTinyModel, ChenMatchesAutogradAndRecomputes) {
     recomputations += backward_started && in.kind == InstrKind::kForward;
   }
   EXPECT_GT(recomputations, 0);
-  const double err64 = max_gradient_error(g, plan);
+  const double err64 = testing::max_gradient_error(g, plan);
   std::cout << GetParam().name << " chen: " << recomputations
             << " recomputations, max relative gradient error " << err64 << " (float64)\n";
 }
@@ -111,7 +51,7 @@ TEST_P(ExecutorOnTinyModel, RandomPlansMatchAutograd) {
   const Graph g = build_zoo_model(GetParam().name, GetParam().config);
   double worst = 0;
   for (uint64_t seed = 0; seed < 17; ++seed)
-    worst = std::max(worst, max_gradient_error(g, random_plan(g, 1000 + seed)));
+    worst = std::max(worst, testing::max_gradient_error(g, random_plan(g, 1000 + seed)));
   std::cout << GetParam().name << " 17 random plans: max relative gradient error " << worst
             << " (float64)\n";
 }
@@ -122,8 +62,8 @@ TEST_P(ExecutorOnTinyModel, EveryImplementationMatchesAutograd) {
   double worst64 = 0, worst32 = 0;
   for (int variant = 0; variant < 4; ++variant) {
     const Plan plan = testing::rotated_plan(g, variant, &used);
-    worst64 = std::max(worst64, max_gradient_error(g, plan));
-    worst32 = std::max(worst32, max_gradient_error(g, plan, at::kFloat, 1e-4));
+    worst64 = std::max(worst64, testing::max_gradient_error(g, plan));
+    worst32 = std::max(worst32, testing::max_gradient_error(g, plan, at::kFloat, 1e-4));
   }
   std::cout << GetParam().name << " rotated implementations: max relative gradient error "
             << worst32 << " (float32), " << worst64 << " (float64)\n";

@@ -1,47 +1,202 @@
-// `monet plan`: make a plan for a model and write it as JSON.
+// `monet plan`: make a plan for a model (store-all, Chen, random, or the MONeT program
+// under a budget) and write it as JSON, with its predicted peak and time.
+#include <cmath>
 #include <cstdio>
+#include <iostream>
 
 #include "cli/cli_common.h"
+#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
+#include "planner/monet_planner.h"
+#include "runtime/autograd_baseline.h"
 
 namespace monet::cli {
 namespace {
 
 struct PlanOptions {
   ModelOptions model;
+  CostOptions costs;
   std::string planner = "storeall";
+  std::string budget;
+  double time_limit = 60;
+  double gap = 0.01;
+  int threads = 1;
   uint64_t seed = 0;
   std::string output;
   bool json = false;
 };
 
+// Peak bytes of one autograd iteration (the baseline a ratio budget refers to).
+int64_t measure_baseline_peak(const Graph& g) {
+  ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  AutogradBaseline baseline(g, state);
+  std::cerr << "baseline: measuring one autograd iteration ..." << std::flush;
+  const IterationResult r = baseline.run_iteration(batch);
+  std::cerr << " peak " << format_bytes(r.peak_bytes) << "\n";
+  return r.peak_bytes;
+}
+
+// "1.5GiB", "800MiB", "123456789", "0.4x" (of the baseline peak) -> bytes.
+int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError("--budget '" + text + "': expected bytes, KiB/MiB/GiB or a ratio like 0.4x");
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB" || unit == "K" || unit == "KB")
+    scale = 1024.0;
+  else if (unit == "MiB" || unit == "M" || unit == "MB")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB" || unit == "G" || unit == "GB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "x")
+    scale = static_cast<double>(baseline_peak());
+  else
+    throw UsageError("--budget '" + text + "': unknown unit '" + unit +
+                     "' (use B, KiB, MiB, GiB, or x for a ratio of the baseline peak)");
+  if (!(v > 0)) throw UsageError("--budget must be positive");
+  return static_cast<int64_t>(std::floor(v * scale));
+}
+
 int run_plan(const PlanOptions& o) {
   const Graph g = build_graph(o.model);
+  const bool monet = o.planner.rfind("monet", 0) == 0;
+  MonetMode mode = MonetMode::kAll;
+  if (monet) {
+    try {
+      mode = monet_mode_from_name(o.planner);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    if (o.budget.empty()) throw UsageError("--planner " + o.planner + " needs --budget");
+  } else if (o.planner != "storeall" && o.planner != "chen" && o.planner != "random") {
+    throw UsageError("unknown planner '" + o.planner +
+                     "' (known: monet, monet-noop, monet-conv, monet-out, monet-int, "
+                     "monet-inplace, storeall, chen, random)");
+  }
+  int64_t baseline_peak = -1;
+  auto baseline = [&] {
+    if (baseline_peak < 0) baseline_peak = measure_baseline_peak(g);
+    return baseline_peak;
+  };
+  const int64_t budget = o.budget.empty() ? -1 : parse_budget(o.budget, baseline);
+  CostModel costs;
+  const bool have_costs = obtain_costs(g, o.costs, monet || budget > 0, &costs);
+
   Plan plan;
-  if (o.planner == "storeall")
+  nlohmann::json solve_json;
+  if (monet) {
+    MonetOptions mo;
+    mo.budget_bytes = budget;
+    mo.mode = mode;
+    mo.solver.time_limit_seconds = o.time_limit;
+    mo.solver.relative_gap = o.gap;
+    mo.solver.threads = o.threads;
+    mo.solver.progress = true;
+    const MonetResult r = plan_monet(g, costs, mo);
+    solve_json = {{"status", milp_status_name(r.solve.status)},
+                  {"columns", r.size.columns},
+                  {"rows", r.size.rows},
+                  {"nonzeros", r.size.nonzeros},
+                  {"solve_seconds", r.solve.seconds},
+                  {"first_incumbent_seconds", r.solve.first_incumbent_seconds},
+                  {"objective_seconds", r.objective_seconds},
+                  {"bound_seconds", r.solve.bound},
+                  {"gap", r.solve.gap},
+                  {"solves", r.solves},
+                  {"program_budget_bytes", r.program_budget}};
+    if (!r.found) {
+      if (r.solve.status == MilpStatus::kNoSolution && r.solve.status != MilpStatus::kInfeasible)
+        throw std::runtime_error("the solver found no plan within " + std::to_string(o.time_limit) +
+                                 " s for a budget of " + format_bytes(budget, true) +
+                                 "; raise --time-limit or the budget");
+      std::cerr << "planner: no plan fits " << format_bytes(budget, true)
+                << "; computing the smallest budget that has one ...\n";
+      MilpOptions so = mo.solver;
+      so.progress = false;
+      const MinimumBudget m = minimum_budget(g, costs, mode, so);
+      std::string smallest =
+          m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
+      if (m.bytes > 0 && !m.proven)
+        smallest += " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")";
+      if (baseline_peak > 0 && m.bytes > 0) {
+        char ratio[64];
+        std::snprintf(ratio, sizeof ratio, " = %.3fx the baseline peak",
+                      double(m.bytes) / double(baseline_peak));
+        smallest += ratio;
+      }
+      throw UsageError("no " + o.planner + " plan fits a budget of " + format_bytes(budget, true) +
+                       "; the smallest budget with a plan is " + smallest);
+    }
+    plan = r.plan;
+  } else if (o.planner == "storeall") {
     plan = store_all_plan(g);
-  else if (o.planner == "chen")
+  } else if (o.planner == "chen") {
     plan = chen_plan(g);
-  else if (o.planner == "random")
+  } else {
     plan = random_plan(g, o.seed);
-  else
-    throw UsageError("unknown planner '" + o.planner + "' (known: storeall, chen, random)");
+  }
   plan.model = o.model.model;
   plan.config = model_config(o.model);
+  SimulationResult sim, base_sim;
+  if (have_costs) {
+    sim = simulate(g, plan, costs);
+    base_sim = simulate(g, store_all_plan(g), costs);
+    if (budget > 0 && sim.peak_bytes > budget && !monet)
+      std::cerr << "warning: the " << o.planner << " plan's predicted peak "
+                << format_bytes(sim.peak_bytes, true) << " exceeds the budget\n";
+  }
   write_file_atomically(o.output, plan_to_json(g, plan).dump(1) + "\n");
   const PlanSummary s = summarize(g, plan);
   if (o.json) {
-    print_json({{"planner", plan.planner},
-                {"output", o.output},
-                {"fingerprint", plan.graph_fingerprint},
-                {"instructions", plan.program.size()},
-                {"recomputations", s.recomputations},
-                {"explicit_frees", s.frees}});
+    nlohmann::json j = {{"planner", plan.planner},
+                        {"output", o.output},
+                        {"fingerprint", plan.graph_fingerprint},
+                        {"instructions", plan.program.size()},
+                        {"recomputations", s.recomputations},
+                        {"explicit_frees", s.frees}};
+    if (budget > 0) j["budget_bytes"] = budget;
+    if (baseline_peak > 0) j["baseline_peak_bytes"] = baseline_peak;
+    if (have_costs) {
+      j["predicted_peak_bytes"] = sim.peak_bytes;
+      j["predicted_seconds"] = sim.seconds;
+      j["storeall_predicted_peak_bytes"] = base_sim.peak_bytes;
+      j["storeall_predicted_seconds"] = base_sim.seconds;
+    }
+    if (monet) j["solve"] = solve_json;
+    print_json(j);
     return 0;
   }
   std::printf("wrote %s: %s plan for %s, %zu instructions (%d recomputations, %d explicit frees)\n",
               o.output.c_str(), plan.planner.c_str(), o.model.model.c_str(), plan.program.size(),
               s.recomputations, s.frees);
+  if (monet)
+    std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, gap %.2f%%\n",
+                solve_json["status"].get<std::string>().c_str(),
+                solve_json["solve_seconds"].get<double>(), solve_json["columns"].get<int>(),
+                solve_json["rows"].get<int>(),
+                static_cast<long long>(solve_json["nonzeros"].get<int64_t>()),
+                100 * solve_json["gap"].get<double>());
+  if (have_costs) {
+    std::printf("predicted     peak %s", format_bytes(sim.peak_bytes, true).c_str());
+    if (budget > 0) std::printf("   budget %s", format_bytes(budget, true).c_str());
+    std::printf("\n              time %.4f s/iter, store-all %.4f s/iter: overhead %+.1f%%\n",
+                sim.seconds, base_sim.seconds, 100 * (sim.seconds / base_sim.seconds - 1));
+    if (baseline_peak > 0)
+      std::printf("              memory ratio %.3f of the measured baseline peak %s\n",
+                  double(sim.peak_bytes) / double(baseline_peak),
+                  format_bytes(baseline_peak, true).c_str());
+  } else {
+    std::printf("(no cached costs for this model: `monet profile` first to see predictions)\n");
+  }
   return 0;
 }
 
@@ -51,7 +206,21 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   auto* cmd = root.add_subcommand("plan", "make an execution plan and write it as JSON");
   auto o = std::make_shared<PlanOptions>();
   add_model_options(cmd, o->model);
-  cmd->add_option("--planner", o->planner, "storeall | chen | random")->capture_default_str();
+  add_cost_options(cmd, o->costs);
+  cmd->add_option("--planner", o->planner,
+                  "monet | monet-noop | monet-conv | monet-out | monet-int | monet-inplace | "
+                  "storeall | chen | random")
+      ->capture_default_str();
+  cmd->add_option(
+      "--budget", o->budget,
+      "peak memory allowed: bytes, KiB/MiB/GiB, or a ratio of the baseline peak (0.4x)");
+  cmd->add_option("--time-limit", o->time_limit, "solver wall-clock limit (seconds)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--gap", o->gap, "relative optimality gap at which the solver stops")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "solver threads")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "plan file to write")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");

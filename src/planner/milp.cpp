@@ -1,0 +1,203 @@
+#include "planner/milp.h"
+
+#include <coin/CbcEventHandler.hpp>
+#include <coin/CbcModel.hpp>
+#include <coin/CbcSolver.hpp>
+#include <coin/CoinPackedMatrix.hpp>
+#include <coin/OsiClpSolverInterface.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace monet {
+
+int Milp::add_binary(double cost, std::string name) {
+  cost_.push_back(cost);
+  col_lb_.push_back(0);
+  col_ub_.push_back(1);
+  integer_.push_back(true);
+  names_.push_back(std::move(name));
+  return columns() - 1;
+}
+
+int Milp::add_continuous(double cost, double lb, double ub, std::string name) {
+  cost_.push_back(cost);
+  col_lb_.push_back(lb);
+  col_ub_.push_back(ub);
+  integer_.push_back(false);
+  names_.push_back(std::move(name));
+  return columns() - 1;
+}
+
+int Milp::add_row(std::vector<std::pair<int, double>> terms, double lb, double ub) {
+  std::sort(terms.begin(), terms.end());
+  row_start_.push_back(static_cast<int>(indices_.size()));
+  for (size_t i = 0; i < terms.size();) {
+    double c = 0;
+    const int col = terms[i].first;
+    for (; i < terms.size() && terms[i].first == col; ++i) c += terms[i].second;
+    if (c != 0) {
+      indices_.push_back(col);
+      elements_.push_back(c);
+    }
+  }
+  row_lb_.push_back(lb);
+  row_ub_.push_back(ub);
+  return rows() - 1;
+}
+
+void Milp::fix(int col, double value) {
+  col_lb_[col] = value;
+  col_ub_[col] = value;
+}
+
+bool Milp::satisfies(const std::vector<double>& x, double tolerance) const {
+  if (static_cast<int>(x.size()) != columns()) return false;
+  for (int c = 0; c < columns(); ++c)
+    if (x[c] < col_lb_[c] - tolerance || x[c] > col_ub_[c] + tolerance) return false;
+  for (int r = 0; r < rows(); ++r) {
+    const int end = r + 1 < rows() ? row_start_[r + 1] : static_cast<int>(indices_.size());
+    double v = 0;
+    for (int e = row_start_[r]; e < end; ++e) v += elements_[e] * x[indices_[e]];
+    if (v < row_lb_[r] - tolerance || v > row_ub_[r] + tolerance) return false;
+  }
+  return true;
+}
+
+const char* milp_status_name(MilpStatus s) {
+  switch (s) {
+    case MilpStatus::kOptimal:
+      return "optimal";
+    case MilpStatus::kFeasible:
+      return "feasible (limit reached)";
+    case MilpStatus::kInfeasible:
+      return "infeasible";
+    case MilpStatus::kNoSolution:
+      return "no solution found within the limit";
+  }
+  return "?";
+}
+
+struct MilpAccess {
+  static CoinPackedMatrix matrix(const Milp& m) {
+    std::vector<int> starts = m.row_start_;
+    starts.push_back(static_cast<int>(m.indices_.size()));
+    std::vector<int> lengths;
+    for (int r = 0; r < m.rows(); ++r) lengths.push_back(starts[r + 1] - starts[r]);
+    return CoinPackedMatrix(false, m.columns(), m.rows(), static_cast<int>(m.elements_.size()),
+                            m.elements_.data(), m.indices_.data(), starts.data(), lengths.data());
+  }
+  static const Milp& self(const Milp& m) { return m; }
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reports incumbent, bound and gap on stderr as CBC finds solutions and explores nodes.
+class ProgressHandler : public CbcEventHandler {
+ public:
+  ProgressHandler(bool print, Clock::time_point t0, MilpResult* result)
+      : print_(print), t0_(t0), result_(result) {}
+  CbcEventHandler* clone() const override { return new ProgressHandler(*this); }
+
+  CbcAction event(CbcEvent which) override {
+    const double t = std::chrono::duration<double>(Clock::now() - t0_).count();
+    if (which == solution || which == heuristicSolution) {
+      const double obj = model_->getObjValue();
+      if (result_->first_incumbent_seconds < 0) result_->first_incumbent_seconds = t;
+      result_->incumbent_trace.push_back({t, obj});
+      report(t, "solution");
+    } else if (which == node && t - last_ >= 2.0) {
+      report(t, "search");
+    }
+    return noAction;
+  }
+
+ private:
+  void report(double t, const char* what) {
+    last_ = t;
+    if (!print_) return;
+    const double inc = model_->getObjValue(), bound = model_->getBestPossibleObjValue();
+    const bool has = model_->bestSolution() != nullptr;
+    if (has)
+      std::fprintf(
+          stderr, "solver: %7.1f s  %-8s incumbent %.6g  bound %.6g  gap %.2f%%  nodes %d\n", t,
+          what, inc, bound, 100 * std::max(0.0, inc - bound) / std::max(1e-12, std::fabs(inc)),
+          model_->getNodeCount());
+    else
+      std::fprintf(stderr, "solver: %7.1f s  %-8s no incumbent yet  bound %.6g  nodes %d\n", t,
+                   what, bound, model_->getNodeCount());
+  }
+
+  bool print_;
+  Clock::time_point t0_;
+  MilpResult* result_;
+  double last_ = 0;
+};
+
+}  // namespace
+
+MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
+  const auto t0 = Clock::now();
+  MilpResult result;
+  OsiClpSolverInterface lp;
+  lp.messageHandler()->setLogLevel(0);
+  const CoinPackedMatrix matrix = MilpAccess::matrix(m);
+  lp.loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
+                 m.row_ub_.data());
+  for (int c = 0; c < m.columns(); ++c)
+    if (m.integer_[c]) lp.setInteger(c);
+  CbcModel model(lp);
+  model.messageHandler()->setLogLevel(0);
+  if (!o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns()) {
+    double obj = 0;
+    for (int c = 0; c < m.columns(); ++c) obj += m.cost_[c] * o.warm_start[c];
+    model.setBestSolution(o.warm_start.data(), m.columns(), obj, true);
+  }
+  ProgressHandler handler(o.progress, t0, &result);
+  model.passInEventHandler(&handler);
+  CbcSolverUsefulData data;
+  CbcMain0(model, data);
+  model.messageHandler()->setLogLevel(0);
+  const std::string sec = std::to_string(std::max(1.0, o.time_limit_seconds));
+  const std::string gap = std::to_string(o.relative_gap);
+  const std::string threads = std::to_string(std::max(1, o.threads));
+  std::vector<const char*> argv = {"monet",     "-log",   "0",        "-sec",
+                                   sec.c_str(), "-ratio", gap.c_str()};
+  if (o.threads > 1) {
+    argv.push_back("-threads");
+    argv.push_back(threads.c_str());
+  }
+  argv.push_back("-solve");
+  argv.push_back("-quit");
+  CbcMain1(
+      static_cast<int>(argv.size()), argv.data(), model, [](CbcModel*, int) { return 0; }, data);
+  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const bool has_solution = model.bestSolution() != nullptr;
+  if (has_solution) {
+    result.values.assign(model.bestSolution(), model.bestSolution() + m.columns());
+    result.objective = model.getObjValue();
+    result.bound = std::min(model.getBestPossibleObjValue(), result.objective);
+  }
+  if (model.isProvenOptimal() && has_solution) {
+    result.status = MilpStatus::kOptimal;
+  } else if (model.isProvenInfeasible()) {
+    result.status = MilpStatus::kInfeasible;
+  } else {
+    result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
+  }
+  if (has_solution)
+    result.gap = std::max(0.0, result.objective - result.bound) /
+                 std::max(1e-12, std::fabs(result.objective));
+  if (o.progress)
+    std::fprintf(stderr, "solver: %s after %.1f s, objective %.6g, bound %.6g, gap %.2f%%\n",
+                 milp_status_name(result.status), result.seconds, result.objective, result.bound,
+                 100 * result.gap);
+  return result;
+}
+
+}  // namespace monet

@@ -1,0 +1,73 @@
+// Milp: a 0-1 mixed-integer linear program (minimise c'x subject to row bounds) and its
+// solution with CBC, linked as a library. Planners build a Milp; solve_milp() runs CBC's
+// full branch and cut (presolve, cuts, heuristics) under a time limit and relative gap,
+// reports incumbent, bound and gap on stderr while it runs, and returns the best
+// solution with the solve statistics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace monet {
+
+struct MilpOptions;
+struct MilpResult;
+
+class Milp {
+ public:
+  /// A binary column with objective coefficient `cost`; returns its index.
+  int add_binary(double cost, std::string name = "");
+  /// A continuous column in [lb, ub].
+  int add_continuous(double cost, double lb, double ub, std::string name = "");
+  /// lb <= sum coef * x[col] <= ub. Terms on the same column are merged; zero terms
+  /// dropped. Returns the row index.
+  int add_row(std::vector<std::pair<int, double>> terms, double lb, double ub);
+  /// Fixes a column's bounds (e.g. a binary to 0).
+  void fix(int col, double value);
+
+  /// Whether `x` satisfies every bound and row (within `tolerance`).
+  bool satisfies(const std::vector<double>& x, double tolerance = 1e-6) const;
+
+  int columns() const { return static_cast<int>(cost_.size()); }
+  int rows() const { return static_cast<int>(row_lb_.size()); }
+  int64_t nonzeros() const { return static_cast<int64_t>(elements_.size()); }
+
+ private:
+  friend struct MilpAccess;
+  friend MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
+  std::vector<double> cost_, col_lb_, col_ub_;
+  std::vector<bool> integer_;
+  std::vector<std::string> names_;
+  std::vector<double> row_lb_, row_ub_;
+  std::vector<int> row_start_, indices_;
+  std::vector<double> elements_;
+};
+
+struct MilpOptions {
+  double time_limit_seconds = 60;  // wall-clock limit of the branch and bound
+  double relative_gap = 1e-4;      // stop when (incumbent - bound) / |incumbent| <= this
+  int threads = 1;                 // CBC threads (when CBC was built with them)
+  bool progress = false;           // incumbent / bound / gap lines on stderr
+  /// A feasible assignment of every column to start from (empty: none).
+  std::vector<double> warm_start;
+};
+
+enum class MilpStatus { kOptimal, kFeasible, kInfeasible, kNoSolution };
+const char* milp_status_name(MilpStatus status);
+
+struct MilpResult {
+  MilpStatus status = MilpStatus::kNoSolution;
+  double objective = 0;                 // of the incumbent
+  double bound = 0;                     // best proven lower bound
+  double gap = 0;                       // (objective - bound) / |objective|, 0 when optimal
+  double seconds = 0;                   // wall time of the solve
+  double first_incumbent_seconds = -1;  // when the first solution was found (-1: never)
+  std::vector<double> values;           // per column (empty without a solution)
+  std::vector<std::pair<double, double>> incumbent_trace;  // (seconds, objective)
+};
+
+MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
+
+}  // namespace monet

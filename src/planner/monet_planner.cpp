@@ -1,0 +1,92 @@
+#include "planner/monet_planner.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "planner/monet_program.h"
+
+namespace monet {
+namespace {
+
+struct ModeName {
+  MonetMode mode;
+  const char* name;
+};
+constexpr ModeName kModes[] = {{MonetMode::kAll, "monet"},
+                               {MonetMode::kNoOp, "monet-noop"},
+                               {MonetMode::kConv, "monet-conv"},
+                               {MonetMode::kOutput, "monet-out"},
+                               {MonetMode::kIntermediate, "monet-int"},
+                               {MonetMode::kInplace, "monet-inplace"}};
+
+}  // namespace
+
+MonetMode monet_mode_from_name(const std::string& name) {
+  for (const auto& m : kModes)
+    if (name == m.name) return m.mode;
+  throw std::invalid_argument("unknown MONeT mode '" + name +
+                              "' (known: monet, monet-noop, monet-conv, monet-out, monet-int, "
+                              "monet-inplace)");
+}
+
+const char* monet_mode_name(MonetMode mode) {
+  for (const auto& m : kModes)
+    if (mode == m.mode) return m.name;
+  return "?";
+}
+
+MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
+  MonetResult result;
+  int64_t budget = o.budget_bytes;
+  for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
+    MonetProgram program(g, costs, o.mode, budget);
+    result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
+    result.program_budget = budget;
+    MilpOptions solver = o.solver;
+    const auto warm = program.store_all_assignment();
+    if (program.milp().satisfies(warm)) solver.warm_start = warm;
+    if (o.solver.progress)
+      std::fprintf(stderr,
+                   "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s\n",
+                   monet_mode_name(o.mode), budget / 1048576.0, result.size.columns,
+                   result.size.rows, static_cast<long long>(result.size.nonzeros),
+                   solver.warm_start.empty() ? "" : ", warm start from store-all");
+    result.solve = solve_milp(program.milp(), solver);
+    ++result.solves;
+    if (result.solve.values.empty()) return result;
+    result.plan = program.decode(result.solve.values);
+    result.plan.planner = monet_mode_name(o.mode);
+    result.objective_seconds = program.seconds_of(result.solve.values);
+    result.predicted = simulate(g, result.plan, costs);
+    if (result.predicted.peak_bytes <= o.budget_bytes) {
+      result.found = true;
+      return result;
+    }
+    // The program's memory rows are upper bounds except where the simulator knows
+    // better; lower the program's budget by the excess and solve again.
+    const int64_t excess = result.predicted.peak_bytes - o.budget_bytes;
+    if (o.solver.progress)
+      std::fprintf(stderr, "planner: simulated peak exceeds the budget by %lld B; re-solving\n",
+                   static_cast<long long>(excess));
+    budget -= excess + 4096;
+  }
+  return result;
+}
+
+MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode mode,
+                             const MilpOptions& solver) {
+  MonetProgram program(g, costs, mode, -1);
+  MilpOptions o = solver;
+  const auto warm = program.store_all_assignment();
+  if (program.milp().satisfies(warm)) o.warm_start = warm;
+  const MilpResult r = solve_milp(program.milp(), o);
+  MinimumBudget m;
+  if (r.values.empty()) return m;
+  m.bytes = program.budget_of(r.values);
+  m.bound_bytes = static_cast<int64_t>(std::floor(r.bound * 1048576.0));
+  m.proven = r.status == MilpStatus::kOptimal;
+  return m;
+}
+
+}  // namespace monet

@@ -1,0 +1,70 @@
+// The MONeT planner: one 0-1 program (paper Section 4, Appendices B-D) chooses jointly
+// which activations each backward stage keeps (s) or recomputes (r), which forward
+// implementation every operator uses in the forward pass (delta), and which backward
+// implementation every backward step uses (delta-hat), under a peak-memory budget, at
+// the least profiled time. The solution becomes a Plan; the simulator checks it, and
+// when its exact peak exceeds the budget the program is re-solved with the budget
+// lowered by the excess.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cost/cost_model.h"
+#include "plan/plan.h"
+#include "plan/simulator.h"
+#include "planner/milp.h"
+
+namespace monet {
+
+/// Which operator optimisations the program may use (checkpointing is always on).
+enum class MonetMode {
+  kAll,           // "monet": every implementation
+  kNoOp,          // "monet-noop": default implementations only (checkpointing alone)
+  kConv,          // "monet-conv": + convolution algorithms
+  kOutput,        // "monet-out": + output-activated backward passes
+  kIntermediate,  // "monet-int": + intermediate-activated (1-bit masks, 8-bit argmax)
+  kInplace,       // "monet-inplace": + in-place / out-of-place choice
+};
+/// "monet", "monet-noop", ...; throws std::invalid_argument for an unknown name.
+MonetMode monet_mode_from_name(const std::string& name);
+const char* monet_mode_name(MonetMode mode);
+
+struct MonetOptions {
+  int64_t budget_bytes = 0;  // absolute peak allowed for the iteration (bytes)
+  MonetMode mode = MonetMode::kAll;
+  MilpOptions solver;
+  int max_corrections = 3;  // re-solves with a lowered budget when the simulated peak exceeds it
+};
+
+struct ProgramSize {
+  int columns = 0;
+  int rows = 0;
+  int64_t nonzeros = 0;
+};
+
+struct MonetResult {
+  bool found = false;  // a plan within the budget was found
+  Plan plan;
+  SimulationResult predicted;  // the simulator's replay of the plan
+  MilpResult solve;            // of the last solve
+  ProgramSize size;
+  int solves = 0;                // 1 + budget corrections
+  int64_t program_budget = 0;    // budget given to the last program (bytes)
+  double objective_seconds = 0;  // the program's objective: profiled seconds
+};
+
+/// Solves the program for `options.budget_bytes`.
+MonetResult plan_monet(const Graph& graph, const CostModel& costs, const MonetOptions& options);
+
+struct MinimumBudget {
+  int64_t bytes = 0;        // smallest peak of any plan the program allows (best found)
+  int64_t bound_bytes = 0;  // proven lower bound on it
+  bool proven = false;      // bytes == bound (solved to optimality)
+};
+/// The smallest budget for which the program (in `mode`) has a plan: the same program
+/// with the budget as the variable to minimise.
+MinimumBudget minimum_budget(const Graph& graph, const CostModel& costs, MonetMode mode,
+                             const MilpOptions& solver);
+
+}  // namespace monet

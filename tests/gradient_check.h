@@ -1,0 +1,76 @@
+// max_gradient_error: the executor's gradients under a plan against the autograd
+// baseline's, from the same weights and batch.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/autograd_baseline.h"
+#include "runtime/executor.h"
+
+namespace monet::testing {
+
+// max |a - b| / max |b|, where max |b| is floored at `floor`: some gradients are zero
+// mathematically (a batch-norm shift that a later batch norm cancels) and hold only
+// rounding noise, which no relative measure of their own can compare.
+inline double relative_error(const at::Tensor& a, const at::Tensor& b, double floor) {
+  const double scale = std::max(b.abs().max().item<double>(), floor);
+  return (a - b).abs().max().item<double>() / scale;
+}
+
+inline void convert(ModelState& state, const Graph& g, at::ScalarType dtype) {
+  for (const auto& v : g.values())
+    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
+      state.tensor(v.id) = state.tensor(v.id).to(dtype);
+}
+
+// Largest relative error over all parameters between the executor under `plan` and the
+// autograd baseline, both from the same weights and batch, computed in `dtype`.
+inline double max_gradient_error(const Graph& g, const Plan& plan,
+                                 at::ScalarType dtype = at::kDouble, double tolerance = 1e-9) {
+  // In float64, oneDNN has no convolution: "mkldnn" falls back to "default". In float32,
+  // convolution forward algorithms stay at "default": their outputs differ from autograd's
+  // by rounding, which can flip a max-pooling argmax between two near-equal values and
+  // move a gradient entry by O(1): a discontinuity of max, not an error. They are checked
+  // in float64 here and against the reference forward in OpKernels tests.
+  Plan run_plan = plan;
+  for (auto& in : run_plan.program) {
+    const bool conv = g.node(in.node).op == OpKind::kConv;
+    if (in.kind == InstrKind::kForward && conv && (dtype == at::kFloat || in.impl == "mkldnn"))
+      in.impl = "default";
+  }
+  ModelState reference_state = ModelState::initialize(g, 0);
+  convert(reference_state, g, dtype);
+  ModelState state = reference_state.clone();
+  Batch batch = make_batch(g, 1);
+  for (auto& [id, t] : batch)
+    if (t.is_floating_point()) t = t.to(dtype);
+  AutogradBaseline baseline(g, reference_state);
+  IterationOptions bo;
+  bo.iteration_seed = 7;
+  const IterationResult expected = baseline.run_iteration(batch, bo);
+  Executor executor(g, state, run_plan);
+  ExecutionOptions eo;
+  eo.iteration_seed = 7;
+  const ExecutionResult got = executor.run(batch, eo);
+  EXPECT_NEAR(got.loss, expected.loss, tolerance * std::abs(expected.loss));
+  double largest = 0;
+  for (const auto& grad : expected.gradients)
+    largest = std::max(largest, grad.abs().max().item<double>());
+  double worst = 0;
+  const auto params = g.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!got.gradients[i].defined()) {
+      ADD_FAILURE() << "no gradient for " << g.value(params[i]).name;
+      continue;
+    }
+    const double err = relative_error(got.gradients[i], expected.gradients[i], 1e-3 * largest);
+    EXPECT_LE(err, tolerance) << g.value(params[i]).name;
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+}  // namespace monet::testing
