@@ -9,6 +9,7 @@
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/monet_planner.h"
+#include "quick_profile.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -18,8 +19,7 @@ namespace {
 std::vector<testing::TinyModel> plannable() {
   std::vector<testing::TinyModel> out;
   for (const auto& m : testing::tiny_models())
-    if (m.name == "vgg11" || m.name == "vgg16" || m.name == "resnet18")
-      out.push_back(m);
+    if (m.name == "vgg11" || m.name == "vgg16" || m.name == "resnet18") out.push_back(m);
   return out;
 }
 
@@ -32,10 +32,7 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   const Graph g = build_zoo_model(GetParam().name, GetParam().config);
   const ModelState state = ModelState::initialize(g, 0);
   const Batch batch = make_batch(g, 1);
-  ProfileOptions po;
-  po.warmup = 0;
-  po.repeats = 1;
-  const CostModel costs = profile_costs(g, state, batch, po);
+  const CostModel costs = testing::quick_profile(g, state, batch);
   const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
   const int64_t start = store_all.start_bytes, above = store_all.peak_above_start();
   MilpOptions solver;

@@ -10,8 +10,9 @@
 #include "graph/model_zoo.h"
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
-#include "runtime/executor.h"
+#include "quick_profile.h"
 #include "rotated_plan.h"
+#include "runtime/executor.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -45,10 +46,7 @@ TEST_P(SimulatorOnTinyModel, PredictedPeakEqualsMeasured) {
   const Graph g = build_zoo_model(GetParam().name, GetParam().config);
   const ModelState state = ModelState::initialize(g, 0);
   const Batch batch = make_batch(g, 1);
-  ProfileOptions po;
-  po.warmup = 0;
-  po.repeats = 1;
-  const CostModel costs = profile_costs(g, state, batch, po);
+  const CostModel costs = testing::quick_profile(g, state, batch);
   EXPECT_EQ(
       iteration_start_bytes(g), state.bytes() + [&] {
         int64_t b = 0;
@@ -60,7 +58,8 @@ TEST_P(SimulatorOnTinyModel, PredictedPeakEqualsMeasured) {
                                                      {"chen", chen_plan(g)}};
   std::set<std::string> used;
   for (int variant = 0; variant < 4; ++variant)
-    plans.push_back({"rotated" + std::to_string(variant), testing::rotated_plan(g, variant, &used)});
+    plans.push_back(
+        {"rotated" + std::to_string(variant), testing::rotated_plan(g, variant, &used)});
   // The same 17 random plans per model as the gradient tests (204 over the zoo).
   for (uint64_t seed = 0; seed < 17; ++seed)
     plans.push_back({"random" + std::to_string(seed), random_plan(g, 1000 + seed)});
@@ -82,10 +81,7 @@ TEST_P(SimulatorOnTinyModel, ProfiledResultBytesMatchDeclarations) {
   const Graph g = build_zoo_model(GetParam().name, GetParam().config);
   const ModelState state = ModelState::initialize(g, 0);
   const Batch batch = make_batch(g, 1);
-  ProfileOptions po;
-  po.warmup = 0;
-  po.repeats = 1;
-  const CostModel costs = profile_costs(g, state, batch, po);
+  const CostModel costs = testing::quick_profile(g, state, batch);
   const auto needs_grad = values_needing_grad(g);
   const auto needs_backward = nodes_needing_backward(g);
   for (const auto& n : g.nodes()) {
@@ -116,10 +112,7 @@ TEST(CostModel, JsonRoundTripAndRefusesAnotherGraph) {
   auto tiny = testing::tiny_models();
   const Graph a = build_zoo_model(tiny[0].name, tiny[0].config);
   const Graph b = build_zoo_model(tiny[5].name, tiny[5].config);
-  ProfileOptions po;
-  po.warmup = 0;
-  po.repeats = 1;
-  const CostModel costs = profile_costs(a, ModelState::initialize(a, 0), make_batch(a, 1), po);
+  const CostModel costs = testing::quick_profile(a, ModelState::initialize(a, 0), make_batch(a, 1));
   const auto j = cost_model_to_json(a, costs);
   const CostModel back = cost_model_from_json(a, j);
   ASSERT_EQ(back.nodes.size(), costs.nodes.size());
