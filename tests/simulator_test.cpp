@@ -86,19 +86,14 @@ TEST_P(SimulatorOnTinyModel, ProfiledResultBytesMatchDeclarations) {
   const auto needs_backward = nodes_needing_backward(g);
   for (const auto& n : g.nodes()) {
     for (const auto& f : forward_impls(g, n)) {
-      int64_t declared = node_state_bytes(g, n);
-      if (!f.inplace && !f.output_aliases_input) declared += g.value(n.output).bytes();
-      if (f.emits_intermediate) declared += intermediate_bytes(g, n, f.name);
-      EXPECT_EQ(costs.forward(g, n.id, f.name).result_bytes, declared)
+      EXPECT_EQ(costs.forward(g, n.id, f.name).result_bytes, forward_result_bytes(g, n, f, true))
           << n.name << " forward " << f.name;
     }
     if (!needs_backward[n.id]) continue;
     for (const auto& b : backward_impls(g, n)) {
       const auto mask = backward_grad_mask(g, n, b.part, needs_grad);
-      int64_t declared = 0;
-      for (size_t k = 0; k < mask.size(); ++k)
-        if (mask[k] && !b.grads_alias_output) declared += g.value(n.inputs[k]).bytes();
-      EXPECT_EQ(costs.backward(g, n.id, b.part, b.name).result_bytes, declared)
+      EXPECT_EQ(costs.backward(g, n.id, b.part, b.name).result_bytes,
+                backward_result_bytes(g, n, b, mask))
           << n.name << " backward " << backward_part_name(b.part) << " " << b.name;
     }
   }

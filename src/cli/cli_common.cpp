@@ -166,27 +166,22 @@ bool obtain_costs(const Graph& g, const CostOptions& o, bool allow_profiling, Co
     }
     return true;
   }
-  const std::string dir =
-      o.no_cache ? "" : (o.cache_dir.empty() ? default_cost_cache_dir() : o.cache_dir);
+  const std::string dir = cost_cache_dir(o);
+  if (!dir.empty() && read_cached_costs(g, dir, costs)) {
+    std::cerr << "costs: from the cache (" << cost_cache_path(g, dir) << ")\n";
+    return true;
+  }
+  if (!allow_profiling) return false;
   ProfileOptions po;
   po.repeats = o.repeats;
   po.progress = true;
-  if (!allow_profiling) {
-    if (dir.empty()) return false;
-    po.repeats = -1;  // marker: only read the cache
-  }
-  ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  if (!allow_profiling) {
-    bool hit = false;
-    if (!read_cached_costs(g, dir, costs)) return false;
-    (void)hit;
-    return true;
-  }
-  bool from_cache = false;
-  *costs = cached_profile_costs(g, state, batch, po, dir, &from_cache);
-  if (from_cache) std::cerr << "costs: from the cache in " << dir << "\n";
+  *costs = cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, dir);
   return true;
+}
+
+std::string cost_cache_dir(const CostOptions& o) {
+  if (o.no_cache) return "";
+  return o.cache_dir.empty() ? default_cost_cache_dir() : o.cache_dir;
 }
 
 }  // namespace monet::cli

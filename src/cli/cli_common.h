@@ -88,6 +88,8 @@ void add_cost_options(CLI::App* cmd, CostOptions& options);
 /// stderr) and cached. `allow_profiling` false returns false instead of profiling.
 bool obtain_costs(const Graph& graph, const CostOptions& options, bool allow_profiling,
                   CostModel* costs);
+/// The cache directory the options select; empty with --no-cache.
+std::string cost_cache_dir(const CostOptions& options);
 
 void add_models_command(CLI::App& root, std::vector<Command>& commands);
 void add_plan_command(CLI::App& root, std::vector<Command>& commands);

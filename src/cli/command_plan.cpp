@@ -66,6 +66,20 @@ int64_t parse_budget(const std::string& text, const std::function<int64_t()>& ba
   return static_cast<int64_t>(std::floor(v * scale));
 }
 
+nlohmann::json solve_json(const MonetResult& r) {
+  return {{"status", milp_status_name(r.solve.status)},
+          {"columns", r.size.columns},
+          {"rows", r.size.rows},
+          {"nonzeros", r.size.nonzeros},
+          {"solve_seconds", r.solve.seconds},
+          {"first_incumbent_seconds", r.solve.first_incumbent_seconds},
+          {"objective_seconds", r.objective_seconds},
+          {"bound_seconds", r.solve.bound},
+          {"gap", r.solve.gap},
+          {"solves", r.solves},
+          {"program_budget_bytes", r.program_budget}};
+}
+
 int run_plan(const PlanOptions& o) {
   const Graph g = build_graph(o.model);
   const bool monet = o.planner.rfind("monet", 0) == 0;
@@ -92,7 +106,7 @@ int run_plan(const PlanOptions& o) {
   const bool have_costs = obtain_costs(g, o.costs, monet || budget > 0, &costs);
 
   Plan plan;
-  nlohmann::json solve_json;
+  MonetResult r;
   if (monet) {
     MonetOptions mo;
     mo.budget_bytes = budget;
@@ -101,20 +115,9 @@ int run_plan(const PlanOptions& o) {
     mo.solver.relative_gap = o.gap;
     mo.solver.threads = o.threads;
     mo.solver.progress = true;
-    const MonetResult r = plan_monet(g, costs, mo);
-    solve_json = {{"status", milp_status_name(r.solve.status)},
-                  {"columns", r.size.columns},
-                  {"rows", r.size.rows},
-                  {"nonzeros", r.size.nonzeros},
-                  {"solve_seconds", r.solve.seconds},
-                  {"first_incumbent_seconds", r.solve.first_incumbent_seconds},
-                  {"objective_seconds", r.objective_seconds},
-                  {"bound_seconds", r.solve.bound},
-                  {"gap", r.solve.gap},
-                  {"solves", r.solves},
-                  {"program_budget_bytes", r.program_budget}};
+    r = plan_monet(g, costs, mo);
     if (!r.found) {
-      if (r.solve.status == MilpStatus::kNoSolution && r.solve.status != MilpStatus::kInfeasible)
+      if (r.solve.status == MilpStatus::kNoSolution)
         throw std::runtime_error("the solver found no plan within " + std::to_string(o.time_limit) +
                                  " s for a budget of " + format_bytes(budget, true) +
                                  "; raise --time-limit or the budget");
@@ -171,7 +174,7 @@ int run_plan(const PlanOptions& o) {
       j["storeall_predicted_peak_bytes"] = base_sim.peak_bytes;
       j["storeall_predicted_seconds"] = base_sim.seconds;
     }
-    if (monet) j["solve"] = solve_json;
+    if (monet) j["solve"] = solve_json(r);
     print_json(j);
     return 0;
   }
@@ -180,11 +183,8 @@ int run_plan(const PlanOptions& o) {
               s.recomputations, s.frees);
   if (monet)
     std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, gap %.2f%%\n",
-                solve_json["status"].get<std::string>().c_str(),
-                solve_json["solve_seconds"].get<double>(), solve_json["columns"].get<int>(),
-                solve_json["rows"].get<int>(),
-                static_cast<long long>(solve_json["nonzeros"].get<int64_t>()),
-                100 * solve_json["gap"].get<double>());
+                milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
+                static_cast<long long>(r.size.nonzeros), 100 * r.solve.gap);
   if (have_costs) {
     std::printf("predicted     peak %s", format_bytes(sim.peak_bytes, true).c_str());
     if (budget > 0) std::printf("   budget %s", format_bytes(budget, true).c_str());

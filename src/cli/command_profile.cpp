@@ -20,19 +20,15 @@ struct ProfileCommandOptions {
 
 int run_profile(const ProfileCommandOptions& o) {
   const Graph g = build_graph(o.model);
-  CostModel costs;
   if (!o.costs.costs_file.empty()) throw UsageError("--costs makes no sense for `monet profile`");
-  const std::string dir =
-      o.costs.no_cache ? ""
-                       : (o.costs.cache_dir.empty() ? default_cost_cache_dir() : o.costs.cache_dir);
+  const std::string dir = cost_cache_dir(o.costs);
   ProfileOptions po;
   po.repeats = o.costs.repeats;
   po.warmup = o.warmup;
   po.progress = true;
   bool from_cache = false;
-  const ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  costs = cached_profile_costs(g, state, batch, po, dir, &from_cache);
+  const CostModel costs =
+      cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, dir, &from_cache);
   if (!o.output.empty())
     write_file_atomically(o.output, cost_model_to_json(g, costs).dump(1) + "\n");
   int impls = 0;

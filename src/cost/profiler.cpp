@@ -103,9 +103,7 @@ CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch&
     const Value& out = g.value(n.output);
     std::map<std::string, at::Tensor> intermediates;  // by forward implementation
     for (const auto& f : forward_impls(g, n)) {
-      int64_t declared = node_state_bytes(g, n);
-      if (!f.inplace && !f.output_aliases_input) declared += out.bytes();
-      if (f.emits_intermediate) declared += intermediate_bytes(g, n, f.name);
+      const int64_t declared = forward_result_bytes(g, n, f, true);
       std::vector<at::Tensor> in, last;
       auto setup = [&] {
         in = inputs_of(n);
@@ -126,10 +124,7 @@ CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch&
       at::Tensor grad_output = at::randn(out.shape, at::TensorOptions().dtype(out.dtype));
       for (const auto& b : backward_impls(g, n)) {
         const auto mask = backward_grad_mask(g, n, b.part, needs_grad);
-        int64_t declared = 0;
-        if (!b.grads_alias_output)
-          for (size_t k = 0; k < n.inputs.size(); ++k)
-            if (mask[k]) declared += g.value(n.inputs[k]).bytes();
+        const int64_t declared = backward_result_bytes(g, n, b, mask);
         BackwardArgs args;
         args.grad_output = grad_output;
         args.needs_grad = mask;

@@ -230,6 +230,23 @@ int64_t node_state_bytes(const Graph& g, const Node& n) {
   return 2 * x.shape[1] * static_cast<int64_t>(c10::elementSize(x.dtype));
 }
 
+int64_t forward_result_bytes(const Graph& g, const Node& n, const ForwardImplInfo& f,
+                             bool first_forward) {
+  int64_t bytes = first_forward ? node_state_bytes(g, n) : 0;
+  if (!f.inplace && !f.output_aliases_input) bytes += g.value(n.output).bytes();
+  if (f.emits_intermediate) bytes += intermediate_bytes(g, n, f.name);
+  return bytes;
+}
+
+int64_t backward_result_bytes(const Graph& g, const Node& n, const BackwardImplInfo& b,
+                              const std::vector<bool>& mask) {
+  if (b.grads_alias_output) return 0;
+  int64_t bytes = 0;
+  for (size_t k = 0; k < mask.size(); ++k)
+    if (mask[k]) bytes += g.value(n.inputs[k]).bytes();
+  return bytes;
+}
+
 int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {
   const Value& out = g.value(n.output);
   switch (n.op) {

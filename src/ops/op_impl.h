@@ -78,6 +78,16 @@ std::vector<bool> backward_grad_mask(const Graph& graph, const Node& node, Backw
 /// iteration ends (batch norm's saved mean and inverse standard deviation), 0 for most.
 int64_t node_state_bytes(const Graph& graph, const Node& node);
 
+/// Bytes a forward call leaves allocated when it returns: its output (unless it is a
+/// view or written in place), its intermediate, and on the node's first forward of the
+/// iteration its per-iteration state. The executor's allocations, as the profiler checks.
+int64_t forward_result_bytes(const Graph& graph, const Node& node, const ForwardImplInfo& impl,
+                             bool first_forward);
+/// Bytes of the new gradient tensors a backward call returns for the inputs in `mask`
+/// (backward_grad_mask); 0 when its gradients are views of the output gradient.
+int64_t backward_result_bytes(const Graph& graph, const Node& node, const BackwardImplInfo& impl,
+                              const std::vector<bool>& mask);
+
 /// Bytes of the intermediate tensor that `forward_impl` (one with emits_intermediate)
 /// leaves for `node`.
 int64_t intermediate_bytes(const Graph& graph, const Node& node, const std::string& forward_impl);

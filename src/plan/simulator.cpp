@@ -84,19 +84,15 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
       const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, in.impl);
       const ImplCost& c = costs.forward(g, n.id, in.impl);
       (backward_started ? result.recompute_seconds : result.forward_seconds) += c.seconds;
-      const int64_t state = computed[n.id] ? 0 : node_state_bytes(g, n);
-      const int64_t out_bytes = f.inplace || f.output_aliases_input ? 0 : g.value(n.output).bytes();
-      const int64_t inter = f.emits_intermediate ? intermediate_bytes(g, n, f.name) : 0;
-      mem.touch(mem.current() + state + out_bytes + inter + c.workspace_bytes);
-      mem.add_untracked(state);
+      mem.touch(mem.current() + forward_result_bytes(g, n, f, !computed[n.id]) + c.workspace_bytes);
+      if (!computed[n.id]) mem.add_untracked(node_state_bytes(g, n));
       computed[n.id] = true;
       const int input0 = n.inputs.empty() ? -1 : ids.activation(n.inputs[0]);
-      int out_storage;
-      if (f.inplace || f.output_aliases_input)
-        out_storage = tensor.at(input0);
-      else
-        out_storage = mem.allocate(out_bytes);
-      int inter_storage = f.emits_intermediate ? mem.allocate(inter) : -1;
+      const int out_storage = f.inplace || f.output_aliases_input
+                                  ? tensor.at(input0)
+                                  : mem.allocate(g.value(n.output).bytes());
+      const int inter_storage =
+          f.emits_intermediate ? mem.allocate(intermediate_bytes(g, n, f.name)) : -1;
       mem.hold(out_storage);  // the returned output
       if (f.inplace) drop(tensor[input0]);
       if (n.output == loss) {
@@ -114,10 +110,7 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
       const auto mask = backward_grad_mask(g, n, in.part, needs_grad);
       // The gradients the call returns.
       std::vector<int> grads(n.inputs.size(), -1);
-      int64_t new_bytes = 0;
-      for (size_t k = 0; k < n.inputs.size(); ++k)
-        if (mask[k] && !b.grads_alias_output) new_bytes += g.value(n.inputs[k]).bytes();
-      mem.touch(mem.current() + new_bytes + c.workspace_bytes);
+      mem.touch(mem.current() + backward_result_bytes(g, n, b, mask) + c.workspace_bytes);
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (!mask[k]) continue;
         grads[k] = b.grads_alias_output ? tensor.at(ids.grad(n.output))

@@ -14,21 +14,19 @@
 
 namespace monet {
 
-int Milp::add_binary(double cost, std::string name) {
+int Milp::add_binary(double cost) {
   cost_.push_back(cost);
   col_lb_.push_back(0);
   col_ub_.push_back(1);
   integer_.push_back(true);
-  names_.push_back(std::move(name));
   return columns() - 1;
 }
 
-int Milp::add_continuous(double cost, double lb, double ub, std::string name) {
+int Milp::add_continuous(double cost, double lb, double ub) {
   cost_.push_back(cost);
   col_lb_.push_back(lb);
   col_ub_.push_back(ub);
   integer_.push_back(false);
-  names_.push_back(std::move(name));
   return columns() - 1;
 }
 
@@ -80,18 +78,6 @@ const char* milp_status_name(MilpStatus s) {
   }
   return "?";
 }
-
-struct MilpAccess {
-  static CoinPackedMatrix matrix(const Milp& m) {
-    std::vector<int> starts = m.row_start_;
-    starts.push_back(static_cast<int>(m.indices_.size()));
-    std::vector<int> lengths;
-    for (int r = 0; r < m.rows(); ++r) lengths.push_back(starts[r + 1] - starts[r]);
-    return CoinPackedMatrix(false, m.columns(), m.rows(), static_cast<int>(m.elements_.size()),
-                            m.elements_.data(), m.indices_.data(), starts.data(), lengths.data());
-  }
-  static const Milp& self(const Milp& m) { return m; }
-};
 
 namespace {
 
@@ -146,7 +132,12 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   MilpResult result;
   OsiClpSolverInterface lp;
   lp.messageHandler()->setLogLevel(0);
-  const CoinPackedMatrix matrix = MilpAccess::matrix(m);
+  std::vector<int> starts = m.row_start_, lengths;
+  starts.push_back(static_cast<int>(m.indices_.size()));
+  for (int r = 0; r < m.rows(); ++r) lengths.push_back(starts[r + 1] - starts[r]);
+  const CoinPackedMatrix matrix(false, m.columns(), m.rows(), static_cast<int>(m.elements_.size()),
+                                m.elements_.data(), m.indices_.data(), starts.data(),
+                                lengths.data());
   lp.loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
                  m.row_ub_.data());
   for (int c = 0; c < m.columns(); ++c)

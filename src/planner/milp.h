@@ -18,9 +18,9 @@ struct MilpResult;
 class Milp {
  public:
   /// A binary column with objective coefficient `cost`; returns its index.
-  int add_binary(double cost, std::string name = "");
+  int add_binary(double cost);
   /// A continuous column in [lb, ub].
-  int add_continuous(double cost, double lb, double ub, std::string name = "");
+  int add_continuous(double cost, double lb, double ub);
   /// lb <= sum coef * x[col] <= ub. Terms on the same column are merged; zero terms
   /// dropped. Returns the row index.
   int add_row(std::vector<std::pair<int, double>> terms, double lb, double ub);
@@ -35,11 +35,9 @@ class Milp {
   int64_t nonzeros() const { return static_cast<int64_t>(elements_.size()); }
 
  private:
-  friend struct MilpAccess;
   friend MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
   std::vector<double> cost_, col_lb_, col_ub_;
   std::vector<bool> integer_;
-  std::vector<std::string> names_;
   std::vector<double> row_lb_, row_ub_;
   std::vector<int> row_start_, indices_;
   std::vector<double> elements_;

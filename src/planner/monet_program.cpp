@@ -28,16 +28,13 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mod
   order_ = g_.topological_order();
   pos_.assign(g_.nodes().size(), -1);
   for (size_t p = 0; p < order_.size(); ++p) pos_[order_[p]] = static_cast<int>(p);
-  const auto needs_backward = nodes_needing_backward(g_);
-  stage_of_.assign(g_.nodes().size(), -1);
+  needs_backward_ = nodes_needing_backward(g_);
   for (auto it = order_.rbegin(); it != order_.rend(); ++it)
-    if (needs_backward[*it]) {
-      stage_of_[*it] = static_cast<int>(stages_.size());
-      stages_.push_back(*it);
-    }
+    if (needs_backward_[*it]) stages_.push_back(*it);
+  for (int id : order_) out_bytes_.push_back(g_.value(g_.node(id).output).bytes());
   start_bytes_ = iteration_start_bytes(g_);
   for (const auto& n : g_.nodes()) state_bytes_ += node_state_bytes(g_, n);
-  if (budget_ < 0) budget_col_ = milp_.add_continuous(1.0, 0, 1e12, "budget_mib");
+  if (budget_ < 0) budget_col_ = milp_.add_continuous(1.0, 0, 1e12);
   add_variables();
   compute_gradient_memory();
   add_schedule_rows();
@@ -66,8 +63,8 @@ void MonetProgram::add_variables() {
   backward_.resize(nodes);
   parts_.resize(nodes);
   recompute_impl_.resize(nodes);
-  auto binary = [&](double seconds, const std::string& name) {
-    const int c = milp_.add_binary(budget_col_ >= 0 ? 1e-6 * seconds : seconds, name);
+  auto binary = [&](double seconds) {
+    const int c = milp_.add_binary(budget_col_ >= 0 ? 1e-6 * seconds : seconds);
     time_.resize(c + 1, 0);
     time_[c] = seconds;
     return c;
@@ -84,11 +81,10 @@ void MonetProgram::add_variables() {
         if (t < best || recompute_impl_[id].empty()) best = t, recompute_impl_[id] = f.name;
       }
       if (!forward_allowed(n, f, a == 0)) continue;
-      forward_[id].push_back(
-          {f.name, binary(costs_.forward(g_, id, f.name).seconds, "f_" + n.name + "_" + f.name)});
+      forward_[id].push_back({f.name, binary(costs_.forward(g_, id, f.name).seconds)});
     }
     if (recompute_impl_[id].empty()) recompute_impl_[id] = out_of_place(fs.front().name);
-    if (stage_of_[id] < 0) continue;
+    if (!needs_backward_[id]) continue;
     parts_[id] = backward_parts(g_, n);
     const auto bs = backward_impls(g_, n);
     for (BackwardPart part : parts_[id]) {
@@ -97,8 +93,7 @@ void MonetProgram::add_variables() {
       for (const auto& b : bs) {
         if (b.part != part) continue;
         if (backward_allowed(n, b, first))
-          choices.push_back({b.name, binary(costs_.backward(g_, id, part, b.name).seconds,
-                                            "b_" + n.name + "_" + b.name)});
+          choices.push_back({b.name, binary(costs_.backward(g_, id, part, b.name).seconds)});
         first = false;
       }
       backward_[id].push_back(choices);
@@ -111,9 +106,9 @@ void MonetProgram::add_variables() {
     const int pk = pos_[stages_[t]];
     for (int p = 0; p <= pk; ++p) {
       const int j = order_[p];
-      s_[t].push_back(binary(0, "s" + std::to_string(t) + "_" + g_.node(j).name));
+      s_[t].push_back(binary(0));
       const double rec = costs_.forward(g_, j, recompute_impl_[j]).seconds;
-      r_[t].push_back(binary(rec, "r" + std::to_string(t) + "_" + g_.node(j).name));
+      r_[t].push_back(binary(rec));
     }
   }
 }
@@ -131,20 +126,19 @@ void MonetProgram::compute_gradient_memory() {
     const auto bs = backward_impls(g_, n);
     for (size_t p = 0; p < parts_[k].size(); ++p) {
       const auto mask = backward_grad_mask(g_, n, parts_[k][p], needs);
-      bool aliases = false;
-      for (const auto& b : bs)
-        aliases = aliases || (b.part == parts_[k][p] && b.grads_alias_output);
-      int64_t fresh = 0, extra = 0;
+      // Whether gradients are views is a property of the operator, not the implementation.
+      const auto& b = *std::find_if(bs.begin(), bs.end(),
+                                    [&](const auto& x) { return x.part == parts_[k][p]; });
+      int64_t extra = 0;
       for (size_t i = 0; i < mask.size(); ++i) {
         if (!mask[i]) continue;
         const Value& v = g_.value(n.inputs[i]);
-        if (!aliases) fresh += v.bytes();
         const bool exists =
             v.kind == ValueKind::kParameter ? param_has[v.id] : live.count(v.id) > 0;
-        if (exists || aliases) extra += v.bytes();
+        if (exists || b.grads_alias_output) extra += v.bytes();
       }
       grads_before_[k].push_back(live_bytes + param_bytes);
-      grads_new_[k].push_back(fresh);
+      grads_new_[k].push_back(backward_result_bytes(g_, n, b, mask));
       accumulate_extra_[k].push_back(extra);
       for (size_t i = 0; i < mask.size(); ++i) {
         if (!mask[i]) continue;
@@ -188,7 +182,6 @@ void MonetProgram::add_schedule_rows() {
       milp_.add_row({{c.col, 1}, {s_[0][pos_[x.producer]], 1}}, -1e30, 1);
     }
   }
-  const auto bs_of = [&](int id) { return backward_impls(g_, g_.node(id)); };
   for (size_t t = 0; t < stages_.size(); ++t) {
     const int k = stages_[t];
     const int pk = pos_[k];
@@ -208,7 +201,7 @@ void MonetProgram::add_schedule_rows() {
     // intermediate comes from a forward implementation that leaves it; no reading of an
     // input that an in-place forward overwrote.
     const Node& n = g_.node(k);
-    const auto bs = bs_of(k);
+    const auto bs = backward_impls(g_, n);
     const auto fs = forward_impls(g_, n);
     for (size_t pi = 0; pi < parts_[k].size(); ++pi)
       for (const auto& c : backward_[k][pi]) {
@@ -271,7 +264,7 @@ void MonetProgram::add_memory_rows() {
   for (int p = 0; p < n_pos; ++p) {
     const Node& n = g_.node(order_[p]);
     states += node_state_bytes(g_, n);
-    const int64_t out = g_.value(n.output).bytes();
+    const int64_t out = out_bytes_[p];
     double constant = static_cast<double>(start_bytes_ + states + out);
     std::vector<std::pair<int, double>> terms;
     const auto fs = forward_impls(g_, n);
@@ -280,11 +273,10 @@ void MonetProgram::add_memory_rows() {
     workspace(n.id, terms);
     intermediates(p, terms);
     for (int q = 0; q < p; ++q) {
-      const int64_t bytes = g_.value(g_.node(order_[q]).output).bytes();
       if (last_reader[q] >= p)
-        constant += bytes;
+        constant += out_bytes_[q];
       else if (!stages_.empty())
-        terms.push_back({s_[0][q], double(bytes)});
+        terms.push_back({s_[0][q], double(out_bytes_[q])});
     }
     memory_row(terms, constant);
   }
@@ -297,24 +289,21 @@ void MonetProgram::add_memory_rows() {
     const double base = static_cast<double>(start_bytes_ + state_bytes_);
     for (int p = 0; p <= pk; ++p) {
       const int j = order_[p];
-      const double bytes = double(g_.value(g_.node(j).output).bytes());
       std::vector<std::pair<int, double>> terms = common;
       for (int q = 0; q <= pk; ++q) {
-        const double b = double(g_.value(g_.node(order_[q]).output).bytes());
-        terms.push_back({s_[t][q], b});
-        if (q < p) terms.push_back({r_[t][q], b});
+        terms.push_back({s_[t][q], double(out_bytes_[q])});
+        if (q < p) terms.push_back({r_[t][q], double(out_bytes_[q])});
       }
       terms.push_back(
-          {r_[t][p], bytes + double(costs_.forward(g_, j, recompute_impl_[j]).workspace_bytes)});
+          {r_[t][p], double(out_bytes_[p]) +
+                         double(costs_.forward(g_, j, recompute_impl_[j]).workspace_bytes)});
       memory_row(terms, base + double(grads_before_[k].front()));
     }
-    const auto bs = backward_impls(g_, g_.node(k));
     for (size_t pi = 0; pi < parts_[k].size(); ++pi) {
       std::vector<std::pair<int, double>> terms = common;
       for (int q = 0; q <= pk; ++q) {
-        const double b = double(g_.value(g_.node(order_[q]).output).bytes());
-        terms.push_back({s_[t][q], b});
-        terms.push_back({r_[t][q], b});
+        terms.push_back({s_[t][q], double(out_bytes_[q])});
+        terms.push_back({r_[t][q], double(out_bytes_[q])});
       }
       for (const auto& c : backward_[k][pi])
         terms.push_back(

@@ -67,7 +67,8 @@ class MonetProgram {
 
   std::vector<int> order_, pos_;              // topological order; position of each node
   std::vector<int> stages_;                   // node ids with a backward, in backward order
-  std::vector<int> stage_of_;                 // node id -> stage index or -1
+  std::vector<bool> needs_backward_;          // by node id
+  std::vector<int64_t> out_bytes_;            // by position: bytes of the node's output
   std::vector<std::vector<Choice>> forward_;  // node -> allowed forward implementations
   // node -> part index -> allowed backward implementations
   std::vector<std::vector<std::vector<Choice>>> backward_;
