@@ -14,15 +14,21 @@ class StorageModel {
  public:
   explicit StorageModel(int64_t start) : current_(start), peak_(start) {}
 
-  int allocate(int64_t bytes) {
-    storages_.push_back({bytes, 0});
+  int allocate(int64_t bytes, bool gradient = false) {
+    storages_.push_back({bytes, 0, gradient});
     current_ += bytes;
     peak_ = std::max(peak_, current_);
+    if (gradient) {
+      gradient_current_ += bytes;
+      gradient_peak_ = std::max(gradient_peak_, gradient_current_);
+    }
     return static_cast<int>(storages_.size()) - 1;
   }
   void hold(int s) { ++storages_[s].holders; }
   void release(int s) {
-    if (--storages_[s].holders == 0) current_ -= storages_[s].bytes;
+    if (--storages_[s].holders > 0) return;
+    current_ -= storages_[s].bytes;
+    if (storages_[s].gradient) gradient_current_ -= storages_[s].bytes;
   }
   int holders(int s) const { return storages_[s].holders; }
   void add_untracked(int64_t bytes) {
@@ -32,15 +38,19 @@ class StorageModel {
   void touch(int64_t transient_peak) { peak_ = std::max(peak_, transient_peak); }
   int64_t current() const { return current_; }
   int64_t peak() const { return peak_; }
-  void reset_peak() { peak_ = current_; }
+  void reset_peak() { peak_ = current_, gradient_peak_ = gradient_current_; }
+  int64_t gradient_current() const { return gradient_current_; }
+  int64_t gradient_peak() const { return gradient_peak_; }
 
  private:
   struct Storage {
     int64_t bytes;
     int holders;
+    bool gradient;
   };
   std::vector<Storage> storages_;
   int64_t current_, peak_;
+  int64_t gradient_current_ = 0, gradient_peak_ = 0;
 };
 
 }  // namespace
@@ -80,6 +90,7 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
     const Instruction& in = plan.program[i];
     const Node& n = g.node(in.node);
     mem.reset_peak();
+    const int64_t gradient_before = mem.gradient_current();
     if (in.kind == InstrKind::kForward) {
       const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, in.impl);
       const ImplCost& c = costs.forward(g, n.id, in.impl);
@@ -96,7 +107,8 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
       mem.hold(out_storage);  // the returned output
       if (f.inplace) drop(tensor[input0]);
       if (n.output == loss) {
-        const int one = mem.allocate(static_cast<int64_t>(c10::elementSize(g.value(loss).dtype)));
+        const int one =
+            mem.allocate(static_cast<int64_t>(c10::elementSize(g.value(loss).dtype)), true);
         assign(tensor[ids.grad(loss)], one);
       }
       assign(tensor[ids.activation(n.output)], out_storage);
@@ -114,7 +126,7 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (!mask[k]) continue;
         grads[k] = b.grads_alias_output ? tensor.at(ids.grad(n.output))
-                                        : mem.allocate(g.value(n.inputs[k]).bytes());
+                                        : mem.allocate(g.value(n.inputs[k]).bytes(), true);
         mem.hold(grads[k]);
       }
       // Accumulation, as the executor does it: take the gradient, add in place when the
@@ -126,7 +138,7 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
         if (slot < 0)
           assign(slot, grads[k]);
         else if (mem.holders(slot) > 1)
-          assign(slot, mem.allocate(g.value(v).bytes()));
+          assign(slot, mem.allocate(g.value(v).bytes(), true));
       }
       for (int s : grads)
         if (s >= 0) mem.release(s);
@@ -134,7 +146,8 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
       drop(tensor[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)]);
     }
     for (int t : live.free_after[i]) drop(tensor[t]);
-    result.steps.push_back({mem.peak(), mem.current()});
+    result.steps.push_back({mem.peak(), mem.current(), gradient_before,
+                            std::max(mem.gradient_peak(), gradient_before)});
     result.peak_bytes = std::max(result.peak_bytes, mem.peak());
   }
   result.peak_bytes = std::max(result.peak_bytes, result.start_bytes);

@@ -18,6 +18,10 @@ namespace monet {
 struct SimulatedStep {
   int64_t peak_bytes = 0;     // highest bytes during the instruction (workspace included)
   int64_t current_bytes = 0;  // bytes allocated after it (and after the frees it triggers)
+  /// Of those, gradient storages (activation and parameter gradients): alive when the
+  /// instruction starts, and the most alive at once during it (results, accumulations).
+  int64_t gradient_bytes_before = 0;
+  int64_t gradient_peak_bytes = 0;
 };
 
 struct SimulationResult {

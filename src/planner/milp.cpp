@@ -65,6 +65,12 @@ bool Milp::satisfies(const std::vector<double>& x, double tolerance) const {
   return true;
 }
 
+double Milp::objective_of(const std::vector<double>& x) const {
+  double v = 0;
+  for (int c = 0; c < columns(); ++c) v += cost_[c] * x.at(c);
+  return v;
+}
+
 const char* milp_status_name(MilpStatus s) {
   switch (s) {
     case MilpStatus::kOptimal:
@@ -145,9 +151,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   CbcModel model(lp);
   model.messageHandler()->setLogLevel(0);
   if (!o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns()) {
-    double obj = 0;
-    for (int c = 0; c < m.columns(); ++c) obj += m.cost_[c] * o.warm_start[c];
-    model.setBestSolution(o.warm_start.data(), m.columns(), obj, true);
+    model.setBestSolution(o.warm_start.data(), m.columns(), m.objective_of(o.warm_start), true);
   }
   ProgressHandler handler(o.progress, t0, &result);
   model.passInEventHandler(&handler);

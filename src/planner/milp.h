@@ -30,6 +30,9 @@ class Milp {
   /// Whether `x` satisfies every bound and row (within `tolerance`).
   bool satisfies(const std::vector<double>& x, double tolerance = 1e-6) const;
 
+  /// The objective value of `x`.
+  double objective_of(const std::vector<double>& x) const;
+
   int columns() const { return static_cast<int>(cost_.size()); }
   int rows() const { return static_cast<int>(row_lb_.size()); }
   int64_t nonzeros() const { return static_cast<int64_t>(elements_.size()); }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "planner/baseline_plans.h"
 #include "planner/monet_program.h"
 
 namespace monet {
@@ -20,7 +21,45 @@ constexpr ModeName kModes[] = {{MonetMode::kAll, "monet"},
                                {MonetMode::kIntermediate, "monet-int"},
                                {MonetMode::kInplace, "monet-inplace"}};
 
+// Sets the fastest of the heuristic plans the program accepts (store-all, Chen) as the
+// solver's warm start; returns its name, or nullptr when none fits.
+const char* warm_start(const MonetProgram& program, const Graph& g, MilpOptions* solver) {
+  const char* name = nullptr;
+  double best = 0;
+  auto consider = [&](const char* what, std::vector<double> x) {
+    if (x.empty() || !program.milp().satisfies(x)) return;
+    const double objective = program.milp().objective_of(x);
+    if (name && objective >= best) return;
+    name = what, best = objective, solver->warm_start = std::move(x);
+  };
+  consider("store-all", program.store_all_assignment());
+  consider("Chen", program.assignment_of(chen_plan(g)));
+  return name;
+}
+
+bool is_conv(const Node& n) { return n.op == OpKind::kConv || n.op == OpKind::kConvTranspose; }
+bool intermediate_family(const Node& n) {
+  return n.op == OpKind::kMaxPool || n.op == OpKind::kDropout;
+}
+
 }  // namespace
+
+bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f,
+                         bool is_default) {
+  if (is_default || mode == MonetMode::kAll) return true;
+  if (is_conv(n)) return mode == MonetMode::kConv;
+  if (f.emits_intermediate || intermediate_family(n)) return mode == MonetMode::kIntermediate;
+  return mode == MonetMode::kInplace;  // the in-place / out-of-place alternative
+}
+
+bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo& b,
+                          bool is_default) {
+  if (is_default || mode == MonetMode::kAll) return true;
+  if (is_conv(n)) return mode == MonetMode::kConv;
+  if (b.reads_output) return mode == MonetMode::kOutput;
+  if (b.reads_intermediate || intermediate_family(n)) return mode == MonetMode::kIntermediate;
+  return mode == MonetMode::kInplace;  // input-activated instead of an in-place default
+}
 
 MonetMode monet_mode_from_name(const std::string& name) {
   for (const auto& m : kModes)
@@ -44,14 +83,13 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
     result.program_budget = budget;
     MilpOptions solver = o.solver;
-    const auto warm = program.store_all_assignment();
-    if (program.milp().satisfies(warm)) solver.warm_start = warm;
+    const char* warm_name = warm_start(program, g, &solver);
     if (o.solver.progress)
       std::fprintf(stderr,
-                   "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s\n",
+                   "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
                    monet_mode_name(o.mode), budget / 1048576.0, result.size.columns,
                    result.size.rows, static_cast<long long>(result.size.nonzeros),
-                   solver.warm_start.empty() ? "" : ", warm start from store-all");
+                   warm_name ? ", warm start from " : "", warm_name ? warm_name : "");
     result.solve = solve_milp(program.milp(), solver);
     ++result.solves;
     if (result.solve.values.empty()) return result;
@@ -78,8 +116,7 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
                              const MilpOptions& solver) {
   MonetProgram program(g, costs, mode, -1);
   MilpOptions o = solver;
-  const auto warm = program.store_all_assignment();
-  if (program.milp().satisfies(warm)) o.warm_start = warm;
+  warm_start(program, g, &o);
   const MilpResult r = solve_milp(program.milp(), o);
   MinimumBudget m;
   if (r.values.empty()) return m;

@@ -30,6 +30,12 @@ enum class MonetMode {
 MonetMode monet_mode_from_name(const std::string& name);
 const char* monet_mode_name(MonetMode mode);
 
+/// Whether `mode` lets the program choose forward implementation `f` (`is_default`: the
+/// operator's default, always allowed) of node `n`; likewise for backward `b`.
+bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f, bool is_default);
+bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo& b,
+                          bool is_default);
+
 struct MonetOptions {
   int64_t budget_bytes = 0;  // absolute peak allowed for the iteration (bytes)
   MonetMode mode = MonetMode::kAll;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "plan/simulator.h"
+#include "planner/baseline_plans.h"
 
 namespace monet {
 namespace {
@@ -15,9 +16,37 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // gradient (a scalar) and allocator-size rounding of the smallest tensors.
 constexpr int64_t kSlackBytes = 4096;
 
-bool is_conv(const Node& n) { return n.op == OpKind::kConv || n.op == OpKind::kConvTranspose; }
-bool intermediate_family(const Node& n) {
-  return n.op == OpKind::kMaxPool || n.op == OpKind::kDropout;
+
+// Implementations that can stand in for each other in a plan: same reads, same
+// in-place behaviour, no intermediate; only time and workspace differ.
+bool same_forward(const ForwardImplInfo& a, const ForwardImplInfo& b) {
+  return !a.emits_intermediate && !b.emits_intermediate && a.inplace == b.inplace &&
+         a.output_aliases_input == b.output_aliases_input;
+}
+bool same_backward(const BackwardImplInfo& a, const BackwardImplInfo& b) {
+  return !a.reads_intermediate && !b.reads_intermediate && a.reads_inputs == b.reads_inputs &&
+         a.reads_output == b.reads_output && a.grads_alias_output == b.grads_alias_output;
+}
+bool no_worse(const ImplCost& a, const ImplCost& b) {
+  return a.seconds <= b.seconds && a.workspace_bytes <= b.workspace_bytes;
+}
+
+// Indices of `items` not dominated by an equivalent item (same `same`) that is no slower
+// and needs no more workspace (ties keep the earlier one).
+template <typename T, typename Same, typename Cost>
+std::vector<size_t> pareto(const std::vector<T>& items, Same same, Cost cost) {
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < items.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < items.size() && !dominated; ++j) {
+      if (i == j || !same(items[i], items[j])) continue;
+      const ImplCost a = cost(items[i]), b = cost(items[j]);
+      const bool better = b.seconds < a.seconds || b.workspace_bytes < a.workspace_bytes;
+      dominated = no_worse(b, a) && (better || j < i);
+    }
+    if (!dominated) keep.push_back(i);
+  }
+  return keep;
 }
 
 }  // namespace
@@ -31,30 +60,109 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mod
   needs_backward_ = nodes_needing_backward(g_);
   for (auto it = order_.rbegin(); it != order_.rend(); ++it)
     if (needs_backward_[*it]) stages_.push_back(*it);
-  for (int id : order_) out_bytes_.push_back(g_.value(g_.node(id).output).bytes());
+  consumers_.resize(order_.size());
+  for (int id : order_) {
+    out_bytes_.push_back(g_.value(g_.node(id).output).bytes());
+    for (int v : g_.node(id).inputs)
+      if (g_.value(v).kind == ValueKind::kActivation) {
+        auto& c = consumers_[pos_[g_.value(v).producer]];
+        if (c.empty() || c.back() != pos_[id]) c.push_back(pos_[id]);
+      }
+  }
   start_bytes_ = iteration_start_bytes(g_);
   for (const auto& n : g_.nodes()) state_bytes_ += node_state_bytes(g_, n);
-  if (budget_ < 0) budget_col_ = milp_.add_continuous(1.0, 0, 1e12);
+  if (budget_ < 0) {
+    budget_col_ = milp_.add_continuous(1.0, 0, 1e12);
+    time_.push_back(0);
+  }
   add_variables();
   compute_gradient_memory();
   add_schedule_rows();
-  add_memory_rows();
+  add_forward_memory_rows();
+  for (size_t t = 0; t < stages_.size(); ++t) add_stage_memory_rows(t);
+  time_.resize(milp_.columns(), 0);
 }
 
 bool MonetProgram::forward_allowed(const Node& n, const ForwardImplInfo& f, bool is_default) const {
-  if (is_default || mode_ == MonetMode::kAll) return true;
-  if (is_conv(n)) return mode_ == MonetMode::kConv;
-  if (f.emits_intermediate || intermediate_family(n)) return mode_ == MonetMode::kIntermediate;
-  return mode_ == MonetMode::kInplace;  // the in-place / out-of-place alternative
+  return mode_allows_forward(mode_, n, f, is_default);
 }
 
 bool MonetProgram::backward_allowed(const Node& n, const BackwardImplInfo& b,
                                     bool is_default) const {
-  if (is_default || mode_ == MonetMode::kAll) return true;
-  if (is_conv(n)) return mode_ == MonetMode::kConv;
-  if (b.reads_output) return mode_ == MonetMode::kOutput;
-  if (b.reads_intermediate || intermediate_family(n)) return mode_ == MonetMode::kIntermediate;
-  return mode_ == MonetMode::kInplace;  // input-activated instead of an in-place default
+  return mode_allows_backward(mode_, n, b, is_default);
+}
+
+int MonetProgram::binary(double seconds) {
+  const int c = milp_.add_binary(budget_col_ >= 0 ? 1e-6 * seconds : seconds);
+  time_.resize(c + 1, 0);
+  time_[c] = seconds;
+  return c;
+}
+
+int MonetProgram::define(std::vector<Terms> sums) {
+  const int col = milp_.add_continuous(0, 0, 1e12);
+  for (const Terms& sum : sums) {
+    Terms row = sum;
+    row.push_back({col, -1});
+    if (sums.size() == 1)
+      milp_.add_row(row, 0, 0);
+    else
+      milp_.add_row(row, -1e30, 0);
+  }
+  definitions_.push_back({col, std::move(sums)});
+  return col;
+}
+
+void MonetProgram::complete(std::vector<double>& x) const {
+  for (const auto& d : definitions_) {
+    double v = d.sums.size() == 1 ? 0 : -std::numeric_limits<double>::infinity();
+    for (const Terms& sum : d.sums) {
+      double s = 0;
+      for (const auto& [col, coef] : sum) s += coef * x[col];
+      v = d.sums.size() == 1 ? s : std::max(v, s);
+    }
+    x[d.col] = std::max(0.0, v);
+  }
+}
+
+int MonetProgram::next_keep(size_t t, int p) const {
+  if (t + 1 >= stages_.size() || p >= static_cast<int>(s_[t + 1].size())) return -1;
+  return s_[t + 1][p];
+}
+
+std::vector<int> MonetProgram::stage_reads(int k, size_t part) const {
+  const Node& n = g_.node(k);
+  const auto bs = backward_impls(g_, n);
+  std::set<int> reads;
+  for (size_t pi = part; pi < parts_[k].size(); ++pi)
+    for (const auto& c : backward_[k][pi]) {
+      const auto b = find_backward_impl(bs, n, parts_[k][pi], c.name);
+      for (int i : b.reads_inputs)
+        if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
+          reads.insert(pos_[g_.value(n.inputs[i]).producer]);
+      if (b.reads_output) reads.insert(pos_[k]);
+    }
+  return {reads.begin(), reads.end()};
+}
+
+void MonetProgram::add_recompute_choices(int id) {
+  const Node& n = g_.node(id);
+  const auto fs = forward_impls(g_, n);
+  std::vector<ForwardImplInfo> candidates;
+  for (bool any_mode : {false, true}) {
+    for (size_t a = 0; a < fs.size(); ++a) {
+      const auto& f = fs[a];
+      const bool is_default = a == 0 || f.name == out_of_place(fs.front().name);
+      if (f.inplace || f.emits_intermediate || (!any_mode && !forward_allowed(n, f, is_default)))
+        continue;
+      candidates.push_back(f);
+    }
+    if (!candidates.empty()) break;
+  }
+  auto cost = [&](const ForwardImplInfo& f) { return costs_.forward(g_, id, f.name); };
+  for (size_t i : pareto(candidates, [](const auto&, const auto&) { return true; }, cost))
+    recompute_impls_[id].push_back(candidates[i].name);
+  if (recompute_impls_[id].empty()) recompute_impls_[id].push_back(out_of_place(fs[0].name));
 }
 
 void MonetProgram::add_variables() {
@@ -62,106 +170,86 @@ void MonetProgram::add_variables() {
   forward_.resize(nodes);
   backward_.resize(nodes);
   parts_.resize(nodes);
-  recompute_impl_.resize(nodes);
-  auto binary = [&](double seconds) {
-    const int c = milp_.add_binary(budget_col_ >= 0 ? 1e-6 * seconds : seconds);
-    time_.resize(c + 1, 0);
-    time_[c] = seconds;
-    return c;
-  };
-  if (budget_col_ >= 0) time_.assign(1, 0);
+  recompute_impls_.resize(nodes);
   for (int id : order_) {
     const Node& n = g_.node(id);
     const auto fs = forward_impls(g_, n);
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t a = 0; a < fs.size(); ++a) {
-      const auto& f = fs[a];
-      if (!f.inplace && !f.emits_intermediate) {
-        const double t = costs_.forward(g_, id, f.name).seconds;
-        if (t < best || recompute_impl_[id].empty()) best = t, recompute_impl_[id] = f.name;
-      }
-      if (!forward_allowed(n, f, a == 0)) continue;
-      forward_[id].push_back({f.name, binary(costs_.forward(g_, id, f.name).seconds)});
-    }
-    if (recompute_impl_[id].empty()) recompute_impl_[id] = out_of_place(fs.front().name);
+    std::vector<ForwardImplInfo> allowed;
+    for (size_t a = 0; a < fs.size(); ++a)
+      if (forward_allowed(n, fs[a], a == 0)) allowed.push_back(fs[a]);
+    auto forward_cost = [&](const ForwardImplInfo& f) { return costs_.forward(g_, id, f.name); };
+    for (size_t i : pareto(allowed, same_forward, forward_cost))
+      forward_[id].push_back({allowed[i].name, binary(forward_cost(allowed[i]).seconds)});
+    add_recompute_choices(id);
     if (!needs_backward_[id]) continue;
     parts_[id] = backward_parts(g_, n);
     const auto bs = backward_impls(g_, n);
     for (BackwardPart part : parts_[id]) {
-      std::vector<Choice> choices;
+      std::vector<BackwardImplInfo> candidates;
       bool first = true;
       for (const auto& b : bs) {
         if (b.part != part) continue;
-        if (backward_allowed(n, b, first))
-          choices.push_back({b.name, binary(costs_.backward(g_, id, part, b.name).seconds)});
+        if (backward_allowed(n, b, first)) candidates.push_back(b);
         first = false;
       }
+      auto backward_cost = [&](const BackwardImplInfo& b) {
+        return costs_.backward(g_, id, part, b.name);
+      };
+      std::vector<Choice> choices;
+      for (size_t i : pareto(candidates, same_backward, backward_cost))
+        choices.push_back({candidates[i].name, binary(backward_cost(candidates[i]).seconds)});
       backward_[id].push_back(choices);
     }
   }
   // Schedule variables: stage t covers nodes at positions <= the stage node's position.
   s_.resize(stages_.size());
   r_.resize(stages_.size());
+  rec_.resize(stages_.size());
   for (size_t t = 0; t < stages_.size(); ++t) {
     const int pk = pos_[stages_[t]];
     for (int p = 0; p <= pk; ++p) {
       const int j = order_[p];
+      const auto& impls = recompute_impls_[j];
       s_[t].push_back(binary(0));
-      const double rec = costs_.forward(g_, j, recompute_impl_[j]).seconds;
-      r_[t].push_back(binary(rec));
+      r_[t].push_back(binary(impls.size() == 1 ? costs_.forward(g_, j, impls[0]).seconds : 0));
+      std::vector<int> choice;
+      if (impls.size() > 1) {
+        Terms one = {{r_[t][p], -1}};
+        for (const auto& name : impls) {
+          choice.push_back(binary(costs_.forward(g_, j, name).seconds));
+          one.push_back({choice.back(), 1});
+        }
+        milp_.add_row(one, 0, 0);
+      }
+      rec_[t].push_back(choice);
     }
   }
 }
 
 void MonetProgram::compute_gradient_memory() {
-  const auto needs = values_needing_grad(g_);
-  std::set<int> live;  // activation values with a gradient tensor
-  int64_t live_bytes = 0, param_bytes = 0;
-  std::vector<bool> param_has(g_.values().size(), false);
+  // Gradient storages do not depend on the schedule or the implementations (views and
+  // in-place accumulation are properties of the operators; every gradient lives from
+  // its backward until its producer's), so one replay of the store-all plan gives them
+  // exactly, views and accumulation copies included.
   grads_before_.resize(g_.nodes().size());
-  grads_new_.resize(g_.nodes().size());
-  accumulate_extra_.resize(g_.nodes().size());
-  for (int k : stages_) {
-    const Node& n = g_.node(k);
-    const auto bs = backward_impls(g_, n);
-    for (size_t p = 0; p < parts_[k].size(); ++p) {
-      const auto mask = backward_grad_mask(g_, n, parts_[k][p], needs);
-      // Whether gradients are views is a property of the operator, not the implementation.
-      const auto& b = *std::find_if(bs.begin(), bs.end(),
-                                    [&](const auto& x) { return x.part == parts_[k][p]; });
-      int64_t extra = 0;
-      for (size_t i = 0; i < mask.size(); ++i) {
-        if (!mask[i]) continue;
-        const Value& v = g_.value(n.inputs[i]);
-        const bool exists =
-            v.kind == ValueKind::kParameter ? param_has[v.id] : live.count(v.id) > 0;
-        if (exists || b.grads_alias_output) extra += v.bytes();
-      }
-      grads_before_[k].push_back(live_bytes + param_bytes);
-      grads_new_[k].push_back(backward_result_bytes(g_, n, b, mask));
-      accumulate_extra_[k].push_back(extra);
-      for (size_t i = 0; i < mask.size(); ++i) {
-        if (!mask[i]) continue;
-        const Value& v = g_.value(n.inputs[i]);
-        if (v.kind == ValueKind::kParameter) {
-          if (!param_has[v.id]) param_bytes += v.bytes();
-          param_has[v.id] = true;
-        } else if (live.insert(v.id).second) {
-          live_bytes += v.bytes();
-        }
-      }
-    }
-    if (live.erase(n.output)) live_bytes -= g_.value(n.output).bytes();
+  grads_peak_.resize(g_.nodes().size());
+  const Plan plan = store_all_plan(g_);
+  const SimulationResult sim = simulate(g_, plan, costs_);
+  for (size_t i = 0; i < plan.program.size(); ++i) {
+    const Instruction& in = plan.program[i];
+    if (in.kind != InstrKind::kBackward) continue;
+    grads_before_[in.node].push_back(sim.steps[i].gradient_bytes_before);
+    grads_peak_[in.node].push_back(sim.steps[i].gradient_peak_bytes);
   }
 }
 
 void MonetProgram::add_schedule_rows() {
   for (int id : order_) {
-    std::vector<std::pair<int, double>> one;
+    Terms one;
     for (const auto& c : forward_[id]) one.push_back({c.col, 1});
     milp_.add_row(one, 1, 1);
     for (const auto& part : backward_[id]) {
-      std::vector<std::pair<int, double>> terms;
+      Terms terms;
       for (const auto& c : part) terms.push_back({c.col, 1});
       milp_.add_row(terms, 1, 1);
     }
@@ -194,8 +282,8 @@ void MonetProgram::add_schedule_rows() {
         milp_.add_row({{r_[t][p], 1}, {s_[t][q], -1}, {r_[t][q], -1}}, -1e30, 0);
       }
       // What stage t+1 starts with was kept or recomputed in stage t.
-      if (t + 1 < stages_.size() && p <= pos_[stages_[t + 1]])
-        milp_.add_row({{s_[t + 1][p], 1}, {s_[t][p], -1}, {r_[t][p], -1}}, -1e30, 0);
+      if (const int next = next_keep(t, p); next >= 0)
+        milp_.add_row({{next, 1}, {s_[t][p], -1}, {r_[t][p], -1}}, -1e30, 0);
     }
     // Backward reads: the chosen implementation's activations are kept or recomputed; its
     // intermediate comes from a forward implementation that leaves it; no reading of an
@@ -212,7 +300,7 @@ void MonetProgram::add_schedule_rows() {
             reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
         if (b.reads_output) reads.push_back(pk);
         for (int q : reads) milp_.add_row({{c.col, 1}, {s_[t][q], -1}, {r_[t][q], -1}}, -1e30, 0);
-        std::vector<std::pair<int, double>> producers = {{c.col, 1}};
+        Terms producers = {{c.col, 1}};
         for (const auto& fc : forward_[k]) {
           const auto f = find_forward_impl(fs, n, fc.name);
           if (!compatible(f, b)) milp_.add_row({{c.col, 1}, {fc.col, 1}}, -1e30, 1);
@@ -225,8 +313,13 @@ void MonetProgram::add_schedule_rows() {
   }
 }
 
-void MonetProgram::memory_row(std::vector<std::pair<int, double>> terms, double constant_bytes) {
-  for (auto& [col, coef] : terms) coef /= kMiB;
+void MonetProgram::memory_row(const Terms& byte_terms, const std::vector<int>& mib_columns,
+                              double constant_bytes) {
+  Terms terms;
+  for (const auto& [col, bytes] : byte_terms)
+    if (col >= 0) terms.push_back({col, bytes / kMiB});
+  for (int col : mib_columns)
+    if (col >= 0) terms.push_back({col, 1});
   const double constant = (constant_bytes + kSlackBytes) / kMiB;
   if (budget_col_ >= 0) {
     terms.push_back({budget_col_, -1});
@@ -236,81 +329,147 @@ void MonetProgram::memory_row(std::vector<std::pair<int, double>> terms, double 
   }
 }
 
-void MonetProgram::add_memory_rows() {
+void MonetProgram::add_forward_memory_rows() {
   const int n_pos = static_cast<int>(order_.size());
-  // Last forward reader of each node's output (position), -1 if none.
-  std::vector<int> last_reader(n_pos, -1);
-  for (int p = 0; p < n_pos; ++p)
-    for (int v : g_.node(order_[p]).inputs)
-      if (g_.value(v).kind == ValueKind::kActivation)
-        last_reader[pos_[g_.value(v).producer]] =
-            std::max(last_reader[pos_[g_.value(v).producer]], p);
-  // Intermediates kept from the forward pass until their node's backward.
-  auto intermediates = [&](int up_to, std::vector<std::pair<int, double>>& terms) {
-    for (int p = 0; p <= up_to; ++p) {
-      const Node& n = g_.node(order_[p]);
-      const auto fs = forward_impls(g_, n);
-      for (const auto& c : forward_[n.id])
-        if (find_forward_impl(fs, n, c.name).emits_intermediate)
-          terms.push_back({c.col, static_cast<double>(intermediate_bytes(g_, n, c.name))});
+  // Intermediates kept from the forward pass until their node's backward, as running sums.
+  intermediates_.assign(n_pos, -1);
+  for (int p = 0; p < n_pos; ++p) {
+    const Node& n = g_.node(order_[p]);
+    const auto fs = forward_impls(g_, n);
+    Terms terms;
+    for (const auto& c : forward_[n.id])
+      if (find_forward_impl(fs, n, c.name).emits_intermediate)
+        terms.push_back({c.col, double(intermediate_bytes(g_, n, c.name)) / kMiB});
+    const int before = p > 0 ? intermediates_[p - 1] : -1;
+    if (terms.empty()) {
+      intermediates_[p] = before;
+      continue;
     }
-  };
-  auto workspace = [&](int id, std::vector<std::pair<int, double>>& terms) {
-    for (const auto& c : forward_[id])
-      terms.push_back({c.col, static_cast<double>(costs_.forward(g_, id, c.name).workspace_bytes)});
-  };
-  // Forward pass.
+    if (before >= 0) terms.push_back({before, 1});
+    intermediates_[p] = define({terms});
+  }
+  int kept = -1;  // MiB kept for the backward among positions < p: sum of s[0][q] |x_q|
   int64_t states = 0;
   for (int p = 0; p < n_pos; ++p) {
     const Node& n = g_.node(order_[p]);
     states += node_state_bytes(g_, n);
     const int64_t out = out_bytes_[p];
     double constant = static_cast<double>(start_bytes_ + states + out);
-    std::vector<std::pair<int, double>> terms;
+    Terms terms;
     const auto fs = forward_impls(g_, n);
-    for (const auto& c : forward_[n.id])
+    for (const auto& c : forward_[n.id]) {
       if (find_forward_impl(fs, n, c.name).inplace) terms.push_back({c.col, -double(out)});
-    workspace(n.id, terms);
-    intermediates(p, terms);
-    for (int q = 0; q < p; ++q) {
-      if (last_reader[q] >= p)
+      terms.push_back({c.col, double(costs_.forward(g_, n.id, c.name).workspace_bytes)});
+    }
+    // Outputs a node at or after p still reads are alive whether kept or not.
+    for (int q = 0; q < p; ++q)
+      if (!consumers_[q].empty() && consumers_[q].back() >= p) {
         constant += out_bytes_[q];
-      else if (!stages_.empty())
-        terms.push_back({s_[0][q], double(out_bytes_[q])});
+        if (!stages_.empty() && q < static_cast<int>(s_[0].size()))
+          terms.push_back({s_[0][q], -double(out_bytes_[q])});
+      }
+    memory_row(terms, {kept, intermediates_[p]}, constant);
+    if (!stages_.empty() && p < static_cast<int>(s_[0].size())) {
+      Terms sum = {{s_[0][p], out / kMiB}};
+      if (kept >= 0) sum.push_back({kept, 1});
+      kept = define({sum});
     }
-    memory_row(terms, constant);
   }
-  // Backward stages: recomputations and backward parts.
-  for (size_t t = 0; t < stages_.size(); ++t) {
-    const int k = stages_[t];
-    const int pk = pos_[k];
-    std::vector<std::pair<int, double>> common;
-    intermediates(pk, common);
-    const double base = static_cast<double>(start_bytes_ + state_bytes_);
-    for (int p = 0; p <= pk; ++p) {
-      const int j = order_[p];
-      std::vector<std::pair<int, double>> terms = common;
-      for (int q = 0; q <= pk; ++q) {
-        terms.push_back({s_[t][q], double(out_bytes_[q])});
-        if (q < p) terms.push_back({r_[t][q], double(out_bytes_[q])});
+}
+
+void MonetProgram::add_stage_memory_rows(size_t t) {
+  const int k = stages_[t];
+  const int pk = pos_[k];
+  const int inter = intermediates_[pk];
+  const double base = static_cast<double>(start_bytes_ + state_bytes_);
+  // later[p] = MiB of s[t][q] |x_q| over q >= p; carried[p] = of s[t+1][q] |x_q| over q < p.
+  std::vector<int> later(pk + 2, -1), carried(pk + 2, -1);
+  for (int p = pk; p >= 0; --p) {
+    Terms sum = {{s_[t][p], out_bytes_[p] / kMiB}};
+    if (later[p + 1] >= 0) sum.push_back({later[p + 1], 1});
+    later[p] = define({sum});
+  }
+  for (int p = 0; p <= pk; ++p) {
+    const int next = next_keep(t, p);
+    if (next < 0) {
+      carried[p + 1] = carried[p];
+      continue;
+    }
+    Terms sum = {{next, out_bytes_[p] / kMiB}};
+    if (carried[p] >= 0) sum.push_back({carried[p], 1});
+    carried[p + 1] = define({sum});
+  }
+  // alive[part][q]: x_q is held during backward part `part` (a chosen implementation of
+  // it or of a later part reads it, or the next stage keeps it): max of those binaries.
+  const Node& n = g_.node(k);
+  const auto bs = backward_impls(g_, n);
+  std::vector<std::map<int, int>> alive(parts_[k].size());
+  for (size_t part = 0; part < parts_[k].size(); ++part)
+    for (int q : stage_reads(k, part)) {
+      std::vector<Terms> sums;
+      if (const int next = next_keep(t, q); next >= 0) sums.push_back({{next, 1}});
+      for (size_t pi = part; pi < parts_[k].size(); ++pi) {
+        Terms reading;
+        for (const auto& c : backward_[k][pi]) {
+          const auto b = find_backward_impl(bs, n, parts_[k][pi], c.name);
+          bool reads = b.reads_output && q == pk;
+          for (int i : b.reads_inputs)
+            reads |= g_.value(n.inputs[i]).kind == ValueKind::kActivation &&
+                     pos_[g_.value(n.inputs[i]).producer] == q;
+          if (reads) reading.push_back({c.col, 1});
+        }
+        if (!reading.empty()) sums.push_back(reading);
       }
+      alive[part][q] = define(sums);
+    }
+  // A tensor x_q alive while something at or before k still reads it: a node in [p, k]
+  // (kept or recomputed: the paper's local-memory bound) or the backward of k.
+  std::vector<int> last_consumer(pk + 1, -1);  // last consumer position <= pk
+  for (int q = 0; q <= pk; ++q)
+    for (int c : consumers_[q])
+      if (c <= pk) last_consumer[q] = std::max(last_consumer[q], c);
+  // Recomputation of each position p (a non-recomputed p bounds the state in between).
+  const double recompute_constant = base + double(grads_before_[k].front());
+  for (int p = 0; p <= pk; ++p) {
+    const int j = order_[p];
+    Terms terms;
+    if (rec_[t][p].empty()) {
+      const auto& impl = recompute_impls_[j].front();
+      terms.push_back({r_[t][p], double(out_bytes_[p] + costs_.forward(g_, j, impl).workspace_bytes)});
+    } else {
+      terms.push_back({r_[t][p], double(out_bytes_[p])});
+      for (size_t a = 0; a < rec_[t][p].size(); ++a)
+        terms.push_back({rec_[t][p][a],
+                         double(costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes)});
+    }
+    std::vector<int> mib = {later[p], carried[p], inter};
+    for (int q = 0; q < p; ++q) {
+      const double bytes = double(out_bytes_[q]);
+      const bool read_here = last_consumer[q] >= p;
+      const auto it = alive[0].find(q);
+      if (!read_here && it == alive[0].end()) continue;
+      terms.push_back({next_keep(t, q), -bytes});  // replaces the carried count
+      if (read_here) {
+        terms.push_back({s_[t][q], bytes});
+        terms.push_back({r_[t][q], bytes});
+      } else {
+        terms.push_back({it->second, bytes});
+      }
+    }
+    memory_row(terms, mib, recompute_constant);
+  }
+  // Each backward part.
+  for (size_t pi = 0; pi < parts_[k].size(); ++pi) {
+    Terms terms;
+    for (const auto& [q, col] : alive[pi]) {
+      terms.push_back({next_keep(t, q), -double(out_bytes_[q])});
+      terms.push_back({col, double(out_bytes_[q])});
+    }
+    for (const auto& c : backward_[k][pi])
       terms.push_back(
-          {r_[t][p], double(out_bytes_[p]) +
-                         double(costs_.forward(g_, j, recompute_impl_[j]).workspace_bytes)});
-      memory_row(terms, base + double(grads_before_[k].front()));
-    }
-    for (size_t pi = 0; pi < parts_[k].size(); ++pi) {
-      std::vector<std::pair<int, double>> terms = common;
-      for (int q = 0; q <= pk; ++q) {
-        terms.push_back({s_[t][q], double(out_bytes_[q])});
-        terms.push_back({r_[t][q], double(out_bytes_[q])});
-      }
-      for (const auto& c : backward_[k][pi])
-        terms.push_back(
-            {c.col, double(costs_.backward(g_, k, parts_[k][pi], c.name).workspace_bytes)});
-      memory_row(terms, base + double(grads_before_[k][pi] + grads_new_[k][pi] +
-                                      accumulate_extra_[k][pi]));
-    }
+          {c.col, double(costs_.backward(g_, k, parts_[k][pi], c.name).workspace_bytes)});
+    memory_row(terms, {carried[pk + 1], inter},
+               base + double(grads_peak_[k][pi]));
   }
 }
 
@@ -332,6 +491,103 @@ std::vector<double> MonetProgram::store_all_assignment() const {
   for (size_t t = 0; t < stages_.size(); ++t)
     for (size_t p = 0; p < s_[t].size(); ++p) x[s_[t][p]] = killed[order_[p]] ? 0 : 1;
   if (budget_col_ >= 0) x[budget_col_] = 1e12;
+  complete(x);
+  return x;
+}
+
+std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
+  std::vector<double> x(milp_.columns(), 0);
+  if (budget_col_ >= 0) x[budget_col_] = 1e12;
+  // The choice named `name`, or one that does the same no slower and in no more workspace
+  // (the program leaves dominated implementations out).
+  auto pick = [&](const std::vector<Choice>& choices, const std::string& name, auto same,
+                  auto cost) {
+    for (const auto& c : choices)
+      if (c.name == name) return x[c.col] = 1, true;
+    for (const auto& c : choices)
+      if (same(c.name, name) && no_worse(cost(c.name), cost(name))) return x[c.col] = 1, true;
+    return false;
+  };
+  std::vector<int> stage_of(g_.nodes().size(), -1);
+  for (size_t t = 0; t < stages_.size(); ++t) stage_of[stages_[t]] = static_cast<int>(t);
+  // need[t][q]: stage t reads x_q before recomputing it.
+  std::vector<std::vector<bool>> need(stages_.size()), recomputed(stages_.size());
+  for (size_t t = 0; t < stages_.size(); ++t) {
+    need[t].assign(s_[t].size(), false);
+    recomputed[t].assign(s_[t].size(), false);
+  }
+  std::vector<bool> computed(g_.nodes().size(), false);
+  int t = -1;  // -1: the forward pass (a node's first forward instruction)
+  size_t next_backward = 0;
+  for (const Instruction& in : plan.program) {
+    if (in.kind == InstrKind::kFree) continue;
+    const Node& n = g_.node(in.node);
+    if (t < 0 && in.kind == InstrKind::kForward && !computed[n.id]) {
+      computed[n.id] = true;
+      const auto fs = forward_impls(g_, n);
+      auto same = [&](const std::string& a, const std::string& b) {
+        return same_forward(find_forward_impl(fs, n, a), find_forward_impl(fs, n, b));
+      };
+      auto cost = [&](const std::string& name) { return costs_.forward(g_, n.id, name); };
+      if (!pick(forward_[n.id], in.impl, same, cost)) return {};
+      continue;
+    }
+    // The instruction belongs to the stage of the next backward instruction.
+    while (next_backward < plan.program.size() &&
+           (plan.program[next_backward].kind != InstrKind::kBackward ||
+            &plan.program[next_backward] < &in))
+      ++next_backward;
+    if (next_backward == plan.program.size()) return {};
+    t = stage_of[plan.program[next_backward].node];
+    if (t < 0) return {};
+    std::vector<int> reads;
+    if (in.kind == InstrKind::kForward) {
+      const int p = pos_[n.id];
+      if (p >= static_cast<int>(s_[t].size())) return {};
+      for (int v : n.inputs)
+        if (g_.value(v).kind == ValueKind::kActivation) reads.push_back(pos_[g_.value(v).producer]);
+      const auto& impls = recompute_impls_[n.id];
+      size_t a = 0;
+      while (a < impls.size() && impls[a] != in.impl) ++a;
+      if (a == impls.size()) {  // a dominated implementation: the fastest that is no worse
+        for (a = 0; a < impls.size(); ++a)
+          if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, in.impl)))
+            break;
+        if (a == impls.size()) return {};
+      }
+      x[r_[t][p]] = 1;
+      if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;
+    } else {
+      const auto bs = backward_impls(g_, n);
+      const auto b = find_backward_impl(bs, n, in.part, in.impl);
+      for (int i : b.reads_inputs)
+        if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
+          reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
+      if (b.reads_output) reads.push_back(pos_[n.id]);
+      const size_t pi = std::find(parts_[n.id].begin(), parts_[n.id].end(), in.part) -
+                        parts_[n.id].begin();
+      auto same = [&](const std::string& a, const std::string& c) {
+        return same_backward(find_backward_impl(bs, n, in.part, a),
+                             find_backward_impl(bs, n, in.part, c));
+      };
+      auto cost = [&](const std::string& name) {
+        return costs_.backward(g_, n.id, in.part, name);
+      };
+      if (pi >= backward_[n.id].size() || !pick(backward_[n.id][pi], in.impl, same, cost))
+        return {};
+    }
+    for (int q : reads) {
+      if (q >= static_cast<int>(s_[t].size())) return {};
+      if (!x[r_[t][q]]) need[t][q] = true;
+    }
+  }
+  for (int u = static_cast<int>(stages_.size()) - 1; u >= 0; --u)
+    for (size_t q = 0; q < s_[u].size(); ++q) {
+      const int next = next_keep(u, static_cast<int>(q));
+      const bool later = next >= 0 && x[next] > 0.5;
+      x[s_[u][q]] = (need[u][q] || (later && !x[r_[u][q]])) ? 1 : 0;
+    }
+  complete(x);
   return x;
 }
 
@@ -348,10 +604,14 @@ Plan MonetProgram::decode(const std::vector<double>& x) const {
   }
   for (size_t t = 0; t < stages_.size(); ++t) {
     const int k = stages_[t];
-    for (size_t p = 0; p < r_[t].size(); ++p)
-      if (on(r_[t][p]))
-        plan.program.push_back({InstrKind::kForward, order_[p], recompute_impl_[order_[p]],
-                                BackwardPart::kAll, Slot::kOutput});
+    for (size_t p = 0; p < r_[t].size(); ++p) {
+      if (!on(r_[t][p])) continue;
+      const int j = order_[p];
+      std::string impl = recompute_impls_[j].front();
+      for (size_t a = 0; a < rec_[t][p].size(); ++a)
+        if (on(rec_[t][p][a])) impl = recompute_impls_[j][a];
+      plan.program.push_back({InstrKind::kForward, j, impl, BackwardPart::kAll, Slot::kOutput});
+    }
     for (size_t pi = 0; pi < parts_[k].size(); ++pi)
       for (const auto& c : backward_[k][pi])
         if (on(c.col))

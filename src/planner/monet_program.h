@@ -3,17 +3,25 @@
 // (rows <= budget) or a variable column the program minimises (minimum_budget).
 //
 // Stages are the backward steps of the nodes needing one, in reverse topological order.
-// For stage k and every node j at or before k: s[k][j] = x_j is alive when stage k
-// starts, r[k][j] = node j is recomputed in stage k (out of place, with its fastest
-// non-intermediate implementation). Memory rows, per the paper with Appendix B's tighter
-// local-memory bound (nothing after the current backward node is recomputed):
-//  - forward pass, node i: live forward inputs of later nodes, kept outputs s[first],
-//    intermediates kept for the backward, the output, the chosen workspace;
-//  - recomputation of i in stage k and each backward part of k: live gradients and
-//    parameter gradients (computed from the graph), s + r of every x_j, j <= k, the new
-//    gradients, accumulation copies and the chosen workspace.
-// Every count is an upper bound of what the executor holds, so a solution's plan stays
-// within the program's budget up to what the simulator then checks exactly.
+// For stage t (backward node k) and every node j at or before k: s[t][j] = x_j is alive
+// when stage t starts, r[t][j] = node j is recomputed in stage t (out of place; when
+// several recomputation implementations are on the Pareto front of time and workspace,
+// a choice column per implementation, delta^k in the paper). Memory rows follow the
+// paper (Section 3, Appendix B/C) with Appendix B's tighter local-memory bound:
+//  - forward pass, node i: tensors later forward nodes read, kept outputs s[0], kept
+//    intermediates, the output, the chosen workspace;
+//  - recomputation of node i in stage t: checkpoints of later nodes s[t][j > i], the
+//    output and workspace of i, and of the earlier tensors those a node in [i, k] reads
+//    (kept or recomputed), those the backward of k reads, and those kept for the next
+//    stage s[t+1]; plus gradients, kept intermediates and per-iteration state;
+//  - each backward part of k: the tensors its chosen implementation (or a later part's)
+//    reads, those kept for the next stage, gradients (alive, new, accumulation copies:
+//    exact, from a replay of the store-all plan) and the chosen workspace.
+// Running sums (s[t][j >= i], s[t+1][j < i], intermediates) are continuous columns
+// defined by equality rows, so every memory row has O(1 + tensors crossing i) terms and
+// the program O(N^2) non-zeros. Every count is an upper bound of what the executor holds
+// (checked exactly by the simulator afterwards). Implementations dominated in both time
+// and workspace by an equivalent one are left out (no optimal plan needs them).
 #pragma once
 
 #include <map>
@@ -37,6 +45,11 @@ class MonetProgram {
   /// The store-all schedule with default implementations as a column assignment (for a
   /// warm start; check milp().satisfies() before use).
   std::vector<double> store_all_assignment() const;
+  /// A plan as a column assignment when the program can express it (its recomputations
+  /// out of place, in the stage of the next backward instruction; dominated
+  /// implementations replaced by their dominators), else empty. For warm starts: check
+  /// milp().satisfies() before use.
+  std::vector<double> assignment_of(const Plan& plan) const;
   /// The Plan a solution describes.
   Plan decode(const std::vector<double>& values) const;
   /// The budget column's value in a solution (bytes), for the minimise-budget variant.
@@ -45,17 +58,39 @@ class MonetProgram {
   double seconds_of(const std::vector<double>& values) const;
 
  private:
+  using Terms = std::vector<std::pair<int, double>>;
   struct Choice {
     std::string name;
     int col = -1;
   };
+  // A continuous column (MiB) defined from earlier columns: the sum of one term list
+  // (an equality row), or the largest of several (>= rows; memory rows push it down).
+  struct Definition {
+    int col = -1;
+    std::vector<Terms> sums;
+  };
+
   void add_variables();
+  void add_recompute_choices(int id);
   void add_schedule_rows();
-  void add_memory_rows();
+  void add_forward_memory_rows();
+  void add_stage_memory_rows(size_t t);
   void compute_gradient_memory();
   bool forward_allowed(const Node& n, const ForwardImplInfo& f, bool is_default) const;
   bool backward_allowed(const Node& n, const BackwardImplInfo& b, bool is_default) const;
-  void memory_row(std::vector<std::pair<int, double>> terms, double constant_bytes);
+  int binary(double seconds);
+  int define(std::vector<Terms> sums);
+  /// Fills the defined columns of `x` from the binaries.
+  void complete(std::vector<double>& x) const;
+  /// Adds terms (binaries with byte coefficients, defined columns with MiB coefficient
+  /// 1) <= budget - constant_bytes.
+  void memory_row(const Terms& byte_terms, const std::vector<int>& mib_columns,
+                  double constant_bytes);
+  /// s[t+1][p] when the next stage has position p, else -1.
+  int next_keep(size_t t, int p) const;
+  /// Positions of the activations any allowed implementation of parts >= `part` of the
+  /// stage node reads.
+  std::vector<int> stage_reads(int k, size_t part) const;
 
   const Graph& g_;
   const CostModel& costs_;
@@ -64,21 +99,27 @@ class MonetProgram {
   Milp milp_;
   int budget_col_ = -1;
   std::vector<double> time_;  // per column: profiled seconds it costs
+  std::vector<Definition> definitions_;
 
   std::vector<int> order_, pos_;              // topological order; position of each node
   std::vector<int> stages_;                   // node ids with a backward, in backward order
   std::vector<bool> needs_backward_;          // by node id
   std::vector<int64_t> out_bytes_;            // by position: bytes of the node's output
+  std::vector<std::vector<int>> consumers_;   // by position: positions reading the output
   std::vector<std::vector<Choice>> forward_;  // node -> allowed forward implementations
   // node -> part index -> allowed backward implementations
   std::vector<std::vector<std::vector<Choice>>> backward_;
   std::vector<std::vector<BackwardPart>> parts_;
-  std::vector<std::string> recompute_impl_;  // node -> implementation used to recompute
-  // s_[t][p], r_[t][p]: columns for stage t and the node at position p (p <= stage pos).
+  // node -> recomputation implementations (Pareto front); one entry: r carries its cost.
+  std::vector<std::vector<std::string>> recompute_impls_;
+  // s_[t][p], r_[t][p]: columns for stage t and the node at position p (p <= stage pos);
+  // rec_[t][p]: one column per recomputation implementation when there are several.
   std::vector<std::vector<int>> s_, r_;
-  // Bytes of live activation and parameter gradients before each backward part, the new
-  // gradients it returns, and copies made when accumulating into a shared slot.
-  std::vector<std::vector<int64_t>> grads_before_, grads_new_, accumulate_extra_;
+  std::vector<std::vector<std::vector<int>>> rec_;
+  std::vector<int> intermediates_;  // by position: MiB of intermediates kept at nodes <= p
+  // node -> backward part: bytes of gradient storages alive before it and at most during
+  // it (its results and accumulation copies included).
+  std::vector<std::vector<int64_t>> grads_before_, grads_peak_;
   int64_t start_bytes_ = 0, state_bytes_ = 0;
 };
 
