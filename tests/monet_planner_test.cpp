@@ -1,6 +1,6 @@
 // The MONeT planner on tiny zoo models: at several budgets, the plan's simulated and
 // measured peaks stay within the budget and its gradients equal autograd's; below the
-// smallest feasible budget the planner finds nothing, and at that budget it does.
+// smallest feasible budget the planner finds nothing.
 #include <gtest/gtest.h>
 
 #include "cost/profiler.h"
@@ -15,11 +15,15 @@
 namespace monet {
 namespace {
 
-// Models whose full program CBC solves in seconds on 2 cores (issue 6 scales the rest).
+// Zoo models whose full program CBC solves within seconds on 2 cores (up to ~11k
+// columns). ResNet-34/50 (35k-65k columns), GoogLeNet (81k), MobileNetV2 (50k) and
+// ResNet-101/152 take minutes per solve (CBC overruns its time limit in the root node):
+// they wait for the scaling issue (6).
 std::vector<testing::TinyModel> plannable() {
   std::vector<testing::TinyModel> out;
   for (const auto& m : testing::tiny_models())
-    if (m.name == "vgg11" || m.name == "vgg16" || m.name == "resnet18") out.push_back(m);
+    if (m.name == "resnet18" || m.name.rfind("vgg", 0) == 0 || m.name.rfind("unet", 0) == 0)
+      out.push_back(m);
   return out;
 }
 
@@ -34,46 +38,51 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, state, batch);
   const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
-  const int64_t start = store_all.start_bytes, above = store_all.peak_above_start();
   MilpOptions solver;
-  solver.time_limit_seconds = 10;
-  solver.relative_gap = 0.01;
+  solver.time_limit_seconds = 8;
+  solver.relative_gap = 0.02;
   const MinimumBudget smallest = minimum_budget(g, costs, MonetMode::kAll, solver);
-  ASSERT_GT(smallest.bytes, start);
+  ASSERT_GT(smallest.bytes, store_all.start_bytes);
   std::cout << GetParam().name << ": store-all " << store_all.peak_bytes << " B, smallest budget "
-            << smallest.bytes << " B (" << (smallest.proven ? "proven" : "best found") << ")\n";
-  for (double f : {1.0, 0.8, 0.6}) {
-    const int64_t budget =
-        std::max<int64_t>(start + static_cast<int64_t>(f * above), smallest.bytes);
+            << smallest.bytes << " B (" << (smallest.proven ? "proven" : "best found") << ", bound "
+            << smallest.bound_bytes << " B)\n";
+  const int64_t span = store_all.peak_bytes - smallest.bytes;
+  for (double f : {1.0, 0.5, 0.0}) {
+    const int64_t budget = smallest.bytes + static_cast<int64_t>(f * span);
     for (MonetMode mode : {MonetMode::kAll, MonetMode::kNoOp}) {
+      if (mode == MonetMode::kNoOp && f < 1) continue;  // checkpointing alone may not fit
       MonetOptions o;
       o.budget_bytes = budget;
       o.mode = mode;
       o.solver = solver;
+      o.solver.time_limit_seconds = 4;
+      if (mode == MonetMode::kAll) o.warm_plans = {smallest.plan};
       const MonetResult r = plan_monet(g, costs, o);
-      if (mode == MonetMode::kNoOp && !r.found) continue;  // checkpointing alone may not fit
       ASSERT_TRUE(r.found) << monet_mode_name(mode) << " found no plan for " << budget << " B";
       EXPECT_LE(r.predicted.peak_bytes, budget);
       ModelState s = state.clone();
       Executor executor(g, s, r.plan);
       const ExecutionResult run = executor.run(batch);
       // Measured against the same start as the simulation: the allocator counts exactly.
-      EXPECT_LE(run.peak_bytes - run.start_bytes, budget - start)
+      EXPECT_LE(run.peak_bytes - run.start_bytes, budget - store_all.start_bytes)
           << monet_mode_name(mode) << " at " << f;
       EXPECT_EQ(run.peak_bytes - run.start_bytes, r.predicted.peak_above_start());
       const double err = testing::max_gradient_error(g, r.plan);
+      EXPECT_LT(err, 1e-9);
       std::cout << "  " << monet_mode_name(mode) << " budget " << budget << " B: peak "
                 << r.predicted.peak_bytes << " B, predicted " << r.predicted.seconds
-                << " s (store-all " << store_all.seconds << " s), gradient error " << err << "\n";
+                << " s (store-all " << store_all.seconds << " s), "
+                << milp_status_name(r.solve.status) << " in " << r.solve.seconds
+                << " s, gradient error " << err << "\n";
     }
   }
-  // Below the proven smallest budget there is no plan.
-  if (smallest.proven) {
-    MonetOptions o;
-    o.budget_bytes = smallest.bound_bytes - 64 * 1024;
-    o.solver = solver;
-    EXPECT_FALSE(plan_monet(g, costs, o).found);
-  }
+  // Below the proven lower bound there is no plan.
+  MonetOptions o;
+  o.budget_bytes = smallest.bound_bytes - 64 * 1024;
+  o.solver = solver;
+  o.solver.time_limit_seconds = 4;
+  const MonetResult below = plan_monet(g, costs, o);
+  EXPECT_FALSE(below.found && below.predicted.peak_bytes <= o.budget_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, MonetOnTinyModel, ::testing::ValuesIn(plannable()),

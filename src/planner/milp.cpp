@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string>
 
 namespace monet {
 
@@ -56,13 +57,27 @@ bool Milp::satisfies(const std::vector<double>& x, double tolerance) const {
   if (static_cast<int>(x.size()) != columns()) return false;
   for (int c = 0; c < columns(); ++c)
     if (x[c] < col_lb_[c] - tolerance || x[c] > col_ub_[c] + tolerance) return false;
+  return violations(x, tolerance).empty();
+}
+
+std::vector<std::pair<int, double>> Milp::violations(const std::vector<double>& x,
+                                                     double tolerance) const {
+  std::vector<std::pair<int, double>> out;
   for (int r = 0; r < rows(); ++r) {
     const int end = r + 1 < rows() ? row_start_[r + 1] : static_cast<int>(indices_.size());
     double v = 0;
-    for (int e = row_start_[r]; e < end; ++e) v += elements_[e] * x[indices_[e]];
-    if (v < row_lb_[r] - tolerance || v > row_ub_[r] + tolerance) return false;
+    for (int e = row_start_[r]; e < end; ++e) v += elements_[e] * x.at(indices_[e]);
+    if (v < row_lb_[r] - tolerance) out.push_back({r, row_lb_[r] - v});
+    if (v > row_ub_[r] + tolerance) out.push_back({r, v - row_ub_[r]});
   }
-  return true;
+  return out;
+}
+
+std::vector<std::pair<int, double>> Milp::row_terms(int r) const {
+  const int end = r + 1 < rows() ? row_start_[r + 1] : static_cast<int>(indices_.size());
+  std::vector<std::pair<int, double>> out;
+  for (int e = row_start_[r]; e < end; ++e) out.push_back({indices_[e], elements_[e]});
+  return out;
 }
 
 double Milp::objective_of(const std::vector<double>& x) const {
@@ -161,8 +176,11 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const std::string sec = std::to_string(std::max(1.0, o.time_limit_seconds));
   const std::string gap = std::to_string(o.relative_gap);
   const std::string threads = std::to_string(std::max(1, o.threads));
-  std::vector<const char*> argv = {"monet",     "-log",   "0",        "-sec",
-                                   sec.c_str(), "-ratio", gap.c_str()};
+  // CglPreProcess (CBC 2.10) crashes in postProcess on some of these programs once the
+  // time limit interrupts the search (seen on ResNet-50): it stays off.
+  std::vector<const char*> argv = {"monet",     "-log",        "0",         "-timeMode",
+                                   "elapsed",   "-sec",        sec.c_str(), "-ratio",
+                                   gap.c_str(), "-preprocess", "off"};
   if (o.threads > 1) {
     argv.push_back("-threads");
     argv.push_back(threads.c_str());

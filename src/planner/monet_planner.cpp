@@ -23,7 +23,8 @@ constexpr ModeName kModes[] = {{MonetMode::kAll, "monet"},
 
 // Sets the fastest of the heuristic plans the program accepts (store-all, Chen) as the
 // solver's warm start; returns its name, or nullptr when none fits.
-const char* warm_start(const MonetProgram& program, const Graph& g, MilpOptions* solver) {
+const char* warm_start(const MonetProgram& program, const Graph& g, MilpOptions* solver,
+                       const std::vector<Plan>& extra = {}) {
   const char* name = nullptr;
   double best = 0;
   auto consider = [&](const char* what, std::vector<double> x) {
@@ -32,8 +33,9 @@ const char* warm_start(const MonetProgram& program, const Graph& g, MilpOptions*
     if (name && objective >= best) return;
     name = what, best = objective, solver->warm_start = std::move(x);
   };
-  consider("store-all", program.store_all_assignment());
+  consider("store-all", program.assignment_of(store_all_plan(g)));
   consider("Chen", program.assignment_of(chen_plan(g)));
+  for (const Plan& p : extra) consider("a given plan", program.assignment_of(p));
   return name;
 }
 
@@ -44,8 +46,7 @@ bool intermediate_family(const Node& n) {
 
 }  // namespace
 
-bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f,
-                         bool is_default) {
+bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f, bool is_default) {
   if (is_default || mode == MonetMode::kAll) return true;
   if (is_conv(n)) return mode == MonetMode::kConv;
   if (f.emits_intermediate || intermediate_family(n)) return mode == MonetMode::kIntermediate;
@@ -83,13 +84,13 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
     result.program_budget = budget;
     MilpOptions solver = o.solver;
-    const char* warm_name = warm_start(program, g, &solver);
+    const char* warm_name = warm_start(program, g, &solver, o.warm_plans);
     if (o.solver.progress)
-      std::fprintf(stderr,
-                   "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
-                   monet_mode_name(o.mode), budget / 1048576.0, result.size.columns,
-                   result.size.rows, static_cast<long long>(result.size.nonzeros),
-                   warm_name ? ", warm start from " : "", warm_name ? warm_name : "");
+      std::fprintf(
+          stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
+          monet_mode_name(o.mode), budget / 1048576.0, result.size.columns, result.size.rows,
+          static_cast<long long>(result.size.nonzeros), warm_name ? ", warm start from " : "",
+          warm_name ? warm_name : "");
     result.solve = solve_milp(program.milp(), solver);
     ++result.solves;
     if (result.solve.values.empty()) return result;
@@ -123,6 +124,8 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   m.bytes = program.budget_of(r.values);
   m.bound_bytes = static_cast<int64_t>(std::floor(r.bound * 1048576.0));
   m.proven = r.status == MilpStatus::kOptimal;
+  m.plan = program.decode(r.values);
+  m.plan.planner = monet_mode_name(mode);
   return m;
 }
 

@@ -41,6 +41,9 @@ struct MonetOptions {
   MonetMode mode = MonetMode::kAll;
   MilpOptions solver;
   int max_corrections = 3;  // re-solves with a lowered budget when the simulated peak exceeds it
+  /// Plans to start the solver from when the program accepts them (besides store-all and
+  /// Chen): e.g. the minimum-budget plan, or a plan solved before.
+  std::vector<Plan> warm_plans;
 };
 
 struct ProgramSize {
@@ -67,6 +70,7 @@ struct MinimumBudget {
   int64_t bytes = 0;        // smallest peak of any plan the program allows (best found)
   int64_t bound_bytes = 0;  // proven lower bound on it
   bool proven = false;      // bytes == bound (solved to optimality)
+  Plan plan;                // a plan with that peak (per the program)
 };
 /// The smallest budget for which the program (in `mode`) has a plan: the same program
 /// with the budget as the variable to minimise.

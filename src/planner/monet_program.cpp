@@ -12,10 +12,9 @@ namespace monet {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-// Bytes the rows add to every memory point for what they do not itemise: the loss
-// gradient (a scalar) and allocator-size rounding of the smallest tensors.
-constexpr int64_t kSlackBytes = 4096;
-
+// Bytes the rows add to every memory point for what they do not itemise (nothing: the
+// rows count exactly what the simulator counts where they are tight).
+constexpr int64_t kSlackBytes = 0;
 
 // Implementations that can stand in for each other in a plan: same reads, same
 // in-place behaviour, no intermediate; only time and workspace differ.
@@ -160,7 +159,8 @@ void MonetProgram::add_recompute_choices(int id) {
     if (!candidates.empty()) break;
   }
   auto cost = [&](const ForwardImplInfo& f) { return costs_.forward(g_, id, f.name); };
-  for (size_t i : pareto(candidates, [](const auto&, const auto&) { return true; }, cost))
+  for (size_t i : pareto(
+           candidates, [](const auto&, const auto&) { return true; }, cost))
     recompute_impls_[id].push_back(candidates[i].name);
   if (recompute_impls_[id].empty()) recompute_impls_[id].push_back(out_of_place(fs[0].name));
 }
@@ -232,13 +232,19 @@ void MonetProgram::compute_gradient_memory() {
   // its backward until its producer's), so one replay of the store-all plan gives them
   // exactly, views and accumulation copies included.
   grads_before_.resize(g_.nodes().size());
+  grads_result_.resize(g_.nodes().size());
   grads_peak_.resize(g_.nodes().size());
   const Plan plan = store_all_plan(g_);
   const SimulationResult sim = simulate(g_, plan, costs_);
+  const auto needs = values_needing_grad(g_);
   for (size_t i = 0; i < plan.program.size(); ++i) {
     const Instruction& in = plan.program[i];
     if (in.kind != InstrKind::kBackward) continue;
+    const Node& n = g_.node(in.node);
+    const auto b = find_backward_impl(backward_impls(g_, n), n, in.part, in.impl);
     grads_before_[in.node].push_back(sim.steps[i].gradient_bytes_before);
+    grads_result_[in.node].push_back(
+        backward_result_bytes(g_, n, b, backward_grad_mask(g_, n, in.part, needs)));
     grads_peak_[in.node].push_back(sim.steps[i].gradient_peak_bytes);
   }
 }
@@ -355,6 +361,8 @@ void MonetProgram::add_forward_memory_rows() {
     states += node_state_bytes(g_, n);
     const int64_t out = out_bytes_[p];
     double constant = static_cast<double>(start_bytes_ + states + out);
+    if (n.output == g_.loss_value())  // the loss gradient (a scalar) is made with the loss
+      constant += double(c10::elementSize(g_.value(n.output).dtype));
     Terms terms;
     const auto fs = forward_impls(g_, n);
     for (const auto& c : forward_[n.id]) {
@@ -435,12 +443,13 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
     Terms terms;
     if (rec_[t][p].empty()) {
       const auto& impl = recompute_impls_[j].front();
-      terms.push_back({r_[t][p], double(out_bytes_[p] + costs_.forward(g_, j, impl).workspace_bytes)});
+      terms.push_back(
+          {r_[t][p], double(out_bytes_[p] + costs_.forward(g_, j, impl).workspace_bytes)});
     } else {
       terms.push_back({r_[t][p], double(out_bytes_[p])});
       for (size_t a = 0; a < rec_[t][p].size(); ++a)
-        terms.push_back({rec_[t][p][a],
-                         double(costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes)});
+        terms.push_back(
+            {rec_[t][p][a], double(costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes)});
     }
     std::vector<int> mib = {later[p], carried[p], inter};
     for (int q = 0; q < p; ++q) {
@@ -465,39 +474,19 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
       terms.push_back({next_keep(t, q), -double(out_bytes_[q])});
       terms.push_back({col, double(out_bytes_[q])});
     }
+    // The call's workspace is released before its gradients are accumulated.
+    const int64_t with_results = grads_before_[k][pi] + grads_result_[k][pi];
+    if (grads_peak_[k][pi] > with_results)
+      memory_row(terms, {carried[pk + 1], inter}, base + double(grads_peak_[k][pi]));
     for (const auto& c : backward_[k][pi])
       terms.push_back(
           {c.col, double(costs_.backward(g_, k, parts_[k][pi], c.name).workspace_bytes)});
-    memory_row(terms, {carried[pk + 1], inter},
-               base + double(grads_peak_[k][pi]));
+    memory_row(terms, {carried[pk + 1], inter}, base + double(with_results));
   }
-}
-
-std::vector<double> MonetProgram::store_all_assignment() const {
-  std::vector<double> x(milp_.columns(), 0);
-  for (int id : order_) {
-    if (!forward_[id].empty()) x[forward_[id].front().col] = 1;
-    for (const auto& part : backward_[id])
-      if (!part.empty()) x[part.front().col] = 1;
-  }
-  // Keep everything a default in-place forward does not overwrite.
-  std::vector<bool> killed(g_.nodes().size(), false);
-  for (int id : order_) {
-    const Node& n = g_.node(id);
-    if (!forward_[id].empty() &&
-        find_forward_impl(forward_impls(g_, n), n, forward_[id].front().name).inplace)
-      killed[g_.value(n.inputs[0]).producer] = true;
-  }
-  for (size_t t = 0; t < stages_.size(); ++t)
-    for (size_t p = 0; p < s_[t].size(); ++p) x[s_[t][p]] = killed[order_[p]] ? 0 : 1;
-  if (budget_col_ >= 0) x[budget_col_] = 1e12;
-  complete(x);
-  return x;
 }
 
 std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
   std::vector<double> x(milp_.columns(), 0);
-  if (budget_col_ >= 0) x[budget_col_] = 1e12;
   // The choice named `name`, or one that does the same no slower and in no more workspace
   // (the program leaves dominated implementations out).
   auto pick = [&](const std::vector<Choice>& choices, const std::string& name, auto same,
@@ -564,15 +553,13 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
         if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
           reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
       if (b.reads_output) reads.push_back(pos_[n.id]);
-      const size_t pi = std::find(parts_[n.id].begin(), parts_[n.id].end(), in.part) -
-                        parts_[n.id].begin();
+      const size_t pi =
+          std::find(parts_[n.id].begin(), parts_[n.id].end(), in.part) - parts_[n.id].begin();
       auto same = [&](const std::string& a, const std::string& c) {
         return same_backward(find_backward_impl(bs, n, in.part, a),
                              find_backward_impl(bs, n, in.part, c));
       };
-      auto cost = [&](const std::string& name) {
-        return costs_.backward(g_, n.id, in.part, name);
-      };
+      auto cost = [&](const std::string& name) { return costs_.backward(g_, n.id, in.part, name); };
       if (pi >= backward_[n.id].size() || !pick(backward_[n.id][pi], in.impl, same, cost))
         return {};
     }
@@ -588,7 +575,16 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
       x[s_[u][q]] = (need[u][q] || (later && !x[r_[u][q]])) ? 1 : 0;
     }
   complete(x);
+  fit_budget(x);
   return x;
+}
+
+void MonetProgram::fit_budget(std::vector<double>& x) const {
+  if (budget_col_ < 0) return;
+  x[budget_col_] = 0;
+  double need = 0;  // the largest excess of a memory row over a zero budget (MiB)
+  for (const auto& [row, excess] : milp_.violations(x, 0)) need = std::max(need, excess);
+  x[budget_col_] = need * (1 + 1e-9) + 1e-9;
 }
 
 Plan MonetProgram::decode(const std::vector<double>& x) const {

@@ -42,9 +42,6 @@ class MonetProgram {
   MonetProgram(const Graph& graph, const CostModel& costs, MonetMode mode, int64_t budget_bytes);
 
   const Milp& milp() const { return milp_; }
-  /// The store-all schedule with default implementations as a column assignment (for a
-  /// warm start; check milp().satisfies() before use).
-  std::vector<double> store_all_assignment() const;
   /// A plan as a column assignment when the program can express it (its recomputations
   /// out of place, in the stage of the next backward instruction; dominated
   /// implementations replaced by their dominators), else empty. For warm starts: check
@@ -80,6 +77,8 @@ class MonetProgram {
   bool backward_allowed(const Node& n, const BackwardImplInfo& b, bool is_default) const;
   int binary(double seconds);
   int define(std::vector<Terms> sums);
+  /// Sets the budget column (when there is one) to the least value `x` needs.
+  void fit_budget(std::vector<double>& x) const;
   /// Fills the defined columns of `x` from the binaries.
   void complete(std::vector<double>& x) const;
   /// Adds terms (binaries with byte coefficients, defined columns with MiB coefficient
@@ -117,9 +116,9 @@ class MonetProgram {
   std::vector<std::vector<int>> s_, r_;
   std::vector<std::vector<std::vector<int>>> rec_;
   std::vector<int> intermediates_;  // by position: MiB of intermediates kept at nodes <= p
-  // node -> backward part: bytes of gradient storages alive before it and at most during
-  // it (its results and accumulation copies included).
-  std::vector<std::vector<int64_t>> grads_before_, grads_peak_;
+  // node -> backward part: bytes of gradient storages alive before it, of the gradients
+  // it returns, and the most alive during it (accumulation copies included).
+  std::vector<std::vector<int64_t>> grads_before_, grads_result_, grads_peak_;
   int64_t start_bytes_ = 0, state_bytes_ = 0;
 };
 
