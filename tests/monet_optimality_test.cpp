@@ -24,10 +24,10 @@ namespace {
 Graph chain_graph() {
   GraphBuilder b("chain");
   int x = b.input("input", {2, 3, 32, 32});
-  ConvSpec c1{4, {3}, 1, 1, 1, false};
+  ConvSpec c1{4, {3}, 1, 1, 1, false, {}};
   x = b.conv(x, "conv1", c1);
   x = b.relu(x, "relu1", true);
-  ConvSpec c2{2, {3}, 1, 1, 1, true};
+  ConvSpec c2{2, {3}, 1, 1, 1, true, {}};
   x = b.conv(x, "conv2", c2);
   const int target = b.mask_target("target", {2, 2, 32, 32});
   b.bce_with_logits(x, target);
@@ -38,10 +38,10 @@ Graph chain_graph() {
 Graph residual_graph() {
   GraphBuilder b("residual");
   int x = b.input("input", {2, 3, 32, 32});
-  ConvSpec c1{4, {3}, 1, 1, 1, false};
+  ConvSpec c1{4, {3}, 1, 1, 1, false, {}};
   x = b.conv(x, "conv1", c1);
   const int skip = b.relu(x, "relu1", false);
-  ConvSpec c2{4, {3}, 1, 1, 1, true};
+  ConvSpec c2{4, {3}, 1, 1, 1, true, {}};
   x = b.conv(skip, "conv2", c2);
   x = b.add(x, skip, "add", false);
   const int target = b.mask_target("target", {2, 4, 32, 32});
@@ -160,8 +160,8 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
   const CostModel costs = testing::quick_profile(g, state, batch);
   const auto plans = enumerate_plans(g, costs, c.mode);
   ASSERT_GT(plans.size(), 1u);
-  // A budget 8 KiB above each distinct peak (the program keeps 4 KiB of slack for what
-  // it does not itemise), those closer than that to the previous one left out.
+  // A budget 8 KiB above each distinct peak, those closer than that to the previous one
+  // left out.
   std::vector<int64_t> peaks;
   for (const auto& e : plans) peaks.push_back(e.peak);
   std::sort(peaks.begin(), peaks.end());

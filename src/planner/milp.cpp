@@ -73,13 +73,6 @@ std::vector<std::pair<int, double>> Milp::violations(const std::vector<double>& 
   return out;
 }
 
-std::vector<std::pair<int, double>> Milp::row_terms(int r) const {
-  const int end = r + 1 < rows() ? row_start_[r + 1] : static_cast<int>(indices_.size());
-  std::vector<std::pair<int, double>> out;
-  for (int e = row_start_[r]; e < end; ++e) out.push_back({indices_[e], elements_[e]});
-  return out;
-}
-
 double Milp::objective_of(const std::vector<double>& x) const {
   double v = 0;
   for (int c = 0; c < columns(); ++c) v += cost_[c] * x.at(c);

@@ -33,9 +33,6 @@ class Milp {
   /// Rows `x` violates, with the amount (row units).
   std::vector<std::pair<int, double>> violations(const std::vector<double>& x,
                                                  double tolerance = 1e-6) const;
-  /// Row r as (column, coefficient) terms and its bounds.
-  std::vector<std::pair<int, double>> row_terms(int r) const;
-  double row_upper(int r) const { return row_ub_[r]; }
   /// The objective value of `x`.
   double objective_of(const std::vector<double>& x) const;
 

@@ -7,49 +7,9 @@
 
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
+#include "planner/implementation_dominance.h"
 
 namespace monet {
-namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
-// Bytes the rows add to every memory point for what they do not itemise (nothing: the
-// rows count exactly what the simulator counts where they are tight).
-constexpr int64_t kSlackBytes = 0;
-
-// Implementations that can stand in for each other in a plan: same reads, same
-// in-place behaviour, no intermediate; only time and workspace differ.
-bool same_forward(const ForwardImplInfo& a, const ForwardImplInfo& b) {
-  return !a.emits_intermediate && !b.emits_intermediate && a.inplace == b.inplace &&
-         a.output_aliases_input == b.output_aliases_input;
-}
-bool same_backward(const BackwardImplInfo& a, const BackwardImplInfo& b) {
-  return !a.reads_intermediate && !b.reads_intermediate && a.reads_inputs == b.reads_inputs &&
-         a.reads_output == b.reads_output && a.grads_alias_output == b.grads_alias_output;
-}
-bool no_worse(const ImplCost& a, const ImplCost& b) {
-  return a.seconds <= b.seconds && a.workspace_bytes <= b.workspace_bytes;
-}
-
-// Indices of `items` not dominated by an equivalent item (same `same`) that is no slower
-// and needs no more workspace (ties keep the earlier one).
-template <typename T, typename Same, typename Cost>
-std::vector<size_t> pareto(const std::vector<T>& items, Same same, Cost cost) {
-  std::vector<size_t> keep;
-  for (size_t i = 0; i < items.size(); ++i) {
-    bool dominated = false;
-    for (size_t j = 0; j < items.size() && !dominated; ++j) {
-      if (i == j || !same(items[i], items[j])) continue;
-      const ImplCost a = cost(items[i]), b = cost(items[j]);
-      const bool better = b.seconds < a.seconds || b.workspace_bytes < a.workspace_bytes;
-      dominated = no_worse(b, a) && (better || j < i);
-    }
-    if (!dominated) keep.push_back(i);
-  }
-  return keep;
-}
-
-}  // namespace
-
 MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mode,
                            int64_t budget_bytes)
     : g_(g), costs_(costs), mode_(mode), budget_(budget_bytes) {
@@ -326,7 +286,7 @@ void MonetProgram::memory_row(const Terms& byte_terms, const std::vector<int>& m
     if (col >= 0) terms.push_back({col, bytes / kMiB});
   for (int col : mib_columns)
     if (col >= 0) terms.push_back({col, 1});
-  const double constant = (constant_bytes + kSlackBytes) / kMiB;
+  const double constant = constant_bytes / kMiB;
   if (budget_col_ >= 0) {
     terms.push_back({budget_col_, -1});
     milp_.add_row(terms, -1e30, -constant);
@@ -483,147 +443,6 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
           {c.col, double(costs_.backward(g_, k, parts_[k][pi], c.name).workspace_bytes)});
     memory_row(terms, {carried[pk + 1], inter}, base + double(with_results));
   }
-}
-
-std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
-  std::vector<double> x(milp_.columns(), 0);
-  // The choice named `name`, or one that does the same no slower and in no more workspace
-  // (the program leaves dominated implementations out).
-  auto pick = [&](const std::vector<Choice>& choices, const std::string& name, auto same,
-                  auto cost) {
-    for (const auto& c : choices)
-      if (c.name == name) return x[c.col] = 1, true;
-    for (const auto& c : choices)
-      if (same(c.name, name) && no_worse(cost(c.name), cost(name))) return x[c.col] = 1, true;
-    return false;
-  };
-  std::vector<int> stage_of(g_.nodes().size(), -1);
-  for (size_t t = 0; t < stages_.size(); ++t) stage_of[stages_[t]] = static_cast<int>(t);
-  // need[t][q]: stage t reads x_q before recomputing it.
-  std::vector<std::vector<bool>> need(stages_.size()), recomputed(stages_.size());
-  for (size_t t = 0; t < stages_.size(); ++t) {
-    need[t].assign(s_[t].size(), false);
-    recomputed[t].assign(s_[t].size(), false);
-  }
-  std::vector<bool> computed(g_.nodes().size(), false);
-  int t = -1;  // -1: the forward pass (a node's first forward instruction)
-  size_t next_backward = 0;
-  for (const Instruction& in : plan.program) {
-    if (in.kind == InstrKind::kFree) continue;
-    const Node& n = g_.node(in.node);
-    if (t < 0 && in.kind == InstrKind::kForward && !computed[n.id]) {
-      computed[n.id] = true;
-      const auto fs = forward_impls(g_, n);
-      auto same = [&](const std::string& a, const std::string& b) {
-        return same_forward(find_forward_impl(fs, n, a), find_forward_impl(fs, n, b));
-      };
-      auto cost = [&](const std::string& name) { return costs_.forward(g_, n.id, name); };
-      if (!pick(forward_[n.id], in.impl, same, cost)) return {};
-      continue;
-    }
-    // The instruction belongs to the stage of the next backward instruction.
-    while (next_backward < plan.program.size() &&
-           (plan.program[next_backward].kind != InstrKind::kBackward ||
-            &plan.program[next_backward] < &in))
-      ++next_backward;
-    if (next_backward == plan.program.size()) return {};
-    t = stage_of[plan.program[next_backward].node];
-    if (t < 0) return {};
-    std::vector<int> reads;
-    if (in.kind == InstrKind::kForward) {
-      const int p = pos_[n.id];
-      if (p >= static_cast<int>(s_[t].size())) return {};
-      for (int v : n.inputs)
-        if (g_.value(v).kind == ValueKind::kActivation) reads.push_back(pos_[g_.value(v).producer]);
-      const auto& impls = recompute_impls_[n.id];
-      size_t a = 0;
-      while (a < impls.size() && impls[a] != in.impl) ++a;
-      if (a == impls.size()) {  // a dominated implementation: the fastest that is no worse
-        for (a = 0; a < impls.size(); ++a)
-          if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, in.impl)))
-            break;
-        if (a == impls.size()) return {};
-      }
-      x[r_[t][p]] = 1;
-      if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;
-    } else {
-      const auto bs = backward_impls(g_, n);
-      const auto b = find_backward_impl(bs, n, in.part, in.impl);
-      for (int i : b.reads_inputs)
-        if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
-          reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
-      if (b.reads_output) reads.push_back(pos_[n.id]);
-      const size_t pi =
-          std::find(parts_[n.id].begin(), parts_[n.id].end(), in.part) - parts_[n.id].begin();
-      auto same = [&](const std::string& a, const std::string& c) {
-        return same_backward(find_backward_impl(bs, n, in.part, a),
-                             find_backward_impl(bs, n, in.part, c));
-      };
-      auto cost = [&](const std::string& name) { return costs_.backward(g_, n.id, in.part, name); };
-      if (pi >= backward_[n.id].size() || !pick(backward_[n.id][pi], in.impl, same, cost))
-        return {};
-    }
-    for (int q : reads) {
-      if (q >= static_cast<int>(s_[t].size())) return {};
-      if (!x[r_[t][q]]) need[t][q] = true;
-    }
-  }
-  for (int u = static_cast<int>(stages_.size()) - 1; u >= 0; --u)
-    for (size_t q = 0; q < s_[u].size(); ++q) {
-      const int next = next_keep(u, static_cast<int>(q));
-      const bool later = next >= 0 && x[next] > 0.5;
-      x[s_[u][q]] = (need[u][q] || (later && !x[r_[u][q]])) ? 1 : 0;
-    }
-  complete(x);
-  fit_budget(x);
-  return x;
-}
-
-void MonetProgram::fit_budget(std::vector<double>& x) const {
-  if (budget_col_ < 0) return;
-  x[budget_col_] = 0;
-  double need = 0;  // the largest excess of a memory row over a zero budget (MiB)
-  for (const auto& [row, excess] : milp_.violations(x, 0)) need = std::max(need, excess);
-  x[budget_col_] = need * (1 + 1e-9) + 1e-9;
-}
-
-Plan MonetProgram::decode(const std::vector<double>& x) const {
-  auto on = [&](int col) { return x.at(col) > 0.5; };
-  Plan plan;
-  plan.graph_fingerprint = g_.fingerprint();
-  std::vector<std::string> forward_choice(g_.nodes().size());
-  for (int id : order_) {
-    for (const auto& c : forward_[id])
-      if (on(c.col)) forward_choice[id] = c.name;
-    plan.program.push_back(
-        {InstrKind::kForward, id, forward_choice[id], BackwardPart::kAll, Slot::kOutput});
-  }
-  for (size_t t = 0; t < stages_.size(); ++t) {
-    const int k = stages_[t];
-    for (size_t p = 0; p < r_[t].size(); ++p) {
-      if (!on(r_[t][p])) continue;
-      const int j = order_[p];
-      std::string impl = recompute_impls_[j].front();
-      for (size_t a = 0; a < rec_[t][p].size(); ++a)
-        if (on(rec_[t][p][a])) impl = recompute_impls_[j][a];
-      plan.program.push_back({InstrKind::kForward, j, impl, BackwardPart::kAll, Slot::kOutput});
-    }
-    for (size_t pi = 0; pi < parts_[k].size(); ++pi)
-      for (const auto& c : backward_[k][pi])
-        if (on(c.col))
-          plan.program.push_back({InstrKind::kBackward, k, c.name, parts_[k][pi], Slot::kOutput});
-  }
-  return plan;
-}
-
-int64_t MonetProgram::budget_of(const std::vector<double>& x) const {
-  return budget_col_ < 0 ? budget_ : static_cast<int64_t>(std::ceil(x.at(budget_col_) * kMiB));
-}
-
-double MonetProgram::seconds_of(const std::vector<double>& x) const {
-  double s = 0;
-  for (size_t c = 0; c < time_.size() && c < x.size(); ++c) s += time_[c] * x[c];
-  return s;
 }
 
 }  // namespace monet

@@ -55,6 +55,7 @@ class MonetProgram {
   double seconds_of(const std::vector<double>& values) const;
 
  private:
+  static constexpr double kMiB = 1024.0 * 1024.0;  // memory rows and sums are in MiB
   using Terms = std::vector<std::pair<int, double>>;
   struct Choice {
     std::string name;

@@ -1,0 +1,152 @@
+// MonetProgram's translation between plans and column assignments: encoding a plan (for
+// warm starts), decoding a solution, and reading its budget and time.
+#include <algorithm>
+#include <cmath>
+
+#include "planner/implementation_dominance.h"
+#include "planner/monet_program.h"
+
+namespace monet {
+
+std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
+  std::vector<double> x(milp_.columns(), 0);
+  // The choice named `name`, or one that does the same no slower and in no more workspace
+  // (the program leaves dominated implementations out).
+  auto pick = [&](const std::vector<Choice>& choices, const std::string& name, auto same,
+                  auto cost) {
+    for (const auto& c : choices)
+      if (c.name == name) return x[c.col] = 1, true;
+    for (const auto& c : choices)
+      if (same(c.name, name) && no_worse(cost(c.name), cost(name))) return x[c.col] = 1, true;
+    return false;
+  };
+  std::vector<int> stage_of(g_.nodes().size(), -1);
+  for (size_t t = 0; t < stages_.size(); ++t) stage_of[stages_[t]] = static_cast<int>(t);
+  // need[t][q]: stage t reads x_q before recomputing it.
+  std::vector<std::vector<bool>> need(stages_.size()), recomputed(stages_.size());
+  for (size_t t = 0; t < stages_.size(); ++t) {
+    need[t].assign(s_[t].size(), false);
+    recomputed[t].assign(s_[t].size(), false);
+  }
+  std::vector<bool> computed(g_.nodes().size(), false);
+  int t = -1;  // -1: the forward pass (a node's first forward instruction)
+  size_t next_backward = 0;
+  for (const Instruction& in : plan.program) {
+    if (in.kind == InstrKind::kFree) continue;
+    const Node& n = g_.node(in.node);
+    if (t < 0 && in.kind == InstrKind::kForward && !computed[n.id]) {
+      computed[n.id] = true;
+      const auto fs = forward_impls(g_, n);
+      auto same = [&](const std::string& a, const std::string& b) {
+        return same_forward(find_forward_impl(fs, n, a), find_forward_impl(fs, n, b));
+      };
+      auto cost = [&](const std::string& name) { return costs_.forward(g_, n.id, name); };
+      if (!pick(forward_[n.id], in.impl, same, cost)) return {};
+      continue;
+    }
+    // The instruction belongs to the stage of the next backward instruction.
+    while (next_backward < plan.program.size() &&
+           (plan.program[next_backward].kind != InstrKind::kBackward ||
+            &plan.program[next_backward] < &in))
+      ++next_backward;
+    if (next_backward == plan.program.size()) return {};
+    t = stage_of[plan.program[next_backward].node];
+    if (t < 0) return {};
+    std::vector<int> reads;
+    if (in.kind == InstrKind::kForward) {
+      const int p = pos_[n.id];
+      if (p >= static_cast<int>(s_[t].size())) return {};
+      for (int v : n.inputs)
+        if (g_.value(v).kind == ValueKind::kActivation) reads.push_back(pos_[g_.value(v).producer]);
+      const auto& impls = recompute_impls_[n.id];
+      size_t a = 0;
+      while (a < impls.size() && impls[a] != in.impl) ++a;
+      if (a == impls.size()) {  // a dominated implementation: the fastest that is no worse
+        for (a = 0; a < impls.size(); ++a)
+          if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, in.impl)))
+            break;
+        if (a == impls.size()) return {};
+      }
+      x[r_[t][p]] = 1;
+      if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;
+    } else {
+      const auto bs = backward_impls(g_, n);
+      const auto b = find_backward_impl(bs, n, in.part, in.impl);
+      for (int i : b.reads_inputs)
+        if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
+          reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
+      if (b.reads_output) reads.push_back(pos_[n.id]);
+      const size_t pi =
+          std::find(parts_[n.id].begin(), parts_[n.id].end(), in.part) - parts_[n.id].begin();
+      auto same = [&](const std::string& a, const std::string& c) {
+        return same_backward(find_backward_impl(bs, n, in.part, a),
+                             find_backward_impl(bs, n, in.part, c));
+      };
+      auto cost = [&](const std::string& name) { return costs_.backward(g_, n.id, in.part, name); };
+      if (pi >= backward_[n.id].size() || !pick(backward_[n.id][pi], in.impl, same, cost))
+        return {};
+    }
+    for (int q : reads) {
+      if (q >= static_cast<int>(s_[t].size())) return {};
+      if (!x[r_[t][q]]) need[t][q] = true;
+    }
+  }
+  for (int u = static_cast<int>(stages_.size()) - 1; u >= 0; --u)
+    for (size_t q = 0; q < s_[u].size(); ++q) {
+      const int next = next_keep(u, static_cast<int>(q));
+      const bool later = next >= 0 && x[next] > 0.5;
+      x[s_[u][q]] = (need[u][q] || (later && !x[r_[u][q]])) ? 1 : 0;
+    }
+  complete(x);
+  fit_budget(x);
+  return x;
+}
+
+void MonetProgram::fit_budget(std::vector<double>& x) const {
+  if (budget_col_ < 0) return;
+  x[budget_col_] = 0;
+  double need = 0;  // the largest excess of a memory row over a zero budget (MiB)
+  for (const auto& [row, excess] : milp_.violations(x, 0)) need = std::max(need, excess);
+  x[budget_col_] = need * (1 + 1e-9) + 1e-9;
+}
+
+Plan MonetProgram::decode(const std::vector<double>& x) const {
+  auto on = [&](int col) { return x.at(col) > 0.5; };
+  Plan plan;
+  plan.graph_fingerprint = g_.fingerprint();
+  std::vector<std::string> forward_choice(g_.nodes().size());
+  for (int id : order_) {
+    for (const auto& c : forward_[id])
+      if (on(c.col)) forward_choice[id] = c.name;
+    plan.program.push_back(
+        {InstrKind::kForward, id, forward_choice[id], BackwardPart::kAll, Slot::kOutput});
+  }
+  for (size_t t = 0; t < stages_.size(); ++t) {
+    const int k = stages_[t];
+    for (size_t p = 0; p < r_[t].size(); ++p) {
+      if (!on(r_[t][p])) continue;
+      const int j = order_[p];
+      std::string impl = recompute_impls_[j].front();
+      for (size_t a = 0; a < rec_[t][p].size(); ++a)
+        if (on(rec_[t][p][a])) impl = recompute_impls_[j][a];
+      plan.program.push_back({InstrKind::kForward, j, impl, BackwardPart::kAll, Slot::kOutput});
+    }
+    for (size_t pi = 0; pi < parts_[k].size(); ++pi)
+      for (const auto& c : backward_[k][pi])
+        if (on(c.col))
+          plan.program.push_back({InstrKind::kBackward, k, c.name, parts_[k][pi], Slot::kOutput});
+  }
+  return plan;
+}
+
+int64_t MonetProgram::budget_of(const std::vector<double>& x) const {
+  return budget_col_ < 0 ? budget_ : static_cast<int64_t>(std::ceil(x.at(budget_col_) * kMiB));
+}
+
+double MonetProgram::seconds_of(const std::vector<double>& x) const {
+  double s = 0;
+  for (size_t c = 0; c < time_.size() && c < x.size(); ++c) s += time_[c] * x[c];
+  return s;
+}
+
+}  // namespace monet
