@@ -59,6 +59,27 @@ ImplCost measure(const ProfileOptions& o, int64_t declared_result_bytes,
   return c;
 }
 
+// A gradient for `v` laid out as the executor hands it to v's producer. When every
+// consumer of v is a concatenation, the gradient is a slice of the concatenation's output
+// gradient (the one whose backward runs first, the last in forward order): a view, strided
+// unless the slice happens to be contiguous, and kernels that want dense input copy it.
+// That copy is workspace, so it is measured here.
+at::Tensor executor_like_gradient(const Graph& g, const Value& v) {
+  const auto options = at::TensorOptions().dtype(v.dtype);
+  const bool all_cats =
+      !v.consumers.empty() && std::all_of(v.consumers.begin(), v.consumers.end(),
+                                          [&](int c) { return g.node(c).op == OpKind::kCat; });
+  if (!all_cats) return at::randn(v.shape, options);
+  const Node& cat = g.node(v.consumers.back());
+  const int64_t dim = cat.attrs.dim;
+  int64_t offset = 0;
+  for (int in : cat.inputs) {
+    if (in == v.id) break;
+    offset += g.value(in).shape[dim];
+  }
+  return at::randn(g.value(cat.output).shape, options).narrow(dim, offset, v.shape[dim]);
+}
+
 }  // namespace
 
 CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch& batch,
@@ -121,7 +142,7 @@ CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch&
       if (f.emits_intermediate) intermediates[f.name] = last[1];
     }
     if (needs_backward[id]) {
-      at::Tensor grad_output = at::randn(out.shape, at::TensorOptions().dtype(out.dtype));
+      at::Tensor grad_output = executor_like_gradient(g, out);
       for (const auto& b : backward_impls(g, n)) {
         const auto mask = backward_grad_mask(g, n, b.part, needs_grad);
         const int64_t declared = backward_result_bytes(g, n, b, mask);

@@ -10,12 +10,22 @@
 namespace monet {
 namespace {
 
-// Adds `g` into `slot`; in place when the slot's tensor is exclusively ours, as
-// autograd's input buffer does.
+// True when no other tensor references `t`'s memory. A view keeps its base alive (even
+// without autograd), so a view whose base is referenced by nothing but the view — the
+// other slices of a cat gradient already freed — is exclusive too.
+bool exclusively_owned(const at::Tensor& t) {
+  if (t.use_count() != 1) return false;
+  const auto storage_users = t.storage().use_count();
+  if (!t.is_view()) return storage_users == 1;
+  return t._base().use_count() == 1 && storage_users == 2;
+}
+
+// Adds `g` into `slot`; in place when the slot's memory is exclusively ours (as
+// autograd's input buffer does, and also for views whose siblings are dead).
 void accumulate(at::Tensor& slot, const at::Tensor& g) {
   if (!slot.defined()) {
     slot = g;
-  } else if (slot.use_count() == 1 && slot.storage().use_count() == 1) {
+  } else if (exclusively_owned(slot)) {
     slot.add_(g);
   } else {
     slot = slot + g;
