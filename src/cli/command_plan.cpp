@@ -7,6 +7,7 @@
 #include "cli/cli_common.h"
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
+#include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "runtime/autograd_baseline.h"
 
@@ -91,10 +92,11 @@ int run_plan(const PlanOptions& o) {
       throw UsageError(e.what());
     }
     if (o.budget.empty()) throw UsageError("--planner " + o.planner + " needs --budget");
-  } else if (o.planner != "storeall" && o.planner != "chen" && o.planner != "random") {
+  } else if (o.planner != "storeall" && o.planner != "chen" && o.planner != "lean" &&
+             o.planner != "random") {
     throw UsageError("unknown planner '" + o.planner +
                      "' (known: monet, monet-noop, monet-conv, monet-out, monet-int, "
-                     "monet-inplace, storeall, chen, random)");
+                     "monet-inplace, storeall, chen, lean, random)");
   }
   int64_t baseline_peak = -1;
   auto baseline = [&] {
@@ -103,7 +105,8 @@ int run_plan(const PlanOptions& o) {
   };
   const int64_t budget = o.budget.empty() ? -1 : parse_budget(o.budget, baseline);
   CostModel costs;
-  const bool have_costs = obtain_costs(g, o.costs, monet || budget > 0, &costs);
+  const bool have_costs =
+      obtain_costs(g, o.costs, monet || o.planner == "lean" || budget > 0, &costs);
 
   Plan plan;
   MonetResult r;
@@ -144,6 +147,8 @@ int run_plan(const PlanOptions& o) {
     plan = store_all_plan(g);
   } else if (o.planner == "chen") {
     plan = chen_plan(g);
+  } else if (o.planner == "lean") {
+    plan = best_lean_plan(g, costs, budget);
   } else {
     plan = random_plan(g, o.seed);
   }
@@ -209,7 +214,7 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   add_cost_options(cmd, o->costs);
   cmd->add_option("--planner", o->planner,
                   "monet | monet-noop | monet-conv | monet-out | monet-int | monet-inplace | "
-                  "storeall | chen | random")
+                  "storeall | chen | lean | random")
       ->capture_default_str();
   cmd->add_option(
       "--budget", o->budget,

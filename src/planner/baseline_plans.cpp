@@ -24,16 +24,26 @@ std::vector<int> articulation_values(const Graph& g) {
 }
 
 Plan chen_plan(const Graph& g) {
-  ScheduleChoices c = default_choices(g);
-  const auto cuts = articulation_values(g);
   const size_t n = g.nodes().size();
-  const size_t keep = std::max<size_t>(1, static_cast<size_t>(std::lround(std::sqrt(double(n)))));
+  Plan p = checkpoint_plan(g, static_cast<size_t>(std::lround(std::sqrt(double(n)))));
+  p.planner = "chen";
+  return p;
+}
+
+Plan checkpoint_plan(const Graph& g, size_t segments) {
+  return checkpoint_schedule(g, default_choices(g), segments, "checkpoint");
+}
+
+Plan checkpoint_schedule(const Graph& g, ScheduleChoices c, size_t segments,
+                         const std::string& planner) {
+  const auto cuts = articulation_values(g);
+  const size_t keep = std::max<size_t>(1, std::min(segments, cuts.size()));
   std::vector<bool> checkpoint(g.values().size(), false);
   for (size_t i = 0; i < keep && !cuts.empty(); ++i)
     checkpoint[cuts[(i + 1) * cuts.size() / (keep + 1)]] = true;
   for (const auto& v : g.values())
     c.drop_after_forward[v.id] = v.kind == ValueKind::kActivation && !checkpoint[v.id];
-  return build_schedule(g, c, "chen");
+  return build_schedule(g, c, planner);
 }
 
 Plan random_plan(const Graph& g, uint64_t seed) {

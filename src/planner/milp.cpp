@@ -97,11 +97,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Programs with more columns than this skip CBC's cut generation.
+constexpr int kLargeProgramColumns = 20000;
+
 // Reports incumbent, bound and gap on stderr as CBC finds solutions and explores nodes.
 class ProgressHandler : public CbcEventHandler {
  public:
-  ProgressHandler(bool print, Clock::time_point t0, MilpResult* result)
-      : print_(print), t0_(t0), result_(result) {}
+  ProgressHandler(bool print, Clock::time_point t0, double deadline, MilpResult* result)
+      : print_(print), t0_(t0), deadline_(deadline), result_(result) {}
   CbcEventHandler* clone() const override { return new ProgressHandler(*this); }
 
   CbcAction event(CbcEvent which) override {
@@ -114,7 +117,9 @@ class ProgressHandler : public CbcEventHandler {
     } else if (which == node && t - last_ >= 2.0) {
       report(t, "search");
     }
-    return noAction;
+    // CBC checks its own limit between nodes only; root cuts and heuristics can run on.
+    if (t <= deadline_ || which == solution || which == heuristicSolution) return noAction;
+    return stop;
   }
 
  private:
@@ -135,6 +140,7 @@ class ProgressHandler : public CbcEventHandler {
 
   bool print_;
   Clock::time_point t0_;
+  double deadline_;  // seconds after t0_
   MilpResult* result_;
   double last_ = 0;
 };
@@ -154,6 +160,24 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
                                 lengths.data());
   lp.loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
                  m.row_ub_.data());
+  // The LP relaxation first, with CLP: it is the certified lower bound, and CBC starts
+  // its root from this basis (CBC's own initial solve of these programs spent minutes in
+  // primal clean-up; CLP's default solve takes seconds).
+  lp.getModelPtr()->setMaximumSeconds(std::max(1.0, o.time_limit_seconds));
+  lp.initialSolve();
+  result.lp_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (lp.isProvenPrimalInfeasible()) {
+    result.status = MilpStatus::kInfeasible;
+    result.seconds = result.lp_seconds;
+    if (o.progress)
+      std::fprintf(stderr, "solver: LP relaxation infeasible after %.1f s\n", result.lp_seconds);
+    return result;
+  }
+  if (lp.isProvenOptimal()) result.lp_bound = lp.getObjValue();
+  if (o.progress)
+    std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s, bound %.6g\n", result.lp_seconds,
+                 lp.isProvenOptimal() ? "solved" : "stopped at the time limit", result.lp_bound);
+  lp.getModelPtr()->setMaximumSeconds(-1);
   for (int c = 0; c < m.columns(); ++c)
     if (m.integer_[c]) lp.setInteger(c);
   CbcModel model(lp);
@@ -161,12 +185,12 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   if (!o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns()) {
     model.setBestSolution(o.warm_start.data(), m.columns(), m.objective_of(o.warm_start), true);
   }
-  ProgressHandler handler(o.progress, t0, &result);
+  ProgressHandler handler(o.progress, t0, o.time_limit_seconds, &result);
   model.passInEventHandler(&handler);
   CbcSolverUsefulData data;
   CbcMain0(model, data);
   model.messageHandler()->setLogLevel(0);
-  const std::string sec = std::to_string(std::max(1.0, o.time_limit_seconds));
+  const std::string sec = std::to_string(std::max(1.0, o.time_limit_seconds - result.lp_seconds));
   const std::string gap = std::to_string(o.relative_gap);
   const std::string threads = std::to_string(std::max(1, o.threads));
   // CglPreProcess (CBC 2.10) crashes in postProcess on some of these programs once the
@@ -174,6 +198,13 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   std::vector<const char*> argv = {"monet",     "-log",        "0",         "-timeMode",
                                    "elapsed",   "-sec",        sec.c_str(), "-ratio",
                                    gap.c_str(), "-preprocess", "off"};
+  if (m.columns() > kLargeProgramColumns) {
+    // Gomory and the other root cuts take minutes on programs this size on 2 cores and
+    // move the bound little (ResNet-50: 12.615 -> 12.645 after 56 s); the LP relaxation
+    // is the certified bound, and the time goes to heuristics and the search instead.
+    argv.push_back("-cuts");
+    argv.push_back("off");
+  }
   if (o.threads > 1) {
     argv.push_back("-threads");
     argv.push_back(threads.c_str());
@@ -187,8 +218,10 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   if (has_solution) {
     result.values.assign(model.bestSolution(), model.bestSolution() + m.columns());
     result.objective = model.getObjValue();
-    result.bound = std::min(model.getBestPossibleObjValue(), result.objective);
+    result.bound =
+        std::min(std::max(model.getBestPossibleObjValue(), result.lp_bound), result.objective);
   }
+  if (!has_solution && result.lp_bound > -1e300) result.bound = result.lp_bound;
   if (model.isProvenOptimal() && has_solution) {
     result.status = MilpStatus::kOptimal;
   } else if (model.isProvenInfeasible()) {

@@ -1,6 +1,7 @@
 // Milp: a 0-1 mixed-integer linear program (minimise c'x subject to row bounds) and its
-// solution with CBC, linked as a library. Planners build a Milp; solve_milp() runs CBC's
-// full branch and cut (presolve, cuts, heuristics) under a time limit and relative gap,
+// solution with CBC, linked as a library. Planners build a Milp; solve_milp() solves the
+// LP relaxation with CLP (the certified bound), then runs CBC's branch and cut from that
+// basis (cuts, heuristics) under one wall-clock limit for both and a relative gap,
 // reports incumbent, bound and gap on stderr while it runs, and returns the best
 // solution with the solve statistics.
 #pragma once
@@ -50,7 +51,7 @@ class Milp {
 };
 
 struct MilpOptions {
-  double time_limit_seconds = 60;  // wall-clock limit of the branch and bound
+  double time_limit_seconds = 60;  // wall-clock limit of LP relaxation and branch and bound
   double relative_gap = 1e-4;      // stop when (incumbent - bound) / |incumbent| <= this
   int threads = 1;                 // CBC threads (when CBC was built with them)
   bool progress = false;           // incumbent / bound / gap lines on stderr
@@ -64,7 +65,9 @@ const char* milp_status_name(MilpStatus status);
 struct MilpResult {
   MilpStatus status = MilpStatus::kNoSolution;
   double objective = 0;                 // of the incumbent
-  double bound = 0;                     // best proven lower bound
+  double bound = 0;                     // best proven lower bound (LP relaxation or CBC's)
+  double lp_bound = -1e300;             // optimum of the LP relaxation (when solved)
+  double lp_seconds = 0;                // wall time of the LP relaxation
   double gap = 0;                       // (objective - bound) / |objective|, 0 when optimal
   double seconds = 0;                   // wall time of the solve
   double first_incumbent_seconds = -1;  // when the first solution was found (-1: never)

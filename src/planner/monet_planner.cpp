@@ -1,10 +1,12 @@
 #include "planner/monet_planner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
 #include "planner/baseline_plans.h"
+#include "planner/lean_plans.h"
 #include "planner/monet_program.h"
 
 namespace monet {
@@ -21,10 +23,12 @@ constexpr ModeName kModes[] = {{MonetMode::kAll, "monet"},
                                {MonetMode::kIntermediate, "monet-int"},
                                {MonetMode::kInplace, "monet-inplace"}};
 
-// Sets the fastest of the heuristic plans the program accepts (store-all, Chen) as the
-// solver's warm start; returns its name, or nullptr when none fits.
-const char* warm_start(const MonetProgram& program, const Graph& g, MilpOptions* solver,
-                       const std::vector<Plan>& extra = {}) {
+// Sets the fastest of the heuristic plans the program accepts as the solver's warm
+// start: store-all, Chen, store-all and checkpointing with 1 to all articulation points
+// with default, memory-lean and fastest implementations, and the `extra` plans. Returns its name,
+// or nullptr when none fits.
+const char* warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
+                       MilpOptions* solver, const std::vector<Plan>& extra = {}) {
   const char* name = nullptr;
   double best = 0;
   auto consider = [&](const char* what, std::vector<double> x) {
@@ -35,6 +39,15 @@ const char* warm_start(const MonetProgram& program, const Graph& g, MilpOptions*
   };
   consider("store-all", program.assignment_of(store_all_plan(g)));
   consider("Chen", program.assignment_of(chen_plan(g)));
+  const ScheduleChoices lean = lean_choices(g, costs);
+  const ScheduleChoices fast = implementation_choices(g, costs, ImplementationPreference::kFastest);
+  consider("lean store-all", program.assignment_of(build_schedule(g, lean, "lean")));
+  consider("fast store-all", program.assignment_of(build_schedule(g, fast, "fast")));
+  for (size_t k : checkpoint_segment_counts(g)) {
+    consider("checkpointing", program.assignment_of(checkpoint_plan(g, k)));
+    consider("lean checkpointing", program.assignment_of(checkpoint_schedule(g, lean, k, "")));
+    consider("fast checkpointing", program.assignment_of(checkpoint_schedule(g, fast, k, "")));
+  }
   for (const Plan& p : extra) consider("a given plan", program.assignment_of(p));
   return name;
 }
@@ -84,7 +97,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
     result.program_budget = budget;
     MilpOptions solver = o.solver;
-    const char* warm_name = warm_start(program, g, &solver, o.warm_plans);
+    const char* warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
     if (o.solver.progress)
       std::fprintf(
           stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
@@ -117,7 +130,7 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
                              const MilpOptions& solver) {
   MonetProgram program(g, costs, mode, -1);
   MilpOptions o = solver;
-  warm_start(program, g, &o);
+  warm_start(program, g, costs, &o);
   const MilpResult r = solve_milp(program.milp(), o);
   MinimumBudget m;
   if (r.values.empty()) return m;

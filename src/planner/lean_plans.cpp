@@ -1,0 +1,120 @@
+#include "planner/lean_plans.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "plan/simulator.h"
+#include "planner/baseline_plans.h"
+
+namespace monet {
+namespace {
+
+// Bytes a backward implementation keeps alive until it runs (what it reads).
+int64_t read_bytes(const Graph& g, const Node& n, const BackwardImplInfo& b,
+                   const std::string& forward) {
+  int64_t bytes = 0;
+  for (int k : b.reads_inputs) bytes += g.value(n.inputs[k]).bytes();
+  if (b.reads_output) bytes += g.value(n.output).bytes();
+  if (b.reads_intermediate) bytes += intermediate_bytes(g, n, forward);
+  return bytes;
+}
+
+}  // namespace
+
+ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
+                                       ImplementationPreference preference) {
+  ScheduleChoices c = default_choices(g);
+  for (const auto& n : g.nodes()) {
+    const bool sole_reader = !n.inputs.empty() &&
+                             g.value(n.inputs[0]).kind == ValueKind::kActivation &&
+                             g.value(n.inputs[0]).consumers.size() == 1;
+    const auto forwards = forward_impls(g, n);
+    const auto backwards = backward_impls(g, n);
+    const auto parts = backward_parts(g, n);
+    double best_bytes = std::numeric_limits<double>::max(), best_seconds = 0;
+    for (const auto& f : forwards) {
+      if (f.inplace && !sole_reader) continue;
+      const ForwardImplInfo recompute = find_forward_impl(forwards, n, out_of_place(f.name));
+      const ImplCost& fc = costs.forward(g, n.id, f.name);
+      int64_t bytes = fc.workspace_bytes + (f.inplace ? 0 : g.value(n.output).bytes());
+      double seconds = fc.seconds;
+      std::vector<std::string> chosen;
+      bool complete = true;
+      for (BackwardPart part : parts) {
+        const BackwardImplInfo* pick = nullptr;
+        int64_t pick_bytes = 0;
+        double pick_seconds = 0;
+        for (const auto& b : backwards) {
+          if (b.part != part || !compatible(f, b) || !compatible(recompute, b)) continue;
+          const ImplCost& bc = costs.backward(g, n.id, part, b.name);
+          const int64_t nb = read_bytes(g, n, b, f.name) + bc.workspace_bytes;
+          const bool better =
+              preference == ImplementationPreference::kLeastMemory
+                  ? nb < pick_bytes || (nb == pick_bytes && bc.seconds < pick_seconds)
+                  : bc.seconds < pick_seconds || (bc.seconds == pick_seconds && nb < pick_bytes);
+          if (!pick || better) pick = &b, pick_bytes = nb, pick_seconds = bc.seconds;
+        }
+        if (!pick) {
+          complete = false;
+          break;
+        }
+        chosen.push_back(pick->name);
+        bytes += pick_bytes;
+        seconds += pick_seconds;
+      }
+      if (!complete) continue;
+      const bool better =
+          preference == ImplementationPreference::kLeastMemory
+              ? bytes < best_bytes || (bytes == best_bytes && seconds < best_seconds)
+              : seconds < best_seconds || (seconds == best_seconds && bytes < best_bytes);
+      if (best_bytes == std::numeric_limits<double>::max() || better) {
+        best_bytes = static_cast<double>(bytes), best_seconds = seconds;
+        c.forward[n.id] = f.name;
+        if (!parts.empty()) c.backward[n.id] = chosen;
+      }
+    }
+  }
+  return c;
+}
+
+ScheduleChoices lean_choices(const Graph& g, const CostModel& costs) {
+  return implementation_choices(g, costs, ImplementationPreference::kLeastMemory);
+}
+
+Plan lean_checkpoint_plan(const Graph& g, const CostModel& costs, size_t segments) {
+  return checkpoint_schedule(g, lean_choices(g, costs), segments, "lean");
+}
+
+Plan lean_store_all_plan(const Graph& g, const CostModel& costs) {
+  return build_schedule(g, lean_choices(g, costs), "lean");
+}
+
+std::vector<size_t> checkpoint_segment_counts(const Graph& g) {
+  std::vector<size_t> counts;
+  const size_t cuts = articulation_values(g).size();
+  for (size_t k = 1; k <= cuts; k = std::max(k + 1, k * 5 / 4)) counts.push_back(k);
+  return counts;
+}
+
+Plan best_lean_plan(const Graph& g, const CostModel& costs, int64_t budget_bytes) {
+  const ScheduleChoices choices = lean_choices(g, costs);
+  std::vector<Plan> candidates = {build_schedule(g, choices, "lean")};
+  for (size_t k : checkpoint_segment_counts(g))
+    candidates.push_back(checkpoint_schedule(g, choices, k, "lean"));
+  const Plan* fastest = nullptr;
+  const Plan* smallest = nullptr;
+  double fastest_seconds = 0;
+  int64_t smallest_peak = 0;
+  for (const Plan& p : candidates) {
+    const SimulationResult s = simulate(g, p, costs);
+    if (!smallest || s.peak_bytes < smallest_peak) smallest = &p, smallest_peak = s.peak_bytes;
+    if (budget_bytes >= 0 && s.peak_bytes <= budget_bytes &&
+        (!fastest || s.seconds < fastest_seconds))
+      fastest = &p, fastest_seconds = s.seconds;
+  }
+  return fastest ? *fastest : *smallest;
+}
+
+}  // namespace monet

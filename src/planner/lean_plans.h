@@ -1,0 +1,44 @@
+// Memory-lean plans: checkpointing (as checkpoint_plan) with, for every operator, the
+// implementations that hold the least memory — in-place forwards where the input has no
+// other reader, backward passes that read the smallest tensors (outputs, 1-bit masks),
+// the algorithms with the least workspace. They reach budgets that checkpointing with
+// default operators cannot, and serve as warm starts for the MONeT program there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "planner/schedule_builder.h"
+
+namespace monet {
+
+enum class ImplementationPreference {
+  kLeastMemory,  // bytes the backward reads plus workspace (profiled); seconds break ties
+  kFastest,      // profiled seconds of forward and backward; bytes break ties
+};
+/// Per node, the compatible forward and backward implementations that are best by
+/// `preference` (in-place forwards only where the input has no other reader).
+ScheduleChoices implementation_choices(const Graph& graph, const CostModel& costs,
+                                       ImplementationPreference preference);
+/// implementation_choices(graph, costs, kLeastMemory).
+ScheduleChoices lean_choices(const Graph& graph, const CostModel& costs);
+
+/// checkpoint_plan(graph, segments) with lean_choices.
+Plan lean_checkpoint_plan(const Graph& graph, const CostModel& costs, size_t segments);
+/// Store-all with lean_choices (nothing recomputed).
+Plan lean_store_all_plan(const Graph& graph, const CostModel& costs);
+
+/// The segment counts worth trying for a graph: 1 to all articulation points, each about
+/// 25% more than the last.
+std::vector<size_t> checkpoint_segment_counts(const Graph& graph);
+
+/// The `lean` planner: of lean store-all and lean checkpointing with every count of
+/// checkpoint_segment_counts, the fastest whose simulated peak fits `budget_bytes`;
+/// when none fits (or budget_bytes < 0), the one with the smallest peak.
+Plan best_lean_plan(const Graph& graph, const CostModel& costs, int64_t budget_bytes);
+
+}  // namespace monet
