@@ -25,13 +25,8 @@ std::vector<int> articulation_values(const Graph& g) {
 
 Plan chen_plan(const Graph& g) {
   const size_t n = g.nodes().size();
-  Plan p = checkpoint_plan(g, static_cast<size_t>(std::lround(std::sqrt(double(n)))));
-  p.planner = "chen";
-  return p;
-}
-
-Plan checkpoint_plan(const Graph& g, size_t segments) {
-  return checkpoint_schedule(g, default_choices(g), segments, "checkpoint");
+  return checkpoint_schedule(g, default_choices(g),
+                             static_cast<size_t>(std::lround(std::sqrt(double(n)))), "chen");
 }
 
 Plan checkpoint_schedule(const Graph& g, ScheduleChoices c, size_t segments,

@@ -17,11 +17,10 @@ namespace monet {
 
 Plan store_all_plan(const Graph& graph);
 Plan chen_plan(const Graph& graph);
-/// Checkpointing with `segments` + 1 segments: keeps the outputs of `segments` evenly
-/// spaced articulation points (chen_plan is segments = sqrt(n)).
-Plan checkpoint_plan(const Graph& graph, size_t segments);
-/// The same checkpoints with other implementation choices (c.drop_after_forward is
-/// overwritten); `planner` names the plan.
+/// Checkpointing with `segments` + 1 segments and implementation choices `c`: keeps the
+/// outputs of `segments` evenly spaced articulation points and drops every other
+/// activation after the forward pass (c.drop_after_forward is overwritten). chen_plan is
+/// default choices with segments = sqrt(n); `planner` names the plan.
 Plan checkpoint_schedule(const Graph& graph, ScheduleChoices c, size_t segments,
                          const std::string& planner);
 Plan random_plan(const Graph& graph, uint64_t seed);

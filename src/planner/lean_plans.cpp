@@ -1,7 +1,6 @@
 #include "planner/lean_plans.h"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,14 @@ int64_t read_bytes(const Graph& g, const Node& n, const BackwardImplInfo& b,
   return bytes;
 }
 
+// Whether (bytes, seconds) beats (best_bytes, best_seconds) under `preference`.
+bool preferred(ImplementationPreference preference, int64_t bytes, double seconds,
+               int64_t best_bytes, double best_seconds) {
+  if (preference == ImplementationPreference::kLeastMemory)
+    return bytes < best_bytes || (bytes == best_bytes && seconds < best_seconds);
+  return seconds < best_seconds || (seconds == best_seconds && bytes < best_bytes);
+}
+
 }  // namespace
 
 ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
@@ -33,7 +40,9 @@ ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
     const auto forwards = forward_impls(g, n);
     const auto backwards = backward_impls(g, n);
     const auto parts = backward_parts(g, n);
-    double best_bytes = std::numeric_limits<double>::max(), best_seconds = 0;
+    bool found = false;
+    int64_t best_bytes = 0;
+    double best_seconds = 0;
     for (const auto& f : forwards) {
       if (f.inplace && !sole_reader) continue;
       const ForwardImplInfo recompute = find_forward_impl(forwards, n, out_of_place(f.name));
@@ -50,11 +59,8 @@ ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
           if (b.part != part || !compatible(f, b) || !compatible(recompute, b)) continue;
           const ImplCost& bc = costs.backward(g, n.id, part, b.name);
           const int64_t nb = read_bytes(g, n, b, f.name) + bc.workspace_bytes;
-          const bool better =
-              preference == ImplementationPreference::kLeastMemory
-                  ? nb < pick_bytes || (nb == pick_bytes && bc.seconds < pick_seconds)
-                  : bc.seconds < pick_seconds || (bc.seconds == pick_seconds && nb < pick_bytes);
-          if (!pick || better) pick = &b, pick_bytes = nb, pick_seconds = bc.seconds;
+          if (!pick || preferred(preference, nb, bc.seconds, pick_bytes, pick_seconds))
+            pick = &b, pick_bytes = nb, pick_seconds = bc.seconds;
         }
         if (!pick) {
           complete = false;
@@ -65,12 +71,8 @@ ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
         seconds += pick_seconds;
       }
       if (!complete) continue;
-      const bool better =
-          preference == ImplementationPreference::kLeastMemory
-              ? bytes < best_bytes || (bytes == best_bytes && seconds < best_seconds)
-              : seconds < best_seconds || (seconds == best_seconds && bytes < best_bytes);
-      if (best_bytes == std::numeric_limits<double>::max() || better) {
-        best_bytes = static_cast<double>(bytes), best_seconds = seconds;
+      if (!found || preferred(preference, bytes, seconds, best_bytes, best_seconds)) {
+        found = true, best_bytes = bytes, best_seconds = seconds;
         c.forward[n.id] = f.name;
         if (!parts.empty()) c.backward[n.id] = chosen;
       }
@@ -83,26 +85,17 @@ ScheduleChoices lean_choices(const Graph& g, const CostModel& costs) {
   return implementation_choices(g, costs, ImplementationPreference::kLeastMemory);
 }
 
-Plan lean_checkpoint_plan(const Graph& g, const CostModel& costs, size_t segments) {
-  return checkpoint_schedule(g, lean_choices(g, costs), segments, "lean");
-}
-
-Plan lean_store_all_plan(const Graph& g, const CostModel& costs) {
-  return build_schedule(g, lean_choices(g, costs), "lean");
-}
-
-std::vector<size_t> checkpoint_segment_counts(const Graph& g) {
-  std::vector<size_t> counts;
+std::vector<Plan> checkpoint_family(const Graph& g, const ScheduleChoices& choices,
+                                    const std::string& planner) {
+  std::vector<Plan> plans = {build_schedule(g, choices, planner)};
   const size_t cuts = articulation_values(g).size();
-  for (size_t k = 1; k <= cuts; k = std::max(k + 1, k * 5 / 4)) counts.push_back(k);
-  return counts;
+  for (size_t k = 1; k <= cuts; k = std::max(k + 1, k * 5 / 4))
+    plans.push_back(checkpoint_schedule(g, choices, k, planner));
+  return plans;
 }
 
 Plan best_lean_plan(const Graph& g, const CostModel& costs, int64_t budget_bytes) {
-  const ScheduleChoices choices = lean_choices(g, costs);
-  std::vector<Plan> candidates = {build_schedule(g, choices, "lean")};
-  for (size_t k : checkpoint_segment_counts(g))
-    candidates.push_back(checkpoint_schedule(g, choices, k, "lean"));
+  const std::vector<Plan> candidates = checkpoint_family(g, lean_choices(g, costs), "lean");
   const Plan* fastest = nullptr;
   const Plan* smallest = nullptr;
   double fastest_seconds = 0;

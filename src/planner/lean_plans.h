@@ -1,4 +1,4 @@
-// Memory-lean plans: checkpointing (as checkpoint_plan) with, for every operator, the
+// Memory-lean plans: checkpointing (as checkpoint_schedule) with, for every operator, the
 // implementations that hold the least memory — in-place forwards where the input has no
 // other reader, backward passes that read the smallest tensors (outputs, 1-bit masks),
 // the algorithms with the least workspace. They reach budgets that checkpointing with
@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cost/cost_model.h"
@@ -27,18 +28,13 @@ ScheduleChoices implementation_choices(const Graph& graph, const CostModel& cost
 /// implementation_choices(graph, costs, kLeastMemory).
 ScheduleChoices lean_choices(const Graph& graph, const CostModel& costs);
 
-/// checkpoint_plan(graph, segments) with lean_choices.
-Plan lean_checkpoint_plan(const Graph& graph, const CostModel& costs, size_t segments);
-/// Store-all with lean_choices (nothing recomputed).
-Plan lean_store_all_plan(const Graph& graph, const CostModel& costs);
+/// Store-all and checkpointing (checkpoint_schedule) with 1 to all articulation points,
+/// each count about 25% more than the last, all with `choices`; `planner` names them.
+std::vector<Plan> checkpoint_family(const Graph& graph, const ScheduleChoices& choices,
+                                    const std::string& planner);
 
-/// The segment counts worth trying for a graph: 1 to all articulation points, each about
-/// 25% more than the last.
-std::vector<size_t> checkpoint_segment_counts(const Graph& graph);
-
-/// The `lean` planner: of lean store-all and lean checkpointing with every count of
-/// checkpoint_segment_counts, the fastest whose simulated peak fits `budget_bytes`;
-/// when none fits (or budget_bytes < 0), the one with the smallest peak.
+/// The `lean` planner: of checkpoint_family(graph, lean_choices(...)), the fastest whose simulated
+/// peak fits `budget_bytes`; when none fits (or budget_bytes < 0), the one with the smallest peak.
 Plan best_lean_plan(const Graph& graph, const CostModel& costs, int64_t budget_bytes);
 
 }  // namespace monet

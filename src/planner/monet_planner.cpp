@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
@@ -24,29 +25,32 @@ constexpr ModeName kModes[] = {{MonetMode::kAll, "monet"},
                                {MonetMode::kInplace, "monet-inplace"}};
 
 // Sets the fastest of the heuristic plans the program accepts as the solver's warm
-// start: store-all, Chen, store-all and checkpointing with 1 to all articulation points
-// with default, memory-lean and fastest implementations, and the `extra` plans. Returns its name,
-// or nullptr when none fits.
-const char* warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
+// start: Chen, and store-all and checkpointing at 1 to all articulation points with
+// default, memory-lean and fastest implementations, and the `extra` plans. Returns the
+// winner's description, or an empty string when none fits.
+std::string warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
                        MilpOptions* solver, const std::vector<Plan>& extra = {}) {
-  const char* name = nullptr;
+  std::string name;
   double best = 0;
-  auto consider = [&](const char* what, std::vector<double> x) {
+  auto consider = [&](std::string what, std::vector<double> x) {
     if (x.empty() || !program.milp().satisfies(x)) return;
     const double objective = program.milp().objective_of(x);
-    if (name && objective >= best) return;
-    name = what, best = objective, solver->warm_start = std::move(x);
+    if (!name.empty() && objective >= best) return;
+    name = std::move(what), best = objective, solver->warm_start = std::move(x);
   };
-  consider("store-all", program.assignment_of(store_all_plan(g)));
   consider("Chen", program.assignment_of(chen_plan(g)));
-  const ScheduleChoices lean = lean_choices(g, costs);
-  const ScheduleChoices fast = implementation_choices(g, costs, ImplementationPreference::kFastest);
-  consider("lean store-all", program.assignment_of(build_schedule(g, lean, "lean")));
-  consider("fast store-all", program.assignment_of(build_schedule(g, fast, "fast")));
-  for (size_t k : checkpoint_segment_counts(g)) {
-    consider("checkpointing", program.assignment_of(checkpoint_plan(g, k)));
-    consider("lean checkpointing", program.assignment_of(checkpoint_schedule(g, lean, k, "")));
-    consider("fast checkpointing", program.assignment_of(checkpoint_schedule(g, fast, k, "")));
+  const struct {
+    const char* name;
+    ScheduleChoices choices;
+  } families[] = {{"default implementations", default_choices(g)},
+                  {"memory-lean implementations", lean_choices(g, costs)},
+                  {"fastest implementations",
+                   implementation_choices(g, costs, ImplementationPreference::kFastest)}};
+  for (const auto& f : families) {
+    const std::vector<Plan> plans = checkpoint_family(g, f.choices, "");
+    for (size_t i = 0; i < plans.size(); ++i)
+      consider(std::string(i == 0 ? "store-all" : "checkpointing") + " with " + f.name,
+               program.assignment_of(plans[i]));
   }
   for (const Plan& p : extra) consider("a given plan", program.assignment_of(p));
   return name;
@@ -97,13 +101,13 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
     result.program_budget = budget;
     MilpOptions solver = o.solver;
-    const char* warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
+    const std::string warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
     if (o.solver.progress)
       std::fprintf(
           stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
           monet_mode_name(o.mode), budget / 1048576.0, result.size.columns, result.size.rows,
-          static_cast<long long>(result.size.nonzeros), warm_name ? ", warm start from " : "",
-          warm_name ? warm_name : "");
+          static_cast<long long>(result.size.nonzeros),
+          warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
     result.solve = solve_milp(program.milp(), solver);
     ++result.solves;
     if (result.solve.values.empty()) return result;
