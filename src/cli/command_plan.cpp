@@ -76,6 +76,7 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"first_incumbent_seconds", r.solve.first_incumbent_seconds},
           {"objective_seconds", r.objective_seconds},
           {"bound_seconds", r.solve.bound},
+          {"lp_relaxation_seconds", r.solve.lp_seconds},
           {"gap", r.solve.gap},
           {"solves", r.solves},
           {"program_budget_bytes", r.program_budget}};
