@@ -25,6 +25,7 @@ struct PlanOptions {
   uint64_t seed = 0;
   std::string output;
   bool json = false;
+  bool exact = false;
 };
 
 // Peak bytes of one autograd iteration (the baseline a ratio budget refers to).
@@ -78,6 +79,8 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"bound_seconds", r.solve.bound},
           {"lp_relaxation_seconds", r.solve.lp_seconds},
           {"gap", r.solve.gap},
+          {"neighbourhoods", r.solve.neighbourhoods},
+          {"planner_seconds", r.seconds},
           {"solves", r.solves},
           {"program_budget_bytes", r.program_budget}};
 }
@@ -118,6 +121,7 @@ int run_plan(const PlanOptions& o) {
     mo.solver.time_limit_seconds = o.time_limit;
     mo.solver.relative_gap = o.gap;
     mo.solver.threads = o.threads;
+    mo.solver.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
     mo.solver.progress = true;
     r = plan_monet(g, costs, mo);
     if (!r.found) {
@@ -226,6 +230,10 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--gap", o->gap, "relative optimality gap at which the solver stops")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_flag("--exact", o->exact,
+                "CBC's branch and cut over the whole program even when it is large (the default "
+                "on programs over 20,000 columns: neighbourhood search from the best heuristic "
+                "plan around the LP relaxation)");
   cmd->add_option("--threads", o->threads, "solver threads")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "plan file to write")->required();

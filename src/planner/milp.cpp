@@ -1,5 +1,7 @@
 #include "planner/milp.h"
 
+#include "planner/neighbourhood_search.h"
+
 #include <coin/CbcEventHandler.hpp>
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
@@ -10,6 +12,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <atomic>
+#include <future>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -79,6 +84,75 @@ double Milp::objective_of(const std::vector<double>& x) const {
   return v;
 }
 
+Milp Milp::without_fixed(std::vector<double>* fixed_columns, double* objective_offset) const {
+  std::vector<double>& fixed = *fixed_columns;
+  // Propagate: a row left with one free term bounds that column; bounds that meet fix
+  // it (the MONeT program's running sums are equality rows on earlier columns, so fixing
+  // the binaries they sum fixes them too), and so on.
+  const int end_all = static_cast<int>(indices_.size());
+  auto row_end = [&](int r) { return r + 1 < rows() ? row_start_[r + 1] : end_all; };
+  std::vector<std::vector<int>> rows_of(columns());
+  for (int r = 0; r < rows(); ++r)
+    for (int e = row_start_[r]; e < row_end(r); ++e) rows_of[indices_[e]].push_back(r);
+  std::vector<double> lb = col_lb_, ub = col_ub_;
+  std::vector<int> free_terms(rows(), 0), queue;
+  for (int r = 0; r < rows(); ++r) {
+    for (int e = row_start_[r]; e < row_end(r); ++e) free_terms[r] += std::isnan(fixed[indices_[e]]);
+    if (free_terms[r] == 1) queue.push_back(r);
+  }
+  while (!queue.empty()) {
+    const int r = queue.back();
+    queue.pop_back();
+    if (free_terms[r] != 1) continue;
+    double shift = 0, a = 0;
+    int col = -1;
+    for (int e = row_start_[r]; e < row_end(r); ++e) {
+      if (std::isnan(fixed[indices_[e]]))
+        col = indices_[e], a = elements_[e];
+      else
+        shift += elements_[e] * fixed[indices_[e]];
+    }
+    double lo = -1e300, hi = 1e300;
+    if (row_lb_[r] > -1e29) (a > 0 ? lo : hi) = (row_lb_[r] - shift) / a;
+    if (row_ub_[r] < 1e29) (a > 0 ? hi : lo) = (row_ub_[r] - shift) / a;
+    lb[col] = std::max(lb[col], lo);
+    ub[col] = std::min(ub[col], hi);
+    if (ub[col] - lb[col] > 1e-9 * std::max(1.0, std::fabs(lb[col]))) continue;
+    fixed[col] = integer_[col] ? std::round(lb[col]) : std::max(lb[col], col_lb_[col]);
+    for (int q : rows_of[col])
+      if (--free_terms[q] == 1) queue.push_back(q);
+  }
+  Milp out;
+  std::vector<int> renumbered(columns(), -1);
+  *objective_offset = 0;
+  for (int c = 0; c < columns(); ++c) {
+    if (!std::isnan(fixed[c])) {
+      *objective_offset += cost_[c] * fixed[c];
+      continue;
+    }
+    renumbered[c] = out.columns();
+    out.cost_.push_back(cost_[c]);
+    out.col_lb_.push_back(col_lb_[c]);
+    out.col_ub_.push_back(col_ub_[c]);
+    out.integer_.push_back(integer_[c]);
+  }
+  std::vector<std::pair<int, double>> terms;
+  for (int r = 0; r < rows(); ++r) {
+    double shift = 0;
+    terms.clear();
+    for (int e = row_start_[r]; e < row_end(r); ++e) {
+      const int c = indices_[e];
+      if (renumbered[c] < 0)
+        shift += elements_[e] * fixed[c];
+      else
+        terms.push_back({renumbered[c], elements_[e]});
+    }
+    if (terms.empty()) continue;
+    out.add_row(terms, row_lb_[r] - shift, row_ub_[r] - shift);
+  }
+  return out;
+}
+
 const char* milp_status_name(MilpStatus s) {
   switch (s) {
     case MilpStatus::kOptimal:
@@ -145,44 +219,91 @@ class ProgressHandler : public CbcEventHandler {
   double last_ = 0;
 };
 
+// Sets the gap and the wall time; reports the outcome.
+MilpResult finish(MilpResult& result, Clock::time_point t0, const MilpOptions& o) {
+  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!result.values.empty())
+    result.gap = std::max(0.0, result.objective - result.bound) /
+                 std::max(1e-12, std::fabs(result.objective));
+  if (o.progress)
+    std::fprintf(stderr, "solver: %s after %.1f s, objective %.6g, bound %.6g, gap %.2f%%\n",
+                 milp_status_name(result.status), result.seconds, result.objective, result.bound,
+                 100 * result.gap);
+  return std::move(result);
+}
+
 }  // namespace
 
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const auto t0 = Clock::now();
   MilpResult result;
   OsiClpSolverInterface lp;
-  lp.messageHandler()->setLogLevel(0);
-  std::vector<int> starts = m.row_start_, lengths;
-  starts.push_back(static_cast<int>(m.indices_.size()));
-  for (int r = 0; r < m.rows(); ++r) lengths.push_back(starts[r + 1] - starts[r]);
-  const CoinPackedMatrix matrix(false, m.columns(), m.rows(), static_cast<int>(m.elements_.size()),
-                                m.elements_.data(), m.indices_.data(), starts.data(),
-                                lengths.data());
-  lp.loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
-                 m.row_ub_.data());
+  // Loads the program into `lp` and solves its LP relaxation with CLP within the time
+  // limit; records bound and time. Returns whether the relaxation is infeasible.
+  const auto solve_relaxation = [&] {
+    lp.messageHandler()->setLogLevel(0);
+    std::vector<int> starts = m.row_start_, lengths;
+    starts.push_back(static_cast<int>(m.indices_.size()));
+    for (int r = 0; r < m.rows(); ++r) lengths.push_back(starts[r + 1] - starts[r]);
+    const CoinPackedMatrix matrix(false, m.columns(), m.rows(),
+                                  static_cast<int>(m.elements_.size()), m.elements_.data(),
+                                  m.indices_.data(), starts.data(), lengths.data());
+    lp.loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
+                   m.row_ub_.data());
+    lp.getModelPtr()->setMaximumWallSeconds(std::max(1.0, o.time_limit_seconds));
+    lp.initialSolve();
+    lp.getModelPtr()->setMaximumWallSeconds(-1);
+    result.lp_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (lp.isProvenOptimal()) result.lp_bound = lp.getObjValue();
+    return lp.isProvenPrimalInfeasible();
+  };
+  const auto report_relaxation = [&](bool infeasible) {
+    if (!o.progress) return;
+    std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s, bound %.6g\n", result.lp_seconds,
+                 infeasible             ? "infeasible"
+                 : lp.isProvenOptimal() ? "solved"
+                                        : "stopped at the time limit",
+                 result.lp_bound);
+  };
+  const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
+  if (warm && (o.search == MilpSearch::kNeighbourhood ||
+               (o.search == MilpSearch::kAuto && m.columns() > kLargeProgramColumns))) {
+    // The LP relaxation (the certified bound) on a thread of its own while the
+    // neighbourhood search improves the warm start on this one.
+    std::atomic<double> bound(-std::numeric_limits<double>::infinity());
+    auto relaxation = std::async(std::launch::async, [&] {
+      const bool infeasible = solve_relaxation();
+      if (lp.isProvenOptimal()) bound = result.lp_bound;
+      report_relaxation(infeasible);
+    });
+    NeighbourhoodSearch s =
+        neighbourhood_search(m, o.warm_start, bound, t0, o.time_limit_seconds, o, &result);
+    relaxation.get();
+    result.values = std::move(s.values);
+    result.objective = s.objective;
+    result.neighbourhoods = s.rounds;
+    result.bound = result.lp_bound > -1e300 ? std::min(result.lp_bound, result.objective)
+                                            : -std::numeric_limits<double>::infinity();
+    result.status = result.objective <= result.bound ? MilpStatus::kOptimal : MilpStatus::kFeasible;
+    if (!result.incumbent_trace.empty())
+      result.first_incumbent_seconds = result.incumbent_trace.front().first;
+    return finish(result, t0, o);
+  }
   // The LP relaxation first, with CLP: it is the certified lower bound, and CBC starts
   // its root from this basis (CBC's own initial solve of these programs spent minutes in
   // primal clean-up; CLP's default solve takes seconds).
-  lp.getModelPtr()->setMaximumSeconds(std::max(1.0, o.time_limit_seconds));
-  lp.initialSolve();
-  result.lp_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (lp.isProvenPrimalInfeasible()) {
+  const bool infeasible = solve_relaxation();
+  report_relaxation(infeasible);
+  if (infeasible) {
     result.status = MilpStatus::kInfeasible;
     result.seconds = result.lp_seconds;
-    if (o.progress)
-      std::fprintf(stderr, "solver: LP relaxation infeasible after %.1f s\n", result.lp_seconds);
     return result;
   }
-  if (lp.isProvenOptimal()) result.lp_bound = lp.getObjValue();
-  if (o.progress)
-    std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s, bound %.6g\n", result.lp_seconds,
-                 lp.isProvenOptimal() ? "solved" : "stopped at the time limit", result.lp_bound);
-  lp.getModelPtr()->setMaximumSeconds(-1);
   for (int c = 0; c < m.columns(); ++c)
     if (m.integer_[c]) lp.setInteger(c);
   CbcModel model(lp);
   model.messageHandler()->setLogLevel(0);
-  if (!o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns()) {
+  if (warm) {
     model.setBestSolution(o.warm_start.data(), m.columns(), m.objective_of(o.warm_start), true);
   }
   ProgressHandler handler(o.progress, t0, o.time_limit_seconds, &result);
@@ -213,7 +334,6 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   argv.push_back("-quit");
   CbcMain1(
       static_cast<int>(argv.size()), argv.data(), model, [](CbcModel*, int) { return 0; }, data);
-  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const bool has_solution = model.bestSolution() != nullptr;
   if (has_solution) {
     result.values.assign(model.bestSolution(), model.bestSolution() + m.columns());
@@ -229,14 +349,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   } else {
     result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
   }
-  if (has_solution)
-    result.gap = std::max(0.0, result.objective - result.bound) /
-                 std::max(1e-12, std::fabs(result.objective));
-  if (o.progress)
-    std::fprintf(stderr, "solver: %s after %.1f s, objective %.6g, bound %.6g, gap %.2f%%\n",
-                 milp_status_name(result.status), result.seconds, result.objective, result.bound,
-                 100 * result.gap);
-  return result;
+  return finish(result, t0, o);
 }
 
 }  // namespace monet

@@ -37,6 +37,15 @@ class Milp {
   /// The objective value of `x`.
   double objective_of(const std::vector<double>& x) const;
 
+  /// The program with every column whose `fixed` entry is not NaN fixed at that value
+  /// and removed, and the columns those fixings determine (a row left with one free
+  /// column whose bounds then meet) fixed and removed too. The other columns keep their
+  /// order (renumbered; `fixed` is updated to say which were removed and at what value),
+  /// rows lose the fixed terms (their bounds shift by them) and rows left without terms
+  /// are dropped. `objective_offset` receives the fixed columns' share of the objective.
+  Milp without_fixed(std::vector<double>* fixed, double* objective_offset) const;
+  bool is_integer(int col) const { return integer_[col]; }
+
   int columns() const { return static_cast<int>(cost_.size()); }
   int rows() const { return static_cast<int>(row_lb_.size()); }
   int64_t nonzeros() const { return static_cast<int64_t>(elements_.size()); }
@@ -50,11 +59,26 @@ class Milp {
   std::vector<double> elements_;
 };
 
+/// How solve_milp() searches after the LP relaxation.
+enum class MilpSearch {
+  kAuto,           // kNeighbourhood for programs over 20,000 columns with a warm start, else
+                   // kBranchAndCut
+  kBranchAndCut,   // CBC's branch and cut over the whole program (`monet plan --exact`)
+  kNeighbourhood,  // relaxation-induced neighbourhood search from the warm start: CBC on
+                   // the sub-programs where the columns the incumbent and the LP relaxation
+                   // agree on are fixed (see neighbourhood_search.h)
+};
+
 struct MilpOptions {
   double time_limit_seconds = 60;  // wall-clock limit of LP relaxation and branch and bound
   double relative_gap = 1e-4;      // stop when (incumbent - bound) / |incumbent| <= this
   int threads = 1;                 // CBC threads (when CBC was built with them)
   bool progress = false;           // incumbent / bound / gap lines on stderr
+  MilpSearch search = MilpSearch::kAuto;
+  /// Per column, its place along the model (-1: none): neighbourhood search frees the
+  /// integer columns of windows of consecutive places. Empty: the columns where the LP
+  /// relaxation disagrees with the incumbent.
+  std::vector<int> column_positions;
   /// A feasible assignment of every column to start from (empty: none).
   std::vector<double> warm_start;
 };
@@ -71,6 +95,7 @@ struct MilpResult {
   double gap = 0;                       // (objective - bound) / |objective|, 0 when optimal
   double seconds = 0;                   // wall time of the solve
   double first_incumbent_seconds = -1;  // when the first solution was found (-1: never)
+  int neighbourhoods = 0;               // sub-programs solved by neighbourhood search
   std::vector<double> values;           // per column (empty without a solution)
   std::vector<std::pair<double, double>> incumbent_trace;  // (seconds, objective)
 };

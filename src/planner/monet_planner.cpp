@@ -1,6 +1,7 @@
 #include "planner/monet_planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -94,13 +95,19 @@ const char* monet_mode_name(MonetMode mode) {
 }
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
   MonetResult result;
+  const auto finish = [&] {
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return result;
+  };
   int64_t budget = o.budget_bytes;
   for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
     MonetProgram program(g, costs, o.mode, budget);
     result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
     result.program_budget = budget;
     MilpOptions solver = o.solver;
+    solver.column_positions = program.column_positions();
     const std::string warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
     if (o.solver.progress)
       std::fprintf(
@@ -110,14 +117,14 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
           warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
     result.solve = solve_milp(program.milp(), solver);
     ++result.solves;
-    if (result.solve.values.empty()) return result;
+    if (result.solve.values.empty()) return finish();
     result.plan = program.decode(result.solve.values);
     result.plan.planner = monet_mode_name(o.mode);
     result.objective_seconds = program.seconds_of(result.solve.values);
     result.predicted = simulate(g, result.plan, costs);
     if (result.predicted.peak_bytes <= o.budget_bytes) {
       result.found = true;
-      return result;
+      return finish();
     }
     // The program's memory rows are upper bounds except where the simulator knows
     // better; lower the program's budget by the excess and solve again.
@@ -127,13 +134,14 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
                    static_cast<long long>(excess));
     budget -= excess + 4096;
   }
-  return result;
+  return finish();
 }
 
 MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode mode,
                              const MilpOptions& solver) {
   MonetProgram program(g, costs, mode, -1);
   MilpOptions o = solver;
+  o.column_positions = program.column_positions();
   warm_start(program, g, costs, &o);
   const MilpResult r = solve_milp(program.milp(), o);
   MinimumBudget m;

@@ -61,6 +61,7 @@ struct MonetResult {
   int solves = 0;                // 1 + budget corrections
   int64_t program_budget = 0;    // budget given to the last program (bytes)
   double objective_seconds = 0;  // the program's objective: profiled seconds
+  double seconds = 0;            // wall time of plan_monet: programs, warm starts, solves
 };
 
 /// Solves the program for `options.budget_bytes`.

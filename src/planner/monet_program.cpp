@@ -186,6 +186,21 @@ void MonetProgram::add_variables() {
   }
 }
 
+std::vector<int> MonetProgram::column_positions() const {
+  std::vector<int> out(milp_.columns(), -1);
+  for (int id : order_) {
+    for (const auto& c : forward_[id]) out[c.col] = pos_[id];
+    for (const auto& part : backward_[id])
+      for (const auto& c : part) out[c.col] = pos_[id];
+  }
+  for (size_t t = 0; t < stages_.size(); ++t)
+    for (size_t p = 0; p < s_[t].size(); ++p) {
+      out[s_[t][p]] = out[r_[t][p]] = static_cast<int>(p);
+      for (int c : rec_[t][p]) out[c] = static_cast<int>(p);
+    }
+  return out;
+}
+
 void MonetProgram::compute_gradient_memory() {
   // Gradient storages do not depend on the schedule or the implementations (views and
   // in-place accumulation are properties of the operators; every gradient lives from

@@ -47,6 +47,10 @@ class MonetProgram {
   /// implementations replaced by their dominators), else empty. For warm starts: check
   /// milp().satisfies() before use.
   std::vector<double> assignment_of(const Plan& plan) const;
+  /// Per column, the topological position of the node it is about (schedule columns:
+  /// the node kept or recomputed; implementation choices: their node), -1 for the
+  /// continuous columns. Neighbourhood search frees windows of consecutive positions.
+  std::vector<int> column_positions() const;
   /// The Plan a solution describes.
   Plan decode(const std::vector<double>& values) const;
   /// The budget column's value in a solution (bytes), for the minimise-budget variant.
