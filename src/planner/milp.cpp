@@ -9,10 +9,10 @@
 #include <coin/OsiClpSolverInterface.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <atomic>
 #include <future>
 #include <limits>
 #include <map>
@@ -97,7 +97,8 @@ Milp Milp::without_fixed(std::vector<double>* fixed_columns, double* objective_o
   std::vector<double> lb = col_lb_, ub = col_ub_;
   std::vector<int> free_terms(rows(), 0), queue;
   for (int r = 0; r < rows(); ++r) {
-    for (int e = row_start_[r]; e < row_end(r); ++e) free_terms[r] += std::isnan(fixed[indices_[e]]);
+    for (int e = row_start_[r]; e < row_end(r); ++e)
+      free_terms[r] += std::isnan(fixed[indices_[e]]);
     if (free_terms[r] == 1) queue.push_back(r);
   }
   while (!queue.empty()) {
@@ -170,9 +171,6 @@ const char* milp_status_name(MilpStatus s) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Programs with more columns than this skip CBC's cut generation.
-constexpr int kLargeProgramColumns = 20000;
 
 // Reports incumbent, bound and gap on stderr as CBC finds solutions and explores nodes.
 class ProgressHandler : public CbcEventHandler {

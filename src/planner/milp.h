@@ -59,6 +59,10 @@ class Milp {
   std::vector<double> elements_;
 };
 
+/// Programs with more columns than this are "large": CBC's root cuts stay off, and the
+/// default search is the neighbourhood search.
+constexpr int kLargeProgramColumns = 20000;
+
 /// How solve_milp() searches after the LP relaxation.
 enum class MilpSearch {
   kAuto,           // kNeighbourhood for programs over 20,000 columns with a warm start, else
@@ -79,6 +83,8 @@ struct MilpOptions {
   /// integer columns of windows of consecutive places. Empty: the columns where the LP
   /// relaxation disagrees with the incumbent.
   std::vector<int> column_positions;
+  /// Stop as soon as an incumbent's objective is at or below this (neighbourhood search).
+  double stop_objective = -1e300;
   /// A feasible assignment of every column to start from (empty: none).
   std::vector<double> warm_start;
 };

@@ -57,6 +57,29 @@ std::string warm_start(const MonetProgram& program, const Graph& g, const CostMo
   return name;
 }
 
+// When no heuristic plan fits a large program: a plan that does, found by neighbourhood
+// search on the minimum-budget program (which accepts every plan the program can
+// express, the budget being a column) until its peak is within `budget`, in at most
+// half the time limit. Empty when none was found.
+std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, MonetMode mode,
+                              int64_t budget, const MilpOptions& solver) {
+  MonetProgram program(g, costs, mode, -1);
+  MilpOptions o = solver;
+  o.search = MilpSearch::kNeighbourhood;
+  o.time_limit_seconds = solver.time_limit_seconds / 2;
+  o.column_positions = program.column_positions();
+  o.stop_objective = budget / 1048576.0;
+  const std::string warm = warm_start(program, g, costs, &o);
+  if (o.progress)
+    std::fprintf(stderr,
+                 "planner: no heuristic plan fits; lowering the peak of %s with the minimum-budget "
+                 "program (%.0f s at most)\n",
+                 warm.c_str(), o.time_limit_seconds);
+  const MilpResult r = solve_milp(program.milp(), o);
+  if (r.values.empty() || program.budget_of(r.values) > budget) return {};
+  return {program.decode(r.values)};
+}
+
 bool is_conv(const Node& n) { return n.op == OpKind::kConv || n.op == OpKind::kConvTranspose; }
 bool intermediate_family(const Node& n) {
   return n.op == OpKind::kMaxPool || n.op == OpKind::kDropout;
@@ -108,7 +131,17 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.program_budget = budget;
     MilpOptions solver = o.solver;
     solver.column_positions = program.column_positions();
-    const std::string warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
+    std::string warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
+    const bool large =
+        o.solver.search == MilpSearch::kNeighbourhood ||
+        (o.solver.search == MilpSearch::kAuto && program.milp().columns() > kLargeProgramColumns);
+    if (warm_name.empty() && large) {
+      const auto t = std::chrono::steady_clock::now();
+      warm_name =
+          warm_start(program, g, costs, &solver, plan_within(g, costs, o.mode, budget, o.solver));
+      solver.time_limit_seconds -=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    }
     if (o.solver.progress)
       std::fprintf(
           stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",

@@ -48,9 +48,8 @@ class WindowSequence {
 
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::atomic<double>& bound,
-                                         std::chrono::steady_clock::time_point t0,
-                                         double deadline, const MilpOptions& options,
-                                         MilpResult* result) {
+                                         std::chrono::steady_clock::time_point t0, double deadline,
+                                         const MilpOptions& options, MilpResult* result) {
   using Clock = std::chrono::steady_clock;
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   const auto gap = [&](double objective) {
@@ -69,7 +68,9 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
   WindowSequence windows(positions);
   for (;;) {
     const double left = deadline - elapsed();
-    if (left < 1.0 || gap(out.objective) <= options.relative_gap) break;
+    if (left < 1.0 || gap(out.objective) <= options.relative_gap ||
+        out.objective <= options.stop_objective)
+      break;
     const std::vector<int> free = windows.next(milp);
     if (free.empty()) break;
     // Every integer column outside the neighbourhood keeps the incumbent's value.

@@ -31,8 +31,7 @@ struct NeighbourhoodSearch {
 /// progress lines go to stderr when `options.progress`.
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::atomic<double>& bound,
-                                         std::chrono::steady_clock::time_point t0,
-                                         double deadline, const MilpOptions& options,
-                                         MilpResult* result);
+                                         std::chrono::steady_clock::time_point t0, double deadline,
+                                         const MilpOptions& options, MilpResult* result);
 
 }  // namespace monet

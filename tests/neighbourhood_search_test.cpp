@@ -1,0 +1,98 @@
+// Neighbourhood search: the program restriction it solves (fixings and what they
+// determine), and plans for the zoo models whose full program is too large for CBC's
+// tree search in test time (ResNet-50, GoogLeNet, MobileNetV2): within the budget, no
+// slower than the warm start, simulated peak equal to the measured one, gradients equal
+// to autograd's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "gradient_check.h"
+#include "graph/model_zoo.h"
+#include "plan/simulator.h"
+#include "planner/baseline_plans.h"
+#include "planner/monet_planner.h"
+#include "quick_profile.h"
+#include "tiny_models.h"
+
+namespace monet {
+namespace {
+
+TEST(MilpWithoutFixed, RemovesFixedColumnsAndWhatTheyDetermine) {
+  // x0, x1 binary; y = x0 + x1 (equality: determined once both are fixed); z >= y, z <= 5;
+  // x2 binary with x1 + x2 <= 1.
+  Milp m;
+  const int x0 = m.add_binary(1), x1 = m.add_binary(2), x2 = m.add_binary(-1);
+  const int y = m.add_continuous(0, 0, 10), z = m.add_continuous(0.5, 0, 10);
+  m.add_row({{x0, 1}, {x1, 1}, {y, -1}}, 0, 0);
+  m.add_row({{z, 1}, {y, -1}}, 0, 1e30);
+  m.add_row({{z, 1}}, -1e30, 5);
+  m.add_row({{x1, 1}, {x2, 1}}, -1e30, 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> fixed = {1, 1, nan, nan, nan};
+  double offset = 0;
+  const Milp sub = m.without_fixed(&fixed, &offset);
+  EXPECT_DOUBLE_EQ(fixed[y], 2);      // determined by the equality row
+  EXPECT_TRUE(std::isnan(fixed[z]));  // only bounded below by y
+  EXPECT_DOUBLE_EQ(fixed[x2], 0);     // x1 + x2 <= 1 with x1 = 1 leaves x2 in [0, 0]
+  EXPECT_DOUBLE_EQ(offset, 1 + 2);
+  ASSERT_EQ(sub.columns(), 1);  // z
+  EXPECT_TRUE(sub.satisfies({2}));
+  EXPECT_TRUE(sub.satisfies({5}));
+  EXPECT_FALSE(sub.satisfies({1.5}));  // z >= y = 2
+  EXPECT_FALSE(sub.satisfies({6}));
+}
+
+// Large programs (over 20,000 columns): the planner's default search is the
+// neighbourhood search.
+std::vector<testing::TinyModel> large_programs() {
+  std::vector<testing::TinyModel> out;
+  for (const auto& m : testing::tiny_models())
+    if (m.name == "resnet50" || m.name == "googlenet" || m.name == "mobilenet_v2") out.push_back(m);
+  return out;
+}
+
+class NeighbourhoodOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
+ protected:
+  void SetUp() override { MemoryTracker::install(); }
+};
+
+TEST_P(NeighbourhoodOnTinyModel, PlanFitsTheBudgetAndMatchesAutograd) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  // The budget is store-all's peak: store-all is a warm start the program accepts, and
+  // faster implementations need memory it does not have everywhere.
+  const SimulationResult warm = simulate(g, store_all_plan(g), costs);
+  MonetOptions o;
+  o.budget_bytes = warm.peak_bytes;
+  o.solver.time_limit_seconds = 10;
+  o.solver.relative_gap = 0.01;
+  o.solver.search = MilpSearch::kNeighbourhood;
+  const MonetResult r = plan_monet(g, costs, o);
+  ASSERT_TRUE(r.found);
+  EXPECT_GT(r.size.columns, 20000);
+  EXPECT_GE(r.solve.neighbourhoods, 1);
+  EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
+  EXPECT_LE(r.predicted.seconds, warm.seconds * (1 + 1e-9));
+  if (r.solve.lp_bound > -1e300) {
+    EXPECT_LE(r.solve.lp_bound, r.objective_seconds * (1 + 1e-9));
+  }
+  ModelState s = state.clone();
+  Executor executor(g, s, r.plan);
+  const ExecutionResult run = executor.run(batch);
+  EXPECT_EQ(run.peak_bytes - run.start_bytes, r.predicted.peak_above_start());
+  EXPECT_LT(testing::max_gradient_error(g, r.plan), 1e-9);
+  std::cout << GetParam().name << ": " << r.size.columns << " columns, budget " << o.budget_bytes
+            << " B, peak " << r.predicted.peak_bytes << " B, " << r.predicted.seconds
+            << " s/iter (store-all " << warm.seconds << "), " << r.solve.neighbourhoods
+            << " neighbourhoods, LP bound " << r.solve.lp_bound << ", gap " << r.solve.gap << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, NeighbourhoodOnTinyModel, ::testing::ValuesIn(large_programs()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace monet
