@@ -16,15 +16,10 @@ namespace monet {
 namespace {
 
 // Zoo models whose full program CBC solves within seconds on 2 cores (up to ~11k
-// columns). ResNet-34/50 (35k-65k columns), GoogLeNet (81k), MobileNetV2 (50k) and
-// ResNet-101/152 take minutes per solve (CBC overruns its time limit in the root node):
-// they wait for the scaling issue (6).
+// columns). The large programs (ResNet-34/50/101/152: 35k-150k columns, GoogLeNet 81k,
+// MobileNetV2 50k) go to neighbourhood search: neighbourhood_search_test.cpp.
 std::vector<testing::TinyModel> plannable() {
-  std::vector<testing::TinyModel> out;
-  for (const auto& m : testing::tiny_models())
-    if (m.name == "resnet18" || m.name.rfind("vgg", 0) == 0 || m.name.rfind("unet", 0) == 0)
-      out.push_back(m);
-  return out;
+  return testing::tiny_models_named({"resnet18", "vgg11", "vgg16", "vgg19", "unet", "unet3d"});
 }
 
 class MonetOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {

@@ -47,10 +47,7 @@ TEST(MilpWithoutFixed, RemovesFixedColumnsAndWhatTheyDetermine) {
 // Large programs (over 20,000 columns): the planner's default search is the
 // neighbourhood search.
 std::vector<testing::TinyModel> large_programs() {
-  std::vector<testing::TinyModel> out;
-  for (const auto& m : testing::tiny_models())
-    if (m.name == "resnet50" || m.name == "googlenet" || m.name == "mobilenet_v2") out.push_back(m);
-  return out;
+  return testing::tiny_models_named({"resnet50", "googlenet", "mobilenet_v2"});
 }
 
 class NeighbourhoodOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {

@@ -36,4 +36,13 @@ inline std::vector<TinyModel> tiny_models() {
   };
 }
 
+/// The tiny configurations of the models `names` lists (in zoo order).
+inline std::vector<TinyModel> tiny_models_named(const std::vector<std::string>& names) {
+  std::vector<TinyModel> out;
+  for (const auto& m : tiny_models())
+    for (const auto& n : names)
+      if (m.name == n) out.push_back(m);
+  return out;
+}
+
 }  // namespace monet::testing
