@@ -232,6 +232,11 @@ MilpResult finish(MilpResult& result, Clock::time_point t0, const MilpOptions& o
 
 }  // namespace
 
+bool neighbourhood_search_applies(const Milp& m, const MilpOptions& o) {
+  return o.search == MilpSearch::kNeighbourhood ||
+         (o.search == MilpSearch::kAuto && m.columns() > kLargeProgramColumns);
+}
+
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const auto t0 = Clock::now();
   MilpResult result;
@@ -264,8 +269,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
                  result.lp_bound);
   };
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
-  if (warm && (o.search == MilpSearch::kNeighbourhood ||
-               (o.search == MilpSearch::kAuto && m.columns() > kLargeProgramColumns))) {
+  if (warm && neighbourhood_search_applies(m, o)) {
     // The LP relaxation (the certified bound) on a thread of its own while the
     // neighbourhood search improves the warm start on this one.
     std::atomic<double> bound(-std::numeric_limits<double>::infinity());

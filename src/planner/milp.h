@@ -52,6 +52,10 @@ class Milp {
 
  private:
   friend MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
+
+  /// Whether solve_milp() searches `milp` by neighbourhood search under `options.search`
+  /// (the warm start aside): kNeighbourhood, or kAuto on a large program.
+  bool neighbourhood_search_applies(const Milp& milp, const MilpOptions& options);
   std::vector<double> cost_, col_lb_, col_ub_;
   std::vector<bool> integer_;
   std::vector<double> row_lb_, row_ub_;
@@ -107,5 +111,9 @@ struct MilpResult {
 };
 
 MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
+
+/// Whether solve_milp() searches `milp` by neighbourhood search under `options.search`
+/// (the warm start aside): kNeighbourhood, or kAuto on a large program.
+bool neighbourhood_search_applies(const Milp& milp, const MilpOptions& options);
 
 }  // namespace monet

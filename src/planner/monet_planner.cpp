@@ -132,13 +132,14 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     MilpOptions solver = o.solver;
     solver.column_positions = program.column_positions();
     std::string warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
-    const bool large =
-        o.solver.search == MilpSearch::kNeighbourhood ||
-        (o.solver.search == MilpSearch::kAuto && program.milp().columns() > kLargeProgramColumns);
-    if (warm_name.empty() && large) {
+    if (warm_name.empty() && neighbourhood_search_applies(program.milp(), o.solver)) {
       const auto t = std::chrono::steady_clock::now();
-      warm_name =
-          warm_start(program, g, costs, &solver, plan_within(g, costs, o.mode, budget, o.solver));
+      for (const Plan& p : plan_within(g, costs, o.mode, budget, o.solver)) {
+        std::vector<double> x = program.assignment_of(p);
+        if (x.empty() || !program.milp().satisfies(x)) continue;
+        solver.warm_start = std::move(x);
+        warm_name = "the minimum-budget search's plan";
+      }
       solver.time_limit_seconds -=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     }
