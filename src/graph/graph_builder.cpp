@@ -122,6 +122,10 @@ int GraphBuilder::add(int a, int b, const std::string& name, bool inplace) {
   return graph_.add_node(OpKind::kAdd, name, {a, b}, attrs);
 }
 
+int GraphBuilder::mul(int a, int b, const std::string& name) {
+  return graph_.add_node(OpKind::kMul, name, {a, b});
+}
+
 int GraphBuilder::cat(const std::vector<int>& xs, const std::string& name, int64_t dim) {
   OpAttrs a;
   a.dim = dim;

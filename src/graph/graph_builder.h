@@ -47,7 +47,8 @@ class GraphBuilder {
   int conv_transpose(int x, const std::string& name, int64_t out_channels, int64_t kernel,
                      int64_t stride, LayerInit init = {});
   int batch_norm(int x, const std::string& name, double eps = 1e-5);
-  /// Element-wise activation (ReLU, ReLU6), optionally in place on x.
+  /// Element-wise activation (ReLU, ReLU6, hardswish, ...), optionally in place on x
+  /// (ReLU and ReLU6 only).
   int activation(OpKind op, int x, const std::string& name, bool inplace);
   int relu(int x, const std::string& name, bool inplace) {
     return activation(OpKind::kReLU, x, name, inplace);
@@ -60,6 +61,8 @@ class GraphBuilder {
   int avg_pool(int x, const std::string& name, int64_t kernel, int64_t stride);
   int adaptive_avg_pool(int x, const std::string& name, std::vector<int64_t> output_size);
   int add(int a, int b, const std::string& name, bool inplace);
+  /// a * b, b broadcast to a's shape (squeeze-excitation scaling).
+  int mul(int a, int b, const std::string& name);
   int cat(const std::vector<int>& xs, const std::string& name, int64_t dim = 1);
   int flatten(int x, const std::string& name, int64_t start_dim = 1);
   int linear(int x, const std::string& name, int64_t out_features, LayerInit init = {});

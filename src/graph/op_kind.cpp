@@ -8,16 +8,21 @@
 namespace monet {
 namespace {
 
-constexpr std::array<std::pair<OpKind, const char*>, 15> kNames = {{
+constexpr std::array<std::pair<OpKind, const char*>, 20> kNames = {{
     {OpKind::kConv, "conv"},
     {OpKind::kConvTranspose, "conv_transpose"},
     {OpKind::kBatchNorm, "batch_norm"},
     {OpKind::kReLU, "relu"},
     {OpKind::kReLU6, "relu6"},
+    {OpKind::kHardswish, "hardswish"},
+    {OpKind::kHardsigmoid, "hardsigmoid"},
+    {OpKind::kSiLU, "silu"},
+    {OpKind::kSigmoid, "sigmoid"},
     {OpKind::kMaxPool, "max_pool"},
     {OpKind::kAvgPool, "avg_pool"},
     {OpKind::kAdaptiveAvgPool, "adaptive_avg_pool"},
     {OpKind::kAdd, "add"},
+    {OpKind::kMul, "mul"},
     {OpKind::kCat, "cat"},
     {OpKind::kFlatten, "flatten"},
     {OpKind::kLinear, "linear"},

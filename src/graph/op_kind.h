@@ -17,10 +17,15 @@ enum class OpKind {
   kBatchNorm,          // inputs: x, weight, bias, running_mean, running_var
   kReLU,               // inputs: x
   kReLU6,              // inputs: x (hardtanh to [0, 6])
+  kHardswish,          // inputs: x; x * relu6(x + 3) / 6
+  kHardsigmoid,        // inputs: x; relu6(x + 3) / 6
+  kSiLU,               // inputs: x; x * sigmoid(x)
+  kSigmoid,            // inputs: x
   kMaxPool,            // inputs: x
   kAvgPool,            // inputs: x
   kAdaptiveAvgPool,    // inputs: x
   kAdd,                // inputs: a, b (same shape)
+  kMul,                // inputs: a, b (broadcast to a's shape: squeeze-excitation scaling)
   kCat,                // inputs: x0, x1, ... (concatenated along attrs.dim)
   kFlatten,            // inputs: x (dims >= attrs.dim flattened)
   kLinear,             // inputs: x, weight[, bias]

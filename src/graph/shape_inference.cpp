@@ -128,6 +128,10 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
     }
     case OpKind::kReLU:
     case OpKind::kReLU6:
+    case OpKind::kHardswish:
+    case OpKind::kHardsigmoid:
+    case OpKind::kSiLU:
+    case OpKind::kSigmoid:
     case OpKind::kDropout:
       expect_arity(node, in, 1, 1);
       if (op == OpKind::kDropout && (a.p < 0 || a.p >= 1))
@@ -152,6 +156,22 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
         fail(node, "cannot add '" + in[0]->name + "' " + shape_string(in[0]->shape) + " and '" +
                        in[1]->name + "' " + shape_string(in[1]->shape));
       return in[0]->shape;
+    case OpKind::kMul: {
+      expect_arity(node, in, 2, 2);
+      const auto& x = in[0]->shape;
+      const auto& s = in[1]->shape;
+      // b broadcasts to a: same rank or lower, each dimension equal or 1.
+      bool ok = s.size() <= x.size();
+      for (size_t j = 0; ok && j < s.size(); ++j) {
+        const int64_t d = s[s.size() - 1 - j];
+        ok = d == 1 || d == x[x.size() - 1 - j];
+      }
+      if (!ok)
+        fail(node, "cannot multiply '" + in[0]->name + "' " + shape_string(x) + " by '" +
+                       in[1]->name + "' " + shape_string(s) +
+                       ": the second operand must broadcast to the first");
+      return x;
+    }
     case OpKind::kCat: {
       if (in.empty()) fail(node, "cat needs at least one input");
       auto out = in[0]->shape;

@@ -1,5 +1,7 @@
-// ReLU / ReLU6 (in place or not; backward from input, output or a 1-bit sign mask) and
-// dropout (noise kept, or regenerated from the node's seed).
+// ReLU / ReLU6 (in place or not; backward from input, output or a 1-bit sign mask),
+// the smooth activations (hardswish, hardsigmoid, SiLU, sigmoid; backward from the input,
+// or from the output where it determines the derivative) and dropout (noise kept, or
+// regenerated from the node's seed).
 #include "ops/bit_mask.h"
 #include "ops/op_kernels.h"
 
@@ -42,6 +44,52 @@ std::vector<at::Tensor> activation_backward(const Graph& g, const Node& n,
   const at::Tensor& ref = impl.name == "output" ? a.output : a.inputs[0];
   grads[0] =
       is_relu6(n) ? at::hardtanh_backward(go, ref, 0.0, 6.0) : at::threshold_backward(go, ref, 0);
+  return grads;
+}
+
+at::Tensor smooth_activation_forward(const Node& n, const at::Tensor& x) {
+  switch (n.op) {
+    case OpKind::kHardswish:
+      return at::hardswish(x);
+    case OpKind::kHardsigmoid:
+      return at::hardsigmoid(x);
+    case OpKind::kSiLU:
+      return at::silu(x);
+    case OpKind::kSigmoid:
+      return at::sigmoid(x);
+    default:
+      throw std::logic_error(std::string("not a smooth activation: ") + op_name(n.op));
+  }
+}
+
+std::vector<at::Tensor> smooth_activation_backward(const Node& n, const BackwardImplInfo& impl,
+                                                   const BackwardArgs& a) {
+  std::vector<at::Tensor> grads(1);
+  if (!a.needs_grad[0]) return grads;
+  const at::Tensor& go = a.grad_output;
+  const bool from_output = impl.name == "output";
+  switch (n.op) {
+    case OpKind::kHardswish:
+      grads[0] = at::hardswish_backward(go, a.inputs[0]);
+      break;
+    case OpKind::kSiLU:
+      grads[0] = at::silu_backward(go, a.inputs[0]);
+      break;
+    case OpKind::kSigmoid:
+      grads[0] = at::sigmoid_backward(go, from_output ? a.output : at::sigmoid(a.inputs[0]));
+      break;
+    case OpKind::kHardsigmoid:
+      if (from_output) {
+        // The slope is 1/6 exactly where the output is strictly between 0 and 1.
+        const at::Tensor& y = a.output;
+        grads[0] = (go / 6.0).masked_fill_(at::logical_or(y <= 0, y >= 1), 0);
+      } else {
+        grads[0] = at::hardsigmoid_backward(go, a.inputs[0]);
+      }
+      break;
+    default:
+      throw std::logic_error(std::string("not a smooth activation: ") + op_name(n.op));
+  }
   return grads;
 }
 

@@ -150,6 +150,19 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
       if (n.attrs.inplace) return {out, in, mask};
       return {in, out, mask};
     }
+    case OpKind::kSigmoid:
+    case OpKind::kHardsigmoid: {
+      // PyTorch saves sigmoid's output and hardsigmoid's input; either can serve.
+      auto out = bwd("output", P::kAll, {}, true, false, "from the output");
+      auto in = bwd("input", P::kAll, {0}, false, false, "from the input");
+      if (n.op == OpKind::kSigmoid) return {out, in};
+      return {in, out};
+    }
+    case OpKind::kHardswish:
+    case OpKind::kSiLU:
+      return {bwd("input", P::kAll, {0}, false, false, "from the input")};
+    case OpKind::kMul:
+      return {bwd("default", P::kAll, {0, 1}, false, false, "from both operands")};
     case OpKind::kMaxPool:
       return {bwd("indices", P::kAll, {}, false, true, "from int64 argmax indices", {"default"}),
               bwd("argmax8", P::kAll, {}, false, true, "from 8-bit window offsets", {"argmax8"}),

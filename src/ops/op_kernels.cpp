@@ -1,5 +1,5 @@
 // Dispatch from (node, implementation) to the kernels, and the operators simple enough
-// to live here: add, cat, flatten, linear, the losses.
+// to live here: add, mul, cat, flatten, linear, the losses.
 #include "ops/op_kernels.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -49,6 +49,15 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
     case OpKind::kReLU:
     case OpKind::kReLU6:
       out = kernels::activation_forward(n, impl, in);
+      break;
+    case OpKind::kHardswish:
+    case OpKind::kHardsigmoid:
+    case OpKind::kSiLU:
+    case OpKind::kSigmoid:
+      out.output = kernels::smooth_activation_forward(n, in[0]);
+      break;
+    case OpKind::kMul:
+      out.output = at::mul(in[0], in[1]);
       break;
     case OpKind::kDropout:
       out = kernels::dropout_forward(n, impl, in[0], state, training);
@@ -108,6 +117,16 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
     case OpKind::kReLU:
     case OpKind::kReLU6:
       return kernels::activation_backward(g, n, impl, a);
+    case OpKind::kHardswish:
+    case OpKind::kHardsigmoid:
+    case OpKind::kSiLU:
+    case OpKind::kSigmoid:
+      return kernels::smooth_activation_backward(n, impl, a);
+    case OpKind::kMul:
+      // b broadcasts to a's shape: its gradient sums over the broadcast dimensions.
+      if (a.needs_grad[0]) grads[0] = go * a.inputs[1];
+      if (a.needs_grad[1]) grads[1] = (go * a.inputs[0]).sum_to_size(a.inputs[1].sizes());
+      return grads;
     case OpKind::kDropout:
       return kernels::dropout_backward(n, impl, a, state);
     case OpKind::kMaxPool:

@@ -72,6 +72,11 @@ ForwardOutput activation_forward(const Node& n, const ForwardImplInfo& impl,
                                  const std::vector<at::Tensor>& in);
 std::vector<at::Tensor> activation_backward(const Graph& g, const Node& n,
                                             const BackwardImplInfo& impl, const BackwardArgs& a);
+/// Hardswish, hardsigmoid, SiLU, sigmoid: output of the default forward.
+at::Tensor smooth_activation_forward(const Node& n, const at::Tensor& x);
+/// Their backward from the input, or (sigmoid, hardsigmoid) from the output.
+std::vector<at::Tensor> smooth_activation_backward(const Node& n, const BackwardImplInfo& impl,
+                                                   const BackwardArgs& a);
 ForwardOutput dropout_forward(const Node& n, const ForwardImplInfo& impl, const at::Tensor& x,
                               const NodeState& state, bool training);
 std::vector<at::Tensor> dropout_backward(const Node& n, const BackwardImplInfo& impl,

@@ -23,12 +23,22 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
         return at::hardtanh_(x, 0.0, 6.0);
       }
       return at::hardtanh(in[0], 0.0, 6.0);
+    case OpKind::kHardswish:
+      return at::hardswish(in[0]);
+    case OpKind::kHardsigmoid:
+      return at::hardsigmoid(in[0]);
+    case OpKind::kSiLU:
+      return at::silu(in[0]);
+    case OpKind::kSigmoid:
+      return at::sigmoid(in[0]);
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:
     case OpKind::kAdaptiveAvgPool:
       return kernels::pool_forward(n, "plain", in).output;
     case OpKind::kAdd:
       return a.inplace ? in[0].add_(in[1]) : at::add(in[0], in[1]);
+    case OpKind::kMul:
+      return at::mul(in[0], in[1]);
     case OpKind::kCat:
       return at::cat(in, a.dim);
     case OpKind::kFlatten:

@@ -1,0 +1,550 @@
+#include "graph/torchscript_import.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/script.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace monet {
+namespace {
+
+using JitNode = torch::jit::Node;
+using JitValue = torch::jit::Value;
+
+// What a TorchScript value stands for while the graph is translated.
+struct Entry {
+  enum Kind { kModule, kState, kTensor, kConstant, kTensorList, kIgnored } kind = kIgnored;
+  std::string path;            // kModule: module path ("" = root); kState: tensor path
+  int value = -1;              // kTensor: graph value id
+  c10::IValue constant;        // kConstant
+  std::vector<int> values;     // kTensorList
+};
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+std::string parent(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? "" : path.substr(0, dot);
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path, torch::jit::Module module, std::vector<int64_t> input_shape)
+      : path_(path), module_(std::move(module)), input_shape_(std::move(input_shape)),
+        graph_(module_name(path)) {
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) state_[p.name] = {p.value, true};
+    for (const auto& b : module_.named_buffers(/*recurse=*/true)) state_[b.name] = {b.value, false};
+  }
+
+  Graph run() {
+    std::shared_ptr<torch::jit::Graph> jit;
+    try {
+      jit = module_.get_method("forward").graph()->copy();
+    } catch (const c10::Error& e) {
+      throw ImportError("'" + path_ + "' has no forward method: " + e.what_without_backtrace());
+    }
+    torch::jit::Inline(*jit);
+    torch::jit::EliminateDeadCode(jit);
+    const auto inputs = jit->inputs();
+    if (inputs.size() != 2)
+      throw ImportError("'" + path_ + "': forward takes " + std::to_string(inputs.size() - 1) +
+                        " inputs; monet imports models with one input tensor");
+    entries_[inputs[0]] = module_entry("");
+    Entry x;
+    x.kind = Entry::kTensor;
+    x.value = graph_.add_input("input", input_shape_);
+    entries_[inputs[1]] = x;
+    for (JitNode* node : jit->nodes()) translate(node);
+    const auto outputs = jit->outputs();
+    if (outputs.size() != 1 || entry(outputs[0]).kind != Entry::kTensor)
+      throw ImportError("'" + path_ + "': the model must return one tensor of logits (a " +
+                        "module returning a tuple or dict cannot be trained as a classifier)");
+    const int logits = entry(outputs[0]).value;
+    const auto& shape = graph_.value(logits).shape;
+    if (shape.size() != 2)
+      throw ImportError("'" + path_ + "': the model's output has shape " + shape_string(shape) +
+                        "; monet trains classifiers, whose output is [batch, classes] logits");
+    const int target = graph_.add_input("target", {shape[0]}, at::kLong, ValueKind::kTarget);
+    graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {logits, target});
+    graph_.validate();
+    return std::move(graph_);
+  }
+
+ private:
+  static std::string module_name(const std::string& path) {
+    auto slash = path.find_last_of('/');
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    const auto dot = base.rfind('.');
+    return dot == std::string::npos ? base : base.substr(0, dot);
+  }
+
+  static Entry module_entry(const std::string& path) {
+    Entry e;
+    e.kind = Entry::kModule;
+    e.path = path;
+    return e;
+  }
+
+  static Entry constant_entry(c10::IValue v) {
+    Entry e;
+    e.kind = Entry::kConstant;
+    e.constant = std::move(v);
+    return e;
+  }
+
+  [[noreturn]] void fail(const JitNode* node, const std::string& what) const {
+    std::ostringstream s;
+    s << "'" << path_ << "': " << what << "\n  at " << location(node) << "\n  in: " << *node;
+    std::string text = s.str();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    throw ImportError(text);
+  }
+
+  static std::string location(const JitNode* node) {
+    const auto& range = node->sourceRange();
+    if (auto flc = range.file_line_col()) {
+      const auto& [file, line, col] = *flc;
+      return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+    }
+    std::string scope = const_cast<JitNode*>(node)->scopeName();
+    return scope.empty() ? "(no source location recorded)" : "module scope " + scope;
+  }
+
+  const Entry& entry(const JitValue* v) const {
+    auto it = entries_.find(v);
+    if (it == entries_.end() || it->second.kind == Entry::kIgnored)
+      throw ImportError("'" + path_ + "': value %" + v->debugName() +
+                        " is used but monet did not translate what produces it");
+    return it->second;
+  }
+
+  const Entry& arg(const JitNode* node, size_t i) const {
+    if (i >= node->inputs().size()) fail(node, "expected at least " + std::to_string(i + 1) + " arguments");
+    return entry(node->inputs()[i]);
+  }
+
+  const c10::IValue& constant(const JitNode* node, size_t i, const char* what) const {
+    const Entry& e = arg(node, i);
+    if (e.kind != Entry::kConstant) fail(node, std::string("argument '") + what + "' must be a constant");
+    return e.constant;
+  }
+  bool is_none(const JitNode* node, size_t i) const {
+    const Entry& e = arg(node, i);
+    return e.kind == Entry::kConstant && e.constant.isNone();
+  }
+  int64_t int_arg(const JitNode* node, size_t i, const char* what) const {
+    const auto& c = constant(node, i, what);
+    if (c.isInt()) return c.toInt();
+    if (c.isTensor() && c.toTensor().numel() == 1) return c.toTensor().item<int64_t>();
+    fail(node, std::string("argument '") + what + "' must be an integer");
+  }
+  double double_arg(const JitNode* node, size_t i, const char* what) const {
+    const auto& c = constant(node, i, what);
+    if (c.isDouble() || c.isInt()) return c.toScalar().toDouble();
+    fail(node, std::string("argument '") + what + "' must be a number");
+  }
+  bool bool_arg(const JitNode* node, size_t i, const char* what) const {
+    const auto& c = constant(node, i, what);
+    if (!c.isBool()) fail(node, std::string("argument '") + what + "' must be a boolean");
+    return c.toBool();
+  }
+  std::vector<int64_t> ints_arg(const JitNode* node, size_t i, const char* what) const {
+    const auto& c = constant(node, i, what);
+    if (c.isIntList()) return c.toIntVector();
+    if (c.isInt()) return {c.toInt()};
+    fail(node, std::string("argument '") + what + "' must be a list of integers");
+  }
+
+  // The graph value of a tensor argument: an activation, or a parameter or buffer added to
+  // the graph on first use.
+  int tensor(const JitNode* node, size_t i) {
+    const Entry& e = arg(node, i);
+    if (e.kind == Entry::kTensor) return e.value;
+    if (e.kind == Entry::kState) return state_value(node, e.path);
+    fail(node, "argument " + std::to_string(i) + " must be a tensor");
+  }
+
+  int state_value(const JitNode* node, const std::string& name) {
+    if (auto it = state_ids_.find(name); it != state_ids_.end()) return it->second;
+    const auto& [t, trainable] = state_.at(name);
+    if (t.scalar_type() != at::kFloat)
+      fail(node, "tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) +
+                     "; monet trains float32 models (trace the model before .double()/.half())");
+    const std::vector<int64_t> shape = t.sizes().vec();
+    const int id = trainable ? graph_.add_parameter(name, shape, {InitKind::kZeros})
+                             : graph_.add_buffer(name, shape, {InitKind::kZeros});
+    state_ids_[name] = id;
+    return id;
+  }
+
+  // A unique node name: the module of the node's weight, or the last such module plus
+  // the operator.
+  std::string node_name(const std::string& module, const char* op) {
+    std::string base = module.empty() ? join(scope_, op) : module;
+    if (!module.empty()) scope_ = module;
+    std::string name = base;
+    for (int k = 1; names_.count(name); ++k) name = base + "." + std::to_string(k);
+    names_.insert(name);
+    return name;
+  }
+
+  void emit(JitNode* node, OpKind op, std::vector<int> inputs, OpAttrs attrs,
+            const std::string& module = "") {
+    const std::string name = node_name(module, op_name(op));
+    Entry e;
+    e.kind = Entry::kTensor;
+    try {
+      e.value = graph_.add_node(op, name, std::move(inputs), std::move(attrs));
+    } catch (const GraphError& err) {
+      fail(node, err.what());
+    }
+    entries_[node->output()] = e;
+  }
+
+  void alias(JitNode* node, int value) {
+    Entry e;
+    e.kind = Entry::kTensor;
+    e.value = value;
+    entries_[node->output()] = e;
+  }
+
+  // In place when the TorchScript op is (relu_, add_) and the overwritten activation has
+  // no other reader in the graph.
+  bool inplace_allowed(const JitNode* node, int value) const {
+    const std::string kind = node->kind().toQualString();
+    return kind.back() == '_' && graph_.value(value).kind == ValueKind::kActivation &&
+           node->inputs()[0]->uses().size() == 1;
+  }
+
+  const std::vector<int64_t>& shape_of(int v) const { return graph_.value(v).shape; }
+
+  void translate(JitNode* node);
+  void translate_conv(JitNode* node, const std::string& kind);
+  void translate_pool(JitNode* node, const std::string& kind);
+  void translate_elementwise(JitNode* node, const std::string& kind);
+  void translate_reshape(JitNode* node, const std::string& kind);
+
+  std::string path_;
+  torch::jit::Module module_;
+  std::vector<int64_t> input_shape_;
+  Graph graph_;
+  std::map<std::string, std::pair<at::Tensor, bool>> state_;  // name -> (tensor, trainable)
+  std::map<std::string, int> state_ids_;
+  std::unordered_map<const JitValue*, Entry> entries_;
+  std::set<std::string> names_;
+  std::string scope_;
+};
+
+void Importer::translate(JitNode* node) {
+  const std::string kind = node->kind().toQualString();
+  if (kind == "prim::Constant") {
+    auto v = torch::jit::toIValue(node->output());
+    if (!v) fail(node, "constant of an unsupported type");
+    entries_[node->output()] = constant_entry(*v);
+  } else if (kind == "prim::GetAttr") {
+    const Entry& owner = arg(node, 0);
+    if (owner.kind != Entry::kModule) fail(node, "attribute of something that is not a module");
+    const std::string path = join(owner.path, node->s(torch::jit::attr::name));
+    if (node->output()->type()->cast<c10::ClassType>()) {
+      entries_[node->output()] = module_entry(path);
+    } else if (state_.count(path)) {
+      Entry e;
+      e.kind = Entry::kState;
+      e.path = path;
+      entries_[node->output()] = e;
+    } else {
+      fail(node, "attribute '" + path + "' is neither a submodule, a parameter nor a buffer");
+    }
+  } else if (kind == "prim::ListConstruct") {
+    bool tensors = false, constants = true;
+    for (const JitValue* v : node->inputs()) {
+      const Entry& e = entry(v);
+      tensors = tensors || e.kind == Entry::kTensor || e.kind == Entry::kState;
+      constants = constants && e.kind == Entry::kConstant;
+    }
+    if (constants) {
+      c10::impl::GenericList list(c10::AnyType::get());
+      bool all_int = true;
+      for (const JitValue* v : node->inputs()) {
+        list.push_back(entry(v).constant);
+        all_int = all_int && entry(v).constant.isInt();
+      }
+      if (all_int) {
+        std::vector<int64_t> ints;
+        for (size_t i = 0; i < list.size(); ++i) ints.push_back(list.get(i).toInt());
+        entries_[node->output()] = constant_entry(c10::IValue(ints));
+      } else {
+        entries_[node->output()] = constant_entry(c10::IValue(list));
+      }
+    } else if (tensors) {
+      Entry e;
+      e.kind = Entry::kTensorList;
+      for (size_t i = 0; i < node->inputs().size(); ++i) e.values.push_back(tensor(node, i));
+      entries_[node->output()] = e;
+    } else {
+      fail(node, "list mixing tensors and other values");
+    }
+  } else if (kind == "aten::size") {
+    const auto& s = shape_of(tensor(node, 0));
+    int64_t d = int_arg(node, 1, "dim");
+    if (d < 0) d += static_cast<int64_t>(s.size());
+    entries_[node->output()] = constant_entry(c10::IValue(s.at(d)));
+  } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit") {
+    entries_[node->output()] = constant_entry(constant(node, 0, "value"));
+  } else if (kind == "aten::_convolution" || kind == "aten::convolution" ||
+             kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d") {
+    translate_conv(node, kind);
+  } else if (kind == "aten::batch_norm") {
+    OpAttrs a;
+    for (size_t i = 1; i <= 4; ++i)
+      if (is_none(node, i))
+        fail(node, "batch norm without affine parameters or running statistics is not supported");
+    if (is_none(node, 6))
+      fail(node, "batch norm with momentum=None (a cumulative average) is not supported");
+    a.momentum = double_arg(node, 6, "momentum");
+    a.eps = double_arg(node, 7, "eps");
+    const int w = tensor(node, 1);
+    emit(node, OpKind::kBatchNorm,
+         {tensor(node, 0), w, tensor(node, 2), tensor(node, 3), tensor(node, 4)}, a,
+         parent(graph_.value(w).name));
+  } else if (kind.rfind("aten::max_pool", 0) == 0 || kind.rfind("aten::avg_pool", 0) == 0 ||
+             kind.rfind("aten::adaptive_avg_pool", 0) == 0 || kind == "aten::mean") {
+    translate_pool(node, kind);
+  } else if (kind == "aten::linear") {
+    const int w = tensor(node, 1);
+    std::vector<int> in = {tensor(node, 0), w};
+    if (!is_none(node, 2)) in.push_back(tensor(node, 2));
+    emit(node, OpKind::kLinear, in, {}, parent(graph_.value(w).name));
+  } else if (kind == "aten::cat" || kind == "aten::concat") {
+    const Entry& list = arg(node, 0);
+    if (list.kind != Entry::kTensorList) fail(node, "cat of something that is not a tensor list");
+    OpAttrs a;
+    a.dim = int_arg(node, 1, "dim");
+    if (a.dim < 0) a.dim += static_cast<int64_t>(shape_of(list.values.at(0)).size());
+    if (list.values.size() == 1) return alias(node, list.values[0]);
+    emit(node, OpKind::kCat, list.values, a);
+  } else if (kind == "aten::dropout" || kind == "aten::dropout_" ||
+             kind == "aten::feature_dropout" || kind == "aten::feature_dropout_") {
+    if (kind.find("feature") != std::string::npos)
+      fail(node, "channel-wise dropout (nn.Dropout2d) is not supported");
+    OpAttrs a;
+    a.p = double_arg(node, 1, "p");
+    emit(node, OpKind::kDropout, {tensor(node, 0)}, a);
+  } else if (kind == "aten::flatten" || kind == "aten::view" || kind == "aten::reshape" ||
+             kind == "aten::contiguous") {
+    translate_reshape(node, kind);
+  } else {
+    translate_elementwise(node, kind);
+  }
+}
+
+void Importer::translate_conv(JitNode* node, const std::string& kind) {
+  const bool general = kind == "aten::_convolution" || kind == "aten::convolution";
+  const int x = tensor(node, 0);
+  const int w = tensor(node, 1);
+  std::vector<int> in = {x, w};
+  if (!is_none(node, 2)) in.push_back(tensor(node, 2));
+  const auto& ws = shape_of(w);
+  const size_t spatial = ws.size() - 2;
+  OpAttrs a;
+  a.kernel.assign(ws.begin() + 2, ws.end());
+  if (!constant(node, 4, "padding").isIntList())
+    fail(node, "string padding ('same'/'valid') is not supported; trace with integer padding");
+  auto per_dim = [&](std::vector<int64_t> v) {
+    if (v.size() == 1) v.assign(spatial, v[0]);
+    return v;
+  };
+  a.stride = per_dim(ints_arg(node, 3, "stride"));
+  a.padding = per_dim(ints_arg(node, 4, "padding"));
+  a.dilation = per_dim(ints_arg(node, 5, "dilation"));
+  bool transposed = false;
+  if (general) {
+    transposed = bool_arg(node, 6, "transposed");
+    a.output_padding = per_dim(ints_arg(node, 7, "output_padding"));
+    a.groups = int_arg(node, 8, "groups");
+  } else {
+    a.groups = int_arg(node, 6, "groups");
+  }
+  if (transposed && a.groups != 1) fail(node, "grouped transposed convolution is not supported");
+  if (transposed)
+    for (auto d : a.dilation)
+      if (d != 1) fail(node, "dilated transposed convolution is not supported");
+  if (!transposed) a.output_padding.clear();
+  emit(node, transposed ? OpKind::kConvTranspose : OpKind::kConv, in, a,
+       parent(graph_.value(w).name));
+}
+
+void Importer::translate_pool(JitNode* node, const std::string& kind) {
+  const int x = tensor(node, 0);
+  const size_t spatial = shape_of(x).size() - 2;
+  auto per_dim = [&](std::vector<int64_t> v, const std::vector<int64_t>& fallback) {
+    if (v.empty()) return fallback;
+    if (v.size() == 1) v.assign(spatial, v[0]);
+    return v;
+  };
+  OpAttrs a;
+  if (kind == "aten::mean") {
+    // Global average pooling written as x.mean((2, 3)) (EfficientNet-style heads).
+    std::vector<int64_t> dims = ints_arg(node, 1, "dim");
+    for (auto& d : dims)
+      if (d < 0) d += static_cast<int64_t>(spatial + 2);
+    std::set<int64_t> got(dims.begin(), dims.end()), want;
+    for (size_t d = 2; d < spatial + 2; ++d) want.insert(static_cast<int64_t>(d));
+    if (got != want) fail(node, "mean is supported over all spatial dimensions only");
+    if (node->inputs().size() > 3 && !is_none(node, 3))
+      fail(node, "mean with a dtype argument is not supported");
+    a.output_size.assign(spatial, 1);
+    const bool keepdim = bool_arg(node, 2, "keepdim");
+    emit(node, OpKind::kAdaptiveAvgPool, {x}, a);
+    if (!keepdim) {
+      OpAttrs f;
+      f.dim = 1;
+      emit(node, OpKind::kFlatten, {entries_.at(node->output()).value}, f);
+    }
+    return;
+  }
+  if (kind.rfind("aten::adaptive_avg_pool", 0) == 0) {
+    a.output_size = per_dim(ints_arg(node, 1, "output_size"), {});
+    return emit(node, OpKind::kAdaptiveAvgPool, {x}, a);
+  }
+  const bool max = kind.rfind("aten::max_pool", 0) == 0;
+  if (kind.find("with_indices") != std::string::npos)
+    fail(node, "max pooling that returns its indices is not supported");
+  a.kernel = per_dim(ints_arg(node, 1, "kernel_size"), {});
+  a.stride = per_dim(ints_arg(node, 2, "stride"), a.kernel);
+  a.padding = per_dim(ints_arg(node, 3, "padding"), std::vector<int64_t>(spatial, 0));
+  if (max) {
+    for (auto d : ints_arg(node, 4, "dilation"))
+      if (d != 1) fail(node, "dilated max pooling is not supported");
+    a.ceil_mode = bool_arg(node, 5, "ceil_mode");
+  } else {
+    a.ceil_mode = bool_arg(node, 4, "ceil_mode");
+    a.count_include_pad = bool_arg(node, 5, "count_include_pad");
+    if (node->inputs().size() > 6 && !is_none(node, 6))
+      fail(node, "average pooling with divisor_override is not supported");
+  }
+  emit(node, max ? OpKind::kMaxPool : OpKind::kAvgPool, {x}, a);
+}
+
+void Importer::translate_reshape(JitNode* node, const std::string& kind) {
+  const int x = tensor(node, 0);
+  if (kind == "aten::contiguous") return alias(node, x);
+  const auto& s = shape_of(x);
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t start = 0;
+  if (kind == "aten::flatten") {
+    start = int_arg(node, 1, "start_dim");
+    int64_t end = int_arg(node, 2, "end_dim");
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    if (end != rank - 1) fail(node, "flatten must run to the last dimension");
+  } else {
+    // view / reshape to the shape flatten(start) gives, for some start.
+    std::vector<int64_t> want = ints_arg(node, 1, "shape");
+    int64_t known = 1, numel = 1;
+    for (auto d : s) numel *= d;
+    for (auto d : want)
+      if (d != -1) known *= d;
+    for (auto& d : want)
+      if (d == -1) d = numel / known;
+    if (want == s) return alias(node, x);
+    start = static_cast<int64_t>(want.size()) - 1;
+    bool ok = start >= 0 && start < rank;
+    for (int64_t j = 0; ok && j < start; ++j) ok = want[j] == s[j];
+    if (!ok)
+      fail(node, "reshaping " + shape_string(s) + " to " + shape_string(want) +
+                     " is not supported (only flattening trailing dimensions)");
+  }
+  if (start == rank - 1) return alias(node, x);
+  OpAttrs a;
+  a.dim = start;
+  emit(node, OpKind::kFlatten, {x}, a);
+}
+
+void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
+  static const std::map<std::string, OpKind> unary = {
+      {"aten::relu", OpKind::kReLU},           {"aten::relu6", OpKind::kReLU6},
+      {"aten::hardswish", OpKind::kHardswish}, {"aten::hardsigmoid", OpKind::kHardsigmoid},
+      {"aten::silu", OpKind::kSiLU},           {"aten::sigmoid", OpKind::kSigmoid},
+      {"aten::hardtanh", OpKind::kReLU6}};
+  const std::string base = kind.back() == '_' ? kind.substr(0, kind.size() - 1) : kind;
+  if (auto it = unary.find(base); it != unary.end()) {
+    const int x = tensor(node, 0);
+    if (base == "aten::hardtanh" &&
+        (double_arg(node, 1, "min_val") != 0.0 || double_arg(node, 2, "max_val") != 6.0))
+      fail(node, "hardtanh is supported as ReLU6 only (bounds 0 and 6)");
+    OpAttrs a;
+    // ReLU and ReLU6 have in-place implementations; the others run out of place.
+    const bool has_inplace = it->second == OpKind::kReLU || it->second == OpKind::kReLU6;
+    a.inplace = has_inplace && inplace_allowed(node, x);
+    return emit(node, it->second, {x}, a);
+  }
+  if (base == "aten::add" || base == "aten::mul") {
+    const Entry& self = arg(node, 0);
+    if (self.kind == Entry::kState) {
+      // A buffer update (batch norm's num_batches_tracked += 1 in a train-mode trace):
+      // not part of the computation being trained.
+      if (kind.back() == '_') return;
+      fail(node, "arithmetic on a parameter or buffer is not supported");
+    }
+    const Entry& other = arg(node, 1);
+    if (other.kind != Entry::kTensor)
+      fail(node, base + " of a tensor and a scalar is not supported");
+    const int a = tensor(node, 0), b = tensor(node, 1);
+    if (base == "aten::add") {
+      if (node->inputs().size() > 2 && double_arg(node, 2, "alpha") != 1.0)
+        fail(node, "add with alpha other than 1 is not supported");
+      if (shape_of(a) != shape_of(b))
+        fail(node, "add of " + shape_string(shape_of(a)) + " and " + shape_string(shape_of(b)) +
+                       ": broadcasting add is not supported");
+      OpAttrs at;
+      at.inplace = inplace_allowed(node, a);
+      return emit(node, OpKind::kAdd, {a, b}, at);
+    }
+    // Multiplication: the operand that broadcasts goes second.
+    const bool swap = shape_of(a).size() < shape_of(b).size() ||
+                      (shape_of(a).size() == shape_of(b).size() && [&] {
+                        int64_t na = 1, nb = 1;
+                        for (auto d : shape_of(a)) na *= d;
+                        for (auto d : shape_of(b)) nb *= d;
+                        return na < nb;
+                      }());
+    return emit(node, OpKind::kMul, swap ? std::vector<int>{b, a} : std::vector<int>{a, b}, {});
+  }
+  fail(node, "unsupported operator '" + kind + "'");
+}
+
+}  // namespace
+
+bool is_torchscript_path(const std::string& model) {
+  auto ends_with = [&](const std::string& suffix) {
+    return model.size() > suffix.size() &&
+           model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".pt") || ends_with(".pth");
+}
+
+Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape) {
+  if (input_shape.size() < 2)
+    throw ImportError("the input shape must give at least the batch and one more dimension, got " +
+                      shape_string(input_shape));
+  for (auto d : input_shape)
+    if (d < 1) throw ImportError("input shape " + shape_string(input_shape) + " has a non-positive size");
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    throw ImportError("cannot load TorchScript file '" + path + "': " + e.what_without_backtrace());
+  }
+  return Importer(path, std::move(module), input_shape).run();
+}
+
+}  // namespace monet

@@ -1,0 +1,36 @@
+// Importing a model traced in Python (torch.jit.trace(model, x).save(path)) as a Graph:
+// the TorchScript forward is inlined, its ATen operators become graph nodes and the
+// module's parameters and buffers become graph parameters and buffers under their
+// state_dict names (trainable, not frozen; load_torchscript_weights copies their values).
+// The model's output must be [batch, classes] logits; a cross-entropy loss against an
+// int64 "target" of shape [batch] is appended.
+//
+// The imported graph is trained: batch norm uses batch statistics and dropout is active
+// at its recorded probability whatever mode the module was traced in.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace monet {
+
+/// A TorchScript file that cannot be imported: unreadable, an operator monet does not
+/// support (the message names it and its source location), or a shape that does not fit.
+class ImportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Whether `model` names a TorchScript file (ends in ".pt" or ".pth") rather than a zoo
+/// model.
+bool is_torchscript_path(const std::string& model);
+
+/// The graph of the module saved at `path`, fed an input of `input_shape` (batch first,
+/// e.g. {8, 3, 224, 224}). Throws ImportError.
+Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape);
+
+}  // namespace monet

@@ -1,0 +1,173 @@
+// Imported TorchScript models (torchvision, traced in Python) train as Python PyTorch
+// does: the executor's loss and gradients, under store-all and under a MONeT plan, equal
+// PyTorch autograd's in float64. Fixtures come from tools/make_import_fixtures.py (CTest
+// set-up); the traced models are float32, as a user would save them.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <fstream>
+
+#include "graph/torchscript_import.h"
+#include "planner/baseline_plans.h"
+#include "planner/monet_planner.h"
+#include "quick_profile.h"
+#include "runtime/executor.h"
+#include "runtime/torchscript_weights.h"
+
+namespace monet {
+namespace {
+
+const std::string kDir = MONET_IMPORT_FIXTURE_DIR;
+
+struct Imported {
+  Graph graph;
+  ModelState state;  // float32, loaded from the file
+  Batch batch;       // float32 input, int64 target
+  std::map<std::string, at::Tensor> ref;
+};
+
+Imported import(const std::string& name) {
+  std::map<std::string, at::Tensor> ref;
+  for (const auto& b : torch::jit::load(kDir + "/" + name + "_ref.pt").named_buffers())
+    ref[b.name] = b.value;
+  const at::Tensor input = ref.at("input");
+  Graph g = import_torchscript(kDir + "/" + name + ".pt", input.sizes().vec());
+  ModelState state = ModelState::initialize(g, 0);
+  const WeightTransfer t = load_torchscript_weights(g, state, kDir + "/" + name + ".pt");
+  EXPECT_EQ(t.copied, static_cast<int>(g.parameters().size() +
+                                       g.values_of_kind(ValueKind::kBuffer).size()));
+  for (const auto& unused : t.unused)  // batch counters are all the graph leaves out
+    EXPECT_NE(unused.find("num_batches_tracked"), std::string::npos) << unused;
+  Batch batch;
+  batch[g.values_of_kind(ValueKind::kInput).at(0)] = input;
+  batch[g.values_of_kind(ValueKind::kTarget).at(0)] = ref.at("target");
+  return {std::move(g), std::move(state), std::move(batch), std::move(ref)};
+}
+
+// Runs `plan` in float64 and compares loss and every parameter gradient with PyTorch's.
+// Returns the largest relative error.
+double worst_error_against_pytorch(const Imported& m, const Plan& plan) {
+  ModelState state = m.state.clone();
+  for (const auto& v : m.graph.values())
+    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
+      state.tensor(v.id) = state.tensor(v.id).to(at::kDouble);
+  Batch batch = m.batch;
+  for (auto& [id, t] : batch)
+    if (t.is_floating_point()) t = t.to(at::kDouble);
+  Executor executor(m.graph, state, plan);
+  const ExecutionResult r = executor.run(batch);
+  const double loss_ref = m.ref.at("loss64").item<double>();
+  double worst = std::abs(r.loss - loss_ref) / std::abs(loss_ref);
+  EXPECT_LE(worst, 1e-4) << "loss " << r.loss << " vs PyTorch " << loss_ref;
+  double largest = 0;
+  for (const auto& [key, t] : m.ref)
+    if (key.rfind("grad64__", 0) == 0 || key.rfind("sample64__", 0) == 0)
+      largest = std::max(largest, t.abs().max().item<double>());
+  const auto params = m.graph.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string key = m.graph.value(params[i]).name;
+    for (size_t p; (p = key.find('.')) != std::string::npos;) key.replace(p, 1, "__");
+    at::Tensor got = r.gradients.at(i);
+    at::Tensor want;
+    if (m.ref.count("grad64__" + key)) {
+      want = m.ref.at("grad64__" + key);
+    } else {
+      want = m.ref.at("sample64__" + key);
+      const int64_t stride = m.ref.at("stride__" + key).item<int64_t>();
+      got = got.flatten().slice(0, 0, c10::nullopt, stride);
+    }
+    if (!got.defined()) {
+      ADD_FAILURE() << "no gradient for " << m.graph.value(params[i]).name;
+      continue;
+    }
+    // Relative to the tensor's own scale, floored where PyTorch's gradient is ~0.
+    const double scale = std::max(want.abs().max().item<double>(), 1e-6 * largest);
+    const double err = (got - want).abs().max().item<double>() / scale;
+    EXPECT_LE(err, 1e-4) << m.graph.value(params[i]).name;
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+class ImportedTorchvision : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { MemoryTracker::install(); }
+};
+
+TEST_P(ImportedTorchvision, StoreAllMatchesPyTorch) {
+  const Imported m = import(GetParam());
+  const double err = worst_error_against_pytorch(m, store_all_plan(m.graph));
+  std::cout << GetParam() << ": " << m.graph.nodes().size() << " nodes, store-all worst relative "
+            << "error " << err << "\n";
+}
+
+// A MONeT plan whose budget leaves half of store-all's activation memory: parameters,
+// buffers, the batch and the parameter gradients (which every plan holds at the end)
+// plus half of the rest of store-all's peak.
+TEST_P(ImportedTorchvision, MonetPlanAtHalfTheActivationMemoryMatchesPyTorch) {
+  const Imported m = import(GetParam());
+  const CostModel costs = testing::quick_profile(m.graph, m.state, m.batch);
+  const SimulationResult all = simulate(m.graph, store_all_plan(m.graph), costs);
+  const int64_t floor = all.start_bytes + m.graph.parameter_bytes();
+  MonetOptions o;
+  o.budget_bytes = floor + (all.peak_bytes - floor) / 2;
+  o.solver.time_limit_seconds = 15;
+  o.solver.relative_gap = 0.02;
+  const MonetResult r = plan_monet(m.graph, costs, o);
+  ASSERT_TRUE(r.found) << "no plan within " << o.budget_bytes << " B (store-all peak "
+                       << all.peak_bytes << " B)";
+  EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
+  // The plan runs in float32 with the peak the simulator predicts.
+  ModelState s = m.state.clone();
+  Executor executor(m.graph, s, r.plan);
+  const ExecutionResult run = executor.run(m.batch);
+  EXPECT_EQ(run.peak_bytes - run.start_bytes, r.predicted.peak_above_start());
+  const double err = worst_error_against_pytorch(m, r.plan);
+  std::cout << GetParam() << ": budget " << o.budget_bytes << " B = "
+            << static_cast<double>(o.budget_bytes) / all.peak_bytes << "x store-all's peak, plan peak "
+            << r.predicted.peak_bytes << " B, " << r.predicted.seconds << " s/iter (store-all "
+            << all.seconds << "), worst relative error " << err << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
+                         ::testing::Values("resnet18", "resnet50", "vgg11", "mobilenet_v2",
+                                           "mobilenet_v3_small", "googlenet", "densenet121",
+                                           "efficientnet_b0"),
+                         [](const auto& info) { return info.param; });
+
+TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {
+  const Imported m = import("mobilenet_v3_small");
+  int se_scales = 0;
+  for (const auto& n : m.graph.nodes()) se_scales += n.op == OpKind::kMul;
+  EXPECT_EQ(se_scales, 9);  // one squeeze-excitation per block that has one
+  bool found = false;
+  for (int id : m.graph.parameters()) found = found || m.graph.value(id).name == "features.0.0.weight";
+  EXPECT_TRUE(found);
+}
+
+TEST(TorchscriptImport, UnsupportedOperatorIsNamedWithItsLocation) {
+  // Traced from a module whose forward calls torch.tanh, which monet does not support.
+  try {
+    import_torchscript(kDir + "/unsupported.pt", {2, 8});
+    FAIL() << "expected an ImportError";
+  } catch (const ImportError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unsupported operator 'aten::tanh'"), std::string::npos) << what;
+    EXPECT_NE(what.find("make_import_fixtures.py:"), std::string::npos) << what;
+  }
+}
+
+TEST(TorchscriptImport, BadFileAndBadShapeGiveClearErrors) {
+  const std::string bad = ::testing::TempDir() + "/not_a_model.pt";
+  std::ofstream(bad) << "not a zip archive";
+  EXPECT_THROW(import_torchscript(bad, {2, 3, 64, 64}), ImportError);
+  try {
+    import_torchscript(kDir + "/resnet18.pt", {2, 1, 64, 64});  // one channel, not three
+    FAIL() << "expected an ImportError";
+  } catch (const ImportError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv1"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace monet

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Writes the fixtures of the TorchScript import tests.
+
+Also unsupported.pt, a traced module calling an operator monet does not import.
+
+For each torchvision classification model: <name>.pt, the model traced with
+torch.jit.trace in float32 (what a user hands to `monet --model file.pt`), and
+<name>_ref.pt, a TorchScript container of tensors: the input, the target, and one
+training iteration's loss and parameter gradients computed by PyTorch autograd in
+float64 (in float32, rounding alone moves deep networks' gradients by ~1e-3).
+
+Randomness is removed so the reference is deterministic: dropout probabilities are set
+to 0 and EfficientNet's stochastic depth is off. Batch-norm parameters and running
+statistics are randomised so that the comparison exercises them. Some models are traced
+in eval mode and some in train mode (which records the num_batches_tracked updates):
+the importer must handle both.
+
+Gradients with more than 2**21 entries (VGG's first classifier layer) are stored as
+every k-th entry of the flattened gradient ("sample64__", with "stride__" giving k).
+Names use "__" for "." (buffer names cannot contain dots).
+
+Uses Debian's python3-torch and python3-torchvision; downloads nothing.
+Usage: make_import_fixtures.py OUTDIR [MODEL...]
+"""
+import copy
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+import torchvision
+
+# name: (constructor keyword arguments, input image size, traced in train mode)
+MODELS = {
+    "resnet18": ({}, 64, False),
+    "resnet50": ({}, 64, True),
+    "vgg11": ({}, 32, False),
+    "mobilenet_v2": ({}, 64, True),
+    "mobilenet_v3_small": ({}, 64, False),
+    "googlenet": ({"aux_logits": False, "init_weights": True}, 64, True),
+    "densenet121": ({}, 64, False),
+    "efficientnet_b0": ({"stochastic_depth_prob": 0.0}, 64, True),
+}
+BATCH = 2
+CLASSES = 10
+LARGE = 1 << 21
+
+
+class Tensors(torch.nn.Module):
+    """A module whose buffers carry named tensors into C++ (torch::jit::load)."""
+
+    def __init__(self, tensors):
+        super().__init__()
+        for name, t in tensors.items():
+            self.register_buffer(name, t.detach().clone())
+
+    def forward(self):
+        return 0
+
+
+def prepare(model, gen):
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+        if isinstance(m, torch.nn.BatchNorm2d):
+            c = m.num_features
+            with torch.no_grad():
+                m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
+                m.bias.copy_(torch.randn(c, generator=gen) * 0.1)
+                m.running_mean.copy_(torch.randn(c, generator=gen) * 0.1)
+                m.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
+
+
+def write(outdir, name):
+    kwargs, image, train_trace = MODELS[name]
+    gen = torch.Generator().manual_seed(1234)
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(num_classes=CLASSES, **kwargs)
+    prepare(model, gen)
+    x = torch.randn(BATCH, 3, image, image, generator=gen)
+    target = torch.randint(0, CLASSES, (BATCH,), generator=gen)
+
+    model.train(train_trace)
+    with torch.no_grad():
+        traced = torch.jit.trace(copy_of(model), x, check_trace=False)
+    traced.save(os.path.join(outdir, name + ".pt"))
+
+    model64 = model.double().train()
+    loss = F.cross_entropy(model64(x.double()), target)
+    loss.backward()
+    tensors = {"input": x, "target": target, "loss64": loss.detach()}
+    for pname, p in model64.named_parameters():
+        key = pname.replace(".", "__")
+        grad = p.grad if p.grad is not None else torch.zeros_like(p)
+        if grad.numel() > LARGE:
+            stride = grad.numel() // (LARGE // 8)
+            tensors["sample64__" + key] = grad.flatten()[::stride].clone()
+            tensors["stride__" + key] = torch.tensor(stride)
+        else:
+            tensors["grad64__" + key] = grad
+    torch.jit.script(Tensors(tensors)).save(os.path.join(outdir, name + "_ref.pt"))
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters, "
+          f"input {tuple(x.shape)}, traced in {'train' if train_trace else 'eval'} mode")
+
+
+class Unsupported(torch.nn.Module):
+    """Calls an operator monet does not import (tanh): the error must name it and where."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+
+
+def copy_of(model):
+    # Tracing must not touch the model the reference is computed with (train-mode tracing
+    # updates batch-norm running statistics).
+    return copy.deepcopy(model)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    outdir = sys.argv[1]
+    names = sys.argv[2:] or list(MODELS)
+    os.makedirs(outdir, exist_ok=True)
+    torch.set_num_threads(2)
+    for name in names:
+        write(outdir, name)
+    traced = torch.jit.trace(Unsupported(), torch.randn(2, 8))
+    traced.save(os.path.join(outdir, "unsupported.pt"))
+
+
+if __name__ == "__main__":
+    main()
