@@ -9,6 +9,7 @@
 
 #include "graph/torchscript_import.h"
 #include "planner/baseline_plans.h"
+#include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "runtime/executor.h"
@@ -45,8 +46,12 @@ Imported import(const std::string& name) {
 }
 
 // Runs `plan` in float64 and compares loss and every parameter gradient with PyTorch's.
-// Returns the largest relative error.
-double worst_error_against_pytorch(const Imported& m, const Plan& plan) {
+// Returns the largest relative error. oneDNN has no float64 convolution: forward
+// instructions using it run ATen's default algorithm here (they are checked against the
+// default in float32 by the OpKernels tests).
+double worst_error_against_pytorch(const Imported& m, Plan plan) {
+  for (auto& in : plan.program)
+    if (in.kind == InstrKind::kForward && in.impl == "mkldnn") in.impl = "default";
   ModelState state = m.state.clone();
   for (const auto& v : m.graph.values())
     if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
@@ -101,14 +106,17 @@ TEST_P(ImportedTorchvision, StoreAllMatchesPyTorch) {
             << "error " << err << "\n";
 }
 
-// A MONeT plan whose budget leaves half of store-all's activation memory: parameters,
-// buffers, the batch and the parameter gradients (which every plan holds at the end)
-// plus half of the rest of store-all's peak.
-TEST_P(ImportedTorchvision, MonetPlanAtHalfTheActivationMemoryMatchesPyTorch) {
+// A MONeT plan under a budget halfway between the smallest peak of the memory-lean
+// heuristic plans and store-all's peak. (At these input sizes parameters and their
+// gradients are most of the peak, so 0.5x store-all's peak is below what any plan can
+// reach; docs/RESULTS.md measures 0.5x at full size.)
+TEST_P(ImportedTorchvision, MonetPlanBetweenLeanAndStoreAllMatchesPyTorch) {
   const Imported m = import(GetParam());
   const CostModel costs = testing::quick_profile(m.graph, m.state, m.batch);
   const SimulationResult all = simulate(m.graph, store_all_plan(m.graph), costs);
-  const int64_t floor = all.start_bytes + m.graph.parameter_bytes();
+  const SimulationResult lean = simulate(m.graph, best_lean_plan(m.graph, costs, -1), costs);
+  ASSERT_LT(lean.peak_bytes, all.peak_bytes);
+  const int64_t floor = lean.peak_bytes;
   MonetOptions o;
   o.budget_bytes = floor + (all.peak_bytes - floor) / 2;
   o.solver.time_limit_seconds = 15;
