@@ -8,13 +8,18 @@
 
 #include "cost/profiler.h"
 #include "graph/model_zoo.h"
+#include "graph/torchscript_import.h"
+#include "runtime/torchscript_weights.h"
 #include "plan/plan_validator.h"
 
 namespace monet::cli {
 
 void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
   o.batch = default_batch;
-  cmd->add_option("--model,-m", o.model, "zoo model name (see `monet models`)")->required();
+  cmd->add_option("--model,-m", o.model,
+                  "zoo model name (see `monet models`), or a model traced with "
+                  "torch.jit.trace(...).save(FILE.pt)")
+      ->required();
   cmd->add_option("--batch,-b", o.batch, "samples per iteration")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -24,9 +29,32 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
       ->capture_default_str();
   cmd->add_option("--classes", o.classes, "output classes (default: model's own)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--input-shape", o.input_shape,
+                  "input shape of a traced model, batch first: B,C,H,W (e.g. 8,3,224,224)");
 }
 
 ModelConfig model_config(const ModelOptions& o) {
+  if (is_torchscript_path(o.model)) {
+    if (o.input_shape.empty())
+      throw UsageError("--model " + o.model + " is a traced model: give its input with " +
+                       "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
+    if (!o.image.empty() || o.width != 1.0 || o.classes > 0)
+      throw UsageError("--image, --width and --classes apply to zoo models; a traced model's "
+                       "size is its --input-shape and its classes are its output's");
+    ModelConfig c;
+    try {
+      c.input_shape = parse_input_shape(o.input_shape);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    c.batch = c.input_shape[0];
+    c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),
+                   c.input_shape.end());
+    return c;
+  }
+  if (!o.input_shape.empty())
+    throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
+                     std::string("take --batch and --image"));
   try {
     const ModelInfo& info = zoo_model_info(o.model);
     ModelConfig c;
@@ -42,6 +70,14 @@ ModelConfig model_config(const ModelOptions& o) {
 
 Graph build_graph(const ModelOptions& o) {
   const ModelConfig c = model_config(o);
+  if (is_torchscript_path(o.model)) {
+    if (!std::ifstream(o.model)) throw UsageError("cannot read traced model '" + o.model + "'");
+    try {
+      return import_torchscript(o.model, c.input_shape);
+    } catch (const ImportError& e) {
+      throw UsageError(e.what());
+    }
+  }
   try {
     return build_zoo_model(o.model, c);
   } catch (const std::invalid_argument& e) {
@@ -50,6 +86,17 @@ Graph build_graph(const ModelOptions& o) {
     throw UsageError("cannot build " + o.model + " at image size " + image_size_string(c.image) +
                      ": " + e.what());
   }
+}
+
+ModelState initial_state(const Graph& g, const std::string& model, uint64_t seed) {
+  ModelState state = ModelState::initialize(g, seed);
+  if (!is_torchscript_path(model)) return state;
+  try {
+    load_torchscript_weights(g, state, model);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  return state;
 }
 
 std::string format_bytes(int64_t bytes, bool exact) {
@@ -121,6 +168,12 @@ LoadedPlan load_plan_file(const std::string& path) {
     m.image = image_size_string(c.image);
     m.width = c.width;
     m.classes = c.classes;
+    if (!c.input_shape.empty()) {
+      m.image.clear();
+      m.classes = 0;
+      for (size_t i = 0; i < c.input_shape.size(); ++i)
+        m.input_shape += (i ? "," : "") + std::to_string(c.input_shape[i]);
+    }
     Graph g = build_graph(m);
     Plan plan = plan_from_json(g, j);
     plan.model = m.model;

@@ -14,6 +14,7 @@
 #include "graph/graph.h"
 #include "graph/model_config.h"
 #include "plan/plan.h"
+#include "runtime/model_state.h"
 #include "runtime/memory_tracker.h"
 
 namespace monet::cli {
@@ -30,13 +31,15 @@ struct Command {
   std::function<int()> run;
 };
 
-/// --model, --batch, --image, --width, --classes.
+/// --model, --batch, --image, --width, --classes (zoo models); --input-shape (a
+/// TorchScript file given as --model).
 struct ModelOptions {
-  std::string model;
+  std::string model;  // zoo model name, or path of a traced model (.pt / .pth)
   int64_t batch = 1;
   std::string image;  // "224", "416x608", "64x64x64"; empty = model default
   double width = 1.0;
   int64_t classes = 0;
+  std::string input_shape;  // "8,3,224,224": imported models only
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& options, int64_t default_batch = 1);
@@ -44,6 +47,9 @@ void add_model_options(CLI::App* cmd, ModelOptions& options, int64_t default_bat
 Graph build_graph(const ModelOptions& options);
 /// The effective ModelConfig for the options (defaults filled in).
 ModelConfig model_config(const ModelOptions& options);
+/// The parameters and buffers to train `graph` from: a TorchScript model's own values
+/// (loaded from the file), a zoo model's initialisation seeded by `seed`.
+ModelState initial_state(const Graph& graph, const std::string& model, uint64_t seed);
 
 /// "97.9 MiB (102,760,448 B)"-style rendering; `exact` adds the byte count.
 std::string format_bytes(int64_t bytes, bool exact = false);

@@ -23,7 +23,7 @@ int run_baseline(const BaselineOptions& o) {
   const Graph g = build_graph(o.model);
   const ModelConfig c = model_config(o.model);
   if (o.threads > 0) at::set_num_threads(o.threads);
-  ModelState state = ModelState::initialize(g, o.seed);
+  ModelState state = initial_state(g, o.model.model, o.seed);
   const Batch batch = make_batch(g, o.seed + 1);
   AutogradBaseline baseline(g, state);
 

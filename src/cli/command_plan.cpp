@@ -5,6 +5,9 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "graph/torchscript_import.h"
+
+#include <filesystem>
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
@@ -157,7 +160,11 @@ int run_plan(const PlanOptions& o) {
   } else {
     plan = random_plan(g, o.seed);
   }
-  plan.model = o.model.model;
+  // A traced model's plan names its file absolutely, so `monet run --plan` works from
+  // any directory.
+  plan.model = is_torchscript_path(o.model.model)
+                   ? std::filesystem::absolute(o.model.model).lexically_normal().string()
+                   : o.model.model;
   plan.config = model_config(o.model);
   SimulationResult sim, base_sim;
   if (have_costs) {

@@ -25,7 +25,7 @@ struct RunOptions {
 int run_run(const RunOptions& o) {
   if (o.threads > 0) at::set_num_threads(o.threads);
   LoadedPlan lp = load_plan_file(o.plan);
-  ModelState state = ModelState::initialize(lp.graph, 0);
+  ModelState state = initial_state(lp.graph, lp.plan.model, 0);
   const Batch batch = make_batch(lp.graph, 1);
   AutogradBaseline baseline(lp.graph, state);
   Executor executor(lp.graph, state, lp.plan);
@@ -90,7 +90,7 @@ int run_verify(const RunOptions& o) {
   const at::ScalarType dtype = o.precision == "float32" ? at::kFloat : at::kDouble;
   if (o.precision != "float32" && o.precision != "float64")
     throw UsageError("--precision must be float32 or float64");
-  ModelState reference = ModelState::initialize(lp.graph, 0);
+  ModelState reference = initial_state(lp.graph, lp.plan.model, 0);
   for (const auto& v : lp.graph.values())
     if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
       reference.tensor(v.id) = reference.tensor(v.id).to(dtype);

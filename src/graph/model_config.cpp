@@ -4,11 +4,15 @@
 
 namespace monet {
 
-std::vector<int64_t> parse_image_size(const std::string& text, int spatial_dims) {
+namespace {
+
+// Positive integers separated by `sep`; `what` and `syntax` go into the error message.
+std::vector<int64_t> parse_sizes(const std::string& text, char sep, const std::string& what,
+                                 const std::string& syntax) {
   std::vector<int64_t> dims;
   size_t start = 0;
   while (start <= text.size()) {
-    const size_t end = std::min(text.find('x', start), text.size());
+    const size_t end = std::min(text.find(sep, start), text.size());
     const std::string part = text.substr(start, end - start);
     size_t used = 0;
     long long v = 0;
@@ -18,13 +22,28 @@ std::vector<int64_t> parse_image_size(const std::string& text, int spatial_dims)
       used = 0;
     }
     if (part.empty() || used != part.size())
-      throw std::invalid_argument("invalid image size '" + text +
-                                  "': expected N, HxW or DxHxW with positive integers");
+      throw std::invalid_argument("invalid " + what + " '" + text + "': expected " + syntax +
+                                  " with positive integers");
     if (v <= 0)
-      throw std::invalid_argument("invalid image size '" + text + "': sizes must be positive");
+      throw std::invalid_argument("invalid " + what + " '" + text + "': sizes must be positive");
     dims.push_back(v);
     start = end + 1;
   }
+  return dims;
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_input_shape(const std::string& text) {
+  const auto dims = parse_sizes(text, ',', "input shape", "B,C,H,W (batch first)");
+  if (dims.size() < 2)
+    throw std::invalid_argument("invalid input shape '" + text +
+                                "': give the batch size and at least one more dimension");
+  return dims;
+}
+
+std::vector<int64_t> parse_image_size(const std::string& text, int spatial_dims) {
+  const auto dims = parse_sizes(text, 'x', "image size", "N, HxW or DxHxW");
   if (dims.size() == 1) return std::vector<int64_t>(spatial_dims, dims[0]);
   if (static_cast<int>(dims.size()) != spatial_dims)
     throw std::invalid_argument("invalid image size '" + text + "': this model takes " +

@@ -13,6 +13,9 @@ struct ModelConfig {
   std::vector<int64_t> image;  // spatial input size (H, W) or (D, H, W); empty = model default
   double width = 1.0;          // channel width multiplier (1.0 = the published model)
   int64_t classes = 0;         // output classes; 0 = model default (1000 / 1 for UNets)
+  /// Imported TorchScript models only: the full input shape, batch first ("2,3,224,224");
+  /// empty for zoo models.
+  std::vector<int64_t> input_shape;
 };
 
 /// Parses "224" (square; cube for 3-D models when `spatial_dims` is 3), "416x608" or
@@ -20,5 +23,8 @@ struct ModelConfig {
 std::vector<int64_t> parse_image_size(const std::string& text, int spatial_dims);
 
 std::string image_size_string(const std::vector<int64_t>& image);
+
+/// Parses "2,3,224,224" (an input shape, batch first). Throws std::invalid_argument.
+std::vector<int64_t> parse_input_shape(const std::string& text);
 
 }  // namespace monet

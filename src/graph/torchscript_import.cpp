@@ -108,14 +108,18 @@ class Importer {
     throw ImportError(text);
   }
 
+  // The Python source line that produced the node (a saved module records it behind the
+  // serialized code's own range), else the serialized code's line.
   static std::string location(const JitNode* node) {
     const auto& range = node->sourceRange();
-    if (auto flc = range.file_line_col()) {
-      const auto& [file, line, col] = *flc;
-      return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+    for (const auto& r : {range.findSourceRangeThatGenerated(), c10::optional<torch::jit::SourceRange>(range)}) {
+      if (!r) continue;
+      if (auto flc = r->file_line_col()) {
+        const auto& [file, line, col] = *flc;
+        return file + ":" + std::to_string(line);
+      }
     }
-    std::string scope = const_cast<JitNode*>(node)->scopeName();
-    return scope.empty() ? "(no source location recorded)" : "module scope " + scope;
+    return "(no source location recorded)";
   }
 
   const Entry& entry(const JitValue* v) const {
@@ -179,17 +183,26 @@ class Importer {
       fail(node, "tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) +
                      "; monet trains float32 models (trace the model before .double()/.half())");
     const std::vector<int64_t> shape = t.sizes().vec();
-    const int id = trainable ? graph_.add_parameter(name, shape, {InitKind::kZeros})
-                             : graph_.add_buffer(name, shape, {InitKind::kZeros});
+    // Stand-in initialisation, for when the file's values are not loaded (profiling):
+    // PyTorch's layer defaults, batch norm's ones for scales and running variances.
+    auto ends_with = [&](const std::string& suffix) {
+      return name.size() >= suffix.size() &&
+             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    InitSpec init{InitKind::kZeros};
+    if (shape.size() >= 2) init.kind = InitKind::kKaimingUniformDefault;
+    else if (ends_with(".weight") || ends_with("running_var")) init.kind = InitKind::kOnes;
+    const int id = trainable ? graph_.add_parameter(name, shape, init)
+                             : graph_.add_buffer(name, shape, init);
     state_ids_[name] = id;
     return id;
   }
 
-  // A unique node name: the module of the node's weight, or the last such module plus
-  // the operator.
+  // A unique node name: the module of the node's weight, or the operator inside the
+  // module that holds the last weighted one ("layer1.0.relu", "layer1.0.relu.1").
   std::string node_name(const std::string& module, const char* op) {
     std::string base = module.empty() ? join(scope_, op) : module;
-    if (!module.empty()) scope_ = module;
+    if (!module.empty()) scope_ = parent(module);
     std::string name = base;
     for (int k = 1; names_.count(name); ++k) name = base + "." + std::to_string(k);
     names_.insert(name);

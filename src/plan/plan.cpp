@@ -38,16 +38,14 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
     if (in.kind == InstrKind::kBackward) j["part"] = backward_part_name(in.part);
     program.push_back(j);
   }
-  return {{"format", "monet-plan-1"},
-          {"graph", g.name()},
-          {"model",
-           {{"name", plan.model},
-            {"batch", plan.config.batch},
-            {"image", plan.config.image},
-            {"width", plan.config.width},
-            {"classes", plan.config.classes}}},
-          {"fingerprint", plan.graph_fingerprint},
-          {"planner", plan.planner},
+  nlohmann::json model = {{"name", plan.model},
+                          {"batch", plan.config.batch},
+                          {"image", plan.config.image},
+                          {"width", plan.config.width},
+                          {"classes", plan.config.classes}};
+  if (!plan.config.input_shape.empty()) model["input_shape"] = plan.config.input_shape;
+  return {{"format", "monet-plan-1"}, {"graph", g.name()},          {"model", model},
+          {"fingerprint", plan.graph_fingerprint}, {"planner", plan.planner},
           {"program", program}};
 }
 
@@ -61,6 +59,7 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     config->image = m.at("image").get<std::vector<int64_t>>();
     config->width = m.at("width").get<double>();
     config->classes = m.at("classes").get<int64_t>();
+    if (m.contains("input_shape")) config->input_shape = m.at("input_shape").get<std::vector<int64_t>>();
   } catch (const nlohmann::json::exception& e) {
     throw PlanError(std::string("not a monet plan: ") + e.what());
   }
