@@ -6,6 +6,7 @@
 #include <set>
 
 #include "gradient_check.h"
+#include "graph/graph_builder.h"
 #include "graph/model_zoo.h"
 #include "planner/baseline_plans.h"
 #include "rotated_plan.h"
@@ -90,6 +91,41 @@ TEST(Executor, RotatedPlansCoverEveryImplementation) {
     }
   }
   for (const auto& o : offered) EXPECT_TRUE(used.count(o)) << o << " is never exercised";
+}
+
+// A squeeze-excitation block (MobileNetV3 / EfficientNet style) with every smooth
+// activation: each implementation of hardswish, hardsigmoid, SiLU, sigmoid and the
+// broadcasting multiplication gives autograd's gradients.
+Graph squeeze_excitation_graph() {
+  GraphBuilder b("squeeze_excitation");
+  const int x = b.input("input", {2, 4, 6, 6});
+  const int c = b.conv(x, "conv", {8, {3}, 1, 1, 1, true, default_init()});
+  const int h = b.activation(OpKind::kHardswish, c, "hardswish", false);
+  const int s = b.activation(OpKind::kSiLU, h, "silu", false);
+  const int p = b.adaptive_avg_pool(s, "squeeze", {1, 1});
+  const int f1 = b.conv(p, "fc1", {4, {1}, 1, 0, 1, true, default_init()});
+  const int g1 = b.activation(OpKind::kSigmoid, f1, "sigmoid", false);
+  const int f2 = b.conv(g1, "fc2", {8, {1}, 1, 0, 1, true, default_init()});
+  const int g2 = b.activation(OpKind::kHardsigmoid, f2, "hardsigmoid", false);
+  const int m = b.mul(s, g2, "excite");
+  const int head = b.flatten(b.adaptive_avg_pool(m, "pool", {1, 1}), "flatten");
+  b.cross_entropy(b.linear(head, "fc", 3), b.class_target("target", 2));
+  return b.finish();
+}
+
+TEST(Executor, SmoothActivationsAndScalingMatchAutogradInEveryImplementation) {
+  MemoryTracker::install();
+  const Graph g = squeeze_excitation_graph();
+  std::set<std::string> used;
+  for (int variant = 0; variant < 4; ++variant) {
+    const Plan plan = testing::rotated_plan(g, variant, &used);
+    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9) << "variant " << variant;
+  }
+  for (const char* impl :
+       {"sigmoid backward all output", "sigmoid backward all input",
+        "hardsigmoid backward all output", "hardsigmoid backward all input",
+        "hardswish backward all input", "silu backward all input", "mul backward all default"})
+    EXPECT_TRUE(used.count(impl)) << impl;
 }
 
 TEST(Executor, RefusesAPlanForAnotherGraph) {

@@ -35,8 +35,8 @@ Imported import(const std::string& name) {
   Graph g = import_torchscript(kDir + "/" + name + ".pt", input.sizes().vec());
   ModelState state = ModelState::initialize(g, 0);
   const WeightTransfer t = load_torchscript_weights(g, state, kDir + "/" + name + ".pt");
-  EXPECT_EQ(t.copied, static_cast<int>(g.parameters().size() +
-                                       g.values_of_kind(ValueKind::kBuffer).size()));
+  EXPECT_EQ(t.copied,
+            static_cast<int>(g.parameters().size() + g.values_of_kind(ValueKind::kBuffer).size()));
   for (const auto& unused : t.unused)  // batch counters are all the graph leaves out
     EXPECT_NE(unused.find("num_batches_tracked"), std::string::npos) << unused;
   Batch batch;
@@ -131,10 +131,11 @@ TEST_P(ImportedTorchvision, MonetPlanBetweenLeanAndStoreAllMatchesPyTorch) {
   const ExecutionResult run = executor.run(m.batch);
   EXPECT_EQ(run.peak_bytes - run.start_bytes, r.predicted.peak_above_start());
   const double err = worst_error_against_pytorch(m, r.plan);
-  std::cout << GetParam() << ": budget " << o.budget_bytes << " B = "
-            << static_cast<double>(o.budget_bytes) / all.peak_bytes << "x store-all's peak, plan peak "
-            << r.predicted.peak_bytes << " B, " << r.predicted.seconds << " s/iter (store-all "
-            << all.seconds << "), worst relative error " << err << "\n";
+  std::cout << GetParam() << ": budget " << o.budget_bytes
+            << " B = " << static_cast<double>(o.budget_bytes) / all.peak_bytes
+            << "x store-all's peak, plan peak " << r.predicted.peak_bytes << " B, "
+            << r.predicted.seconds << " s/iter (store-all " << all.seconds
+            << "), worst relative error " << err << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
@@ -149,7 +150,8 @@ TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {
   for (const auto& n : m.graph.nodes()) se_scales += n.op == OpKind::kMul;
   EXPECT_EQ(se_scales, 9);  // one squeeze-excitation per block that has one
   bool found = false;
-  for (int id : m.graph.parameters()) found = found || m.graph.value(id).name == "features.0.0.weight";
+  for (int id : m.graph.parameters())
+    found = found || m.graph.value(id).name == "features.0.0.weight";
   EXPECT_TRUE(found);
 }
 

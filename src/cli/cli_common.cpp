@@ -9,8 +9,8 @@
 #include "cost/profiler.h"
 #include "graph/model_zoo.h"
 #include "graph/torchscript_import.h"
-#include "runtime/torchscript_weights.h"
 #include "plan/plan_validator.h"
+#include "runtime/torchscript_weights.h"
 
 namespace monet::cli {
 
@@ -39,8 +39,9 @@ ModelConfig model_config(const ModelOptions& o) {
       throw UsageError("--model " + o.model + " is a traced model: give its input with " +
                        "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
     if (!o.image.empty() || o.width != 1.0 || o.classes > 0)
-      throw UsageError("--image, --width and --classes apply to zoo models; a traced model's "
-                       "size is its --input-shape and its classes are its output's");
+      throw UsageError(
+          "--image, --width and --classes apply to zoo models; a traced model's "
+          "size is its --input-shape and its classes are its output's");
     ModelConfig c;
     try {
       c.input_shape = parse_input_shape(o.input_shape);

@@ -14,8 +14,8 @@
 #include "graph/graph.h"
 #include "graph/model_config.h"
 #include "plan/plan.h"
-#include "runtime/model_state.h"
 #include "runtime/memory_tracker.h"
+#include "runtime/model_state.h"
 
 namespace monet::cli {
 

@@ -20,10 +20,10 @@ using JitValue = torch::jit::Value;
 // What a TorchScript value stands for while the graph is translated.
 struct Entry {
   enum Kind { kModule, kState, kTensor, kConstant, kTensorList, kIgnored } kind = kIgnored;
-  std::string path;            // kModule: module path ("" = root); kState: tensor path
-  int value = -1;              // kTensor: graph value id
-  c10::IValue constant;        // kConstant
-  std::vector<int> values;     // kTensorList
+  std::string path;         // kModule: module path ("" = root); kState: tensor path
+  int value = -1;           // kTensor: graph value id
+  c10::IValue constant;     // kConstant
+  std::vector<int> values;  // kTensorList
 };
 
 std::string join(const std::string& prefix, const std::string& name) {
@@ -38,9 +38,12 @@ std::string parent(const std::string& path) {
 class Importer {
  public:
   Importer(const std::string& path, torch::jit::Module module, std::vector<int64_t> input_shape)
-      : path_(path), module_(std::move(module)), input_shape_(std::move(input_shape)),
+      : path_(path),
+        module_(std::move(module)),
+        input_shape_(std::move(input_shape)),
         graph_(module_name(path)) {
-    for (const auto& p : module_.named_parameters(/*recurse=*/true)) state_[p.name] = {p.value, true};
+    for (const auto& p : module_.named_parameters(/*recurse=*/true))
+      state_[p.name] = {p.value, true};
     for (const auto& b : module_.named_buffers(/*recurse=*/true)) state_[b.name] = {b.value, false};
   }
 
@@ -112,7 +115,8 @@ class Importer {
   // serialized code's own range), else the serialized code's line.
   static std::string location(const JitNode* node) {
     const auto& range = node->sourceRange();
-    for (const auto& r : {range.findSourceRangeThatGenerated(), c10::optional<torch::jit::SourceRange>(range)}) {
+    for (const auto& r :
+         {range.findSourceRangeThatGenerated(), c10::optional<torch::jit::SourceRange>(range)}) {
       if (!r) continue;
       if (auto flc = r->file_line_col()) {
         const auto& [file, line, col] = *flc;
@@ -131,13 +135,15 @@ class Importer {
   }
 
   const Entry& arg(const JitNode* node, size_t i) const {
-    if (i >= node->inputs().size()) fail(node, "expected at least " + std::to_string(i + 1) + " arguments");
+    if (i >= node->inputs().size())
+      fail(node, "expected at least " + std::to_string(i + 1) + " arguments");
     return entry(node->inputs()[i]);
   }
 
   const c10::IValue& constant(const JitNode* node, size_t i, const char* what) const {
     const Entry& e = arg(node, i);
-    if (e.kind != Entry::kConstant) fail(node, std::string("argument '") + what + "' must be a constant");
+    if (e.kind != Entry::kConstant)
+      fail(node, std::string("argument '") + what + "' must be a constant");
     return e.constant;
   }
   bool is_none(const JitNode* node, size_t i) const {
@@ -190,10 +196,12 @@ class Importer {
              name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
     InitSpec init{InitKind::kZeros};
-    if (shape.size() >= 2) init.kind = InitKind::kKaimingUniformDefault;
-    else if (ends_with(".weight") || ends_with("running_var")) init.kind = InitKind::kOnes;
-    const int id = trainable ? graph_.add_parameter(name, shape, init)
-                             : graph_.add_buffer(name, shape, init);
+    if (shape.size() >= 2)
+      init.kind = InitKind::kKaimingUniformDefault;
+    else if (ends_with(".weight") || ends_with("running_var"))
+      init.kind = InitKind::kOnes;
+    const int id =
+        trainable ? graph_.add_parameter(name, shape, init) : graph_.add_buffer(name, shape, init);
     state_ids_[name] = id;
     return id;
   }
@@ -550,7 +558,8 @@ Graph import_torchscript(const std::string& path, const std::vector<int64_t>& in
     throw ImportError("the input shape must give at least the batch and one more dimension, got " +
                       shape_string(input_shape));
   for (auto d : input_shape)
-    if (d < 1) throw ImportError("input shape " + shape_string(input_shape) + " has a non-positive size");
+    if (d < 1)
+      throw ImportError("input shape " + shape_string(input_shape) + " has a non-positive size");
   torch::jit::Module module;
   try {
     module = torch::jit::load(path);

@@ -80,9 +80,11 @@ std::vector<at::Tensor> smooth_activation_backward(const Node& n, const Backward
       break;
     case OpKind::kHardsigmoid:
       if (from_output) {
-        // The slope is 1/6 exactly where the output is strictly between 0 and 1.
+        // The slope is 1/6 where the output is strictly between 0 and 1; ATen's kernel
+        // uses the float constant 1.0f / 6.0f in every precision, and so does this.
         const at::Tensor& y = a.output;
-        grads[0] = (go / 6.0).masked_fill_(at::logical_or(y <= 0, y >= 1), 0);
+        const double slope = static_cast<double>(1.0f / 6.0f);
+        grads[0] = (go * slope).masked_fill_(at::logical_or(y <= 0, y >= 1), 0);
       } else {
         grads[0] = at::hardsigmoid_backward(go, a.inputs[0]);
       }

@@ -44,9 +44,9 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
                           {"width", plan.config.width},
                           {"classes", plan.config.classes}};
   if (!plan.config.input_shape.empty()) model["input_shape"] = plan.config.input_shape;
-  return {{"format", "monet-plan-1"}, {"graph", g.name()},          {"model", model},
-          {"fingerprint", plan.graph_fingerprint}, {"planner", plan.planner},
-          {"program", program}};
+  return {{"format", "monet-plan-1"}, {"graph", g.name()},
+          {"model", model},           {"fingerprint", plan.graph_fingerprint},
+          {"planner", plan.planner},  {"program", program}};
 }
 
 void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* config) {
@@ -59,7 +59,8 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     config->image = m.at("image").get<std::vector<int64_t>>();
     config->width = m.at("width").get<double>();
     config->classes = m.at("classes").get<int64_t>();
-    if (m.contains("input_shape")) config->input_shape = m.at("input_shape").get<std::vector<int64_t>>();
+    if (m.contains("input_shape"))
+      config->input_shape = m.at("input_shape").get<std::vector<int64_t>>();
   } catch (const nlohmann::json::exception& e) {
     throw PlanError(std::string("not a monet plan: ") + e.what());
   }

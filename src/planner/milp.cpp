@@ -301,6 +301,17 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     result.seconds = result.lp_seconds;
     return result;
   }
+  if (!lp.isProvenOptimal()) {
+    // The relaxation used the whole time limit. CBC would solve it again from scratch,
+    // with no time limit on that solve (minutes on DenseNet-sized programs): stop here
+    // with the warm start, if any.
+    if (warm) {
+      result.values = o.warm_start;
+      result.objective = m.objective_of(o.warm_start);
+    }
+    result.status = warm ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
+    return finish(result, t0, o);
+  }
   for (int c = 0; c < m.columns(); ++c)
     if (m.integer_[c]) lp.setInteger(c);
   CbcModel model(lp);
