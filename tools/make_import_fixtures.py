@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
+from fixture_tensors import Tensors, randomize_batch_norm
+
 # name: (constructor keyword arguments, input image size, traced in train mode)
 MODELS = {
     "resnet18": ({}, 64, False),
@@ -46,29 +48,11 @@ CLASSES = 10
 LARGE = 1 << 21
 
 
-class Tensors(torch.nn.Module):
-    """A module whose buffers carry named tensors into C++ (torch::jit::load)."""
-
-    def __init__(self, tensors):
-        super().__init__()
-        for name, t in tensors.items():
-            self.register_buffer(name, t.detach().clone())
-
-    def forward(self):
-        return 0
-
-
 def prepare(model, gen):
     for m in model.modules():
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
-        if isinstance(m, torch.nn.BatchNorm2d):
-            c = m.num_features
-            with torch.no_grad():
-                m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
-                m.bias.copy_(torch.randn(c, generator=gen) * 0.1)
-                m.running_mean.copy_(torch.randn(c, generator=gen) * 0.1)
-                m.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
+    randomize_batch_norm(model, gen)
 
 
 def write(outdir, name):

@@ -16,33 +16,11 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
+from fixture_tensors import Tensors, randomize_batch_norm
+
 
 GRADIENTS_CHECKED = ["conv1.weight", "bn1.weight", "layer1.0.conv2.weight",
                      "layer3.2.bn2.bias", "layer4.2.conv3.weight", "fc.weight", "fc.bias"]
-
-
-class Tensors(torch.nn.Module):
-    """A module whose buffers carry named tensors into C++ (torch::jit::load)."""
-
-    def __init__(self, tensors):
-        super().__init__()
-        for name, t in tensors.items():
-            self.register_buffer(name, t.detach().clone())
-
-    def forward(self):
-        return 0
-
-
-def randomize_batch_norm(model, gen):
-    # Non-trivial statistics and affine parameters, so the comparison tests them.
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            c = m.num_features
-            with torch.no_grad():
-                m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
-                m.bias.copy_(torch.randn(c, generator=gen) * 0.1)
-                m.running_mean.copy_(torch.randn(c, generator=gen) * 0.1)
-                m.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
 
 
 def features(name, model, x):
