@@ -26,21 +26,26 @@ inline void convert(ModelState& state, const Graph& g, at::ScalarType dtype) {
       state.tensor(v.id) = state.tensor(v.id).to(dtype);
 }
 
-// Largest relative error over all parameters between the executor under `plan` and the
-// autograd baseline, both from the same weights and batch, computed in `dtype`.
-inline double max_gradient_error(const Graph& g, const Plan& plan,
-                                 at::ScalarType dtype = at::kDouble, double tolerance = 1e-9) {
-  // In float64, oneDNN has no convolution: "mkldnn" falls back to "default". In float32,
-  // convolution forward algorithms stay at "default": their outputs differ from autograd's
-  // by rounding, which can flip a max-pooling argmax between two near-equal values and
-  // move a gradient entry by O(1): a discontinuity of max, not an error. They are checked
-  // in float64 here and against the reference forward in OpKernels tests.
-  Plan run_plan = plan;
-  for (auto& in : run_plan.program) {
+// `plan` with convolution forwards that cannot be compared in `dtype` at "default": in
+// float64, oneDNN has no convolution ("mkldnn" falls back to "default"); in float32,
+// convolution forward algorithms differ from autograd's by rounding, which can flip a
+// max-pooling argmax between two near-equal values and move a gradient entry by O(1): a
+// discontinuity of max, not an error. The algorithms are checked in float64 here and
+// against the reference forward in OpKernels tests.
+inline Plan comparable_plan(const Graph& g, Plan plan, at::ScalarType dtype) {
+  for (auto& in : plan.program) {
     const bool conv = g.node(in.node).op == OpKind::kConv;
     if (in.kind == InstrKind::kForward && conv && (dtype == at::kFloat || in.impl == "mkldnn"))
       in.impl = "default";
   }
+  return plan;
+}
+
+// Largest relative error over all parameters between the executor under `plan` and the
+// autograd baseline, both from the same weights and batch, computed in `dtype`.
+inline double max_gradient_error(const Graph& g, const Plan& plan,
+                                 at::ScalarType dtype = at::kDouble, double tolerance = 1e-9) {
+  const Plan run_plan = comparable_plan(g, plan, dtype);
   ModelState reference_state = ModelState::initialize(g, 0);
   convert(reference_state, g, dtype);
   ModelState state = reference_state.clone();

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "gradient_check.h"
 #include "graph/torchscript_import.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
@@ -46,20 +47,14 @@ Imported import(const std::string& name) {
 }
 
 // Runs `plan` in float64 and compares loss and every parameter gradient with PyTorch's.
-// Returns the largest relative error. oneDNN has no float64 convolution: forward
-// instructions using it run ATen's default algorithm here (they are checked against the
-// default in float32 by the OpKernels tests).
-double worst_error_against_pytorch(const Imported& m, Plan plan) {
-  for (auto& in : plan.program)
-    if (in.kind == InstrKind::kForward && in.impl == "mkldnn") in.impl = "default";
+// Returns the largest relative error.
+double worst_error_against_pytorch(const Imported& m, const Plan& plan) {
   ModelState state = m.state.clone();
-  for (const auto& v : m.graph.values())
-    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
-      state.tensor(v.id) = state.tensor(v.id).to(at::kDouble);
+  testing::convert(state, m.graph, at::kDouble);
   Batch batch = m.batch;
   for (auto& [id, t] : batch)
     if (t.is_floating_point()) t = t.to(at::kDouble);
-  Executor executor(m.graph, state, plan);
+  Executor executor(m.graph, state, testing::comparable_plan(m.graph, plan, at::kDouble));
   const ExecutionResult r = executor.run(batch);
   const double loss_ref = m.ref.at("loss64").item<double>();
   double worst = std::abs(r.loss - loss_ref) / std::abs(loss_ref);
@@ -73,6 +68,10 @@ double worst_error_against_pytorch(const Imported& m, Plan plan) {
     std::string key = m.graph.value(params[i]).name;
     for (size_t p; (p = key.find('.')) != std::string::npos;) key.replace(p, 1, "__");
     at::Tensor got = r.gradients.at(i);
+    if (!got.defined()) {
+      ADD_FAILURE() << "no gradient for " << m.graph.value(params[i]).name;
+      continue;
+    }
     at::Tensor want;
     if (m.ref.count("grad64__" + key)) {
       want = m.ref.at("grad64__" + key);
@@ -81,13 +80,8 @@ double worst_error_against_pytorch(const Imported& m, Plan plan) {
       const int64_t stride = m.ref.at("stride__" + key).item<int64_t>();
       got = got.flatten().slice(0, 0, c10::nullopt, stride);
     }
-    if (!got.defined()) {
-      ADD_FAILURE() << "no gradient for " << m.graph.value(params[i]).name;
-      continue;
-    }
     // Relative to the tensor's own scale, floored where PyTorch's gradient is ~0.
-    const double scale = std::max(want.abs().max().item<double>(), 1e-6 * largest);
-    const double err = (got - want).abs().max().item<double>() / scale;
+    const double err = testing::relative_error(got, want, 1e-6 * largest);
     EXPECT_LE(err, 1e-4) << m.graph.value(params[i]).name;
     worst = std::max(worst, err);
   }

@@ -2,12 +2,11 @@
 // under a budget) and write it as JSON, with its predicted peak and time.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/cli_common.h"
 #include "graph/torchscript_import.h"
-
-#include <filesystem>
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"

@@ -30,6 +30,20 @@ std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A per-spatial-dimension attribute as TorchScript gives it: one entry for all
+// dimensions, one per dimension, or none (`fallback`).
+std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t spatial,
+                             const std::vector<int64_t>& fallback = {}) {
+  if (v.empty()) return fallback;
+  if (v.size() == 1) v.assign(spatial, v[0]);
+  return v;
+}
+
 std::string parent(const std::string& path) {
   const auto dot = path.rfind('.');
   return dot == std::string::npos ? "" : path.substr(0, dot);
@@ -191,14 +205,10 @@ class Importer {
     const std::vector<int64_t> shape = t.sizes().vec();
     // Stand-in initialisation, for when the file's values are not loaded (profiling):
     // PyTorch's layer defaults, batch norm's ones for scales and running variances.
-    auto ends_with = [&](const std::string& suffix) {
-      return name.size() >= suffix.size() &&
-             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
     InitSpec init{InitKind::kZeros};
     if (shape.size() >= 2)
       init.kind = InitKind::kKaimingUniformDefault;
-    else if (ends_with(".weight") || ends_with("running_var"))
+    else if (ends_with(name, ".weight") || ends_with(name, "running_var"))
       init.kind = InitKind::kOnes;
     const int id =
         trainable ? graph_.add_parameter(name, shape, init) : graph_.add_buffer(name, shape, init);
@@ -292,17 +302,15 @@ void Importer::translate(JitNode* node) {
       constants = constants && e.kind == Entry::kConstant;
     }
     if (constants) {
-      c10::impl::GenericList list(c10::AnyType::get());
       bool all_int = true;
-      for (const JitValue* v : node->inputs()) {
-        list.push_back(entry(v).constant);
-        all_int = all_int && entry(v).constant.isInt();
-      }
+      for (const JitValue* v : node->inputs()) all_int = all_int && entry(v).constant.isInt();
       if (all_int) {
         std::vector<int64_t> ints;
-        for (size_t i = 0; i < list.size(); ++i) ints.push_back(list.get(i).toInt());
+        for (const JitValue* v : node->inputs()) ints.push_back(entry(v).constant.toInt());
         entries_[node->output()] = constant_entry(c10::IValue(ints));
       } else {
+        c10::impl::GenericList list(c10::AnyType::get());
+        for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
         entries_[node->output()] = constant_entry(c10::IValue(list));
       }
     } else if (tensors) {
@@ -379,17 +387,13 @@ void Importer::translate_conv(JitNode* node, const std::string& kind) {
   a.kernel.assign(ws.begin() + 2, ws.end());
   if (!constant(node, 4, "padding").isIntList())
     fail(node, "string padding ('same'/'valid') is not supported; trace with integer padding");
-  auto per_dim = [&](std::vector<int64_t> v) {
-    if (v.size() == 1) v.assign(spatial, v[0]);
-    return v;
-  };
-  a.stride = per_dim(ints_arg(node, 3, "stride"));
-  a.padding = per_dim(ints_arg(node, 4, "padding"));
-  a.dilation = per_dim(ints_arg(node, 5, "dilation"));
+  a.stride = per_dim(ints_arg(node, 3, "stride"), spatial);
+  a.padding = per_dim(ints_arg(node, 4, "padding"), spatial);
+  a.dilation = per_dim(ints_arg(node, 5, "dilation"), spatial);
   bool transposed = false;
   if (general) {
     transposed = bool_arg(node, 6, "transposed");
-    a.output_padding = per_dim(ints_arg(node, 7, "output_padding"));
+    a.output_padding = per_dim(ints_arg(node, 7, "output_padding"), spatial);
     a.groups = int_arg(node, 8, "groups");
   } else {
     a.groups = int_arg(node, 6, "groups");
@@ -406,11 +410,6 @@ void Importer::translate_conv(JitNode* node, const std::string& kind) {
 void Importer::translate_pool(JitNode* node, const std::string& kind) {
   const int x = tensor(node, 0);
   const size_t spatial = shape_of(x).size() - 2;
-  auto per_dim = [&](std::vector<int64_t> v, const std::vector<int64_t>& fallback) {
-    if (v.empty()) return fallback;
-    if (v.size() == 1) v.assign(spatial, v[0]);
-    return v;
-  };
   OpAttrs a;
   if (kind == "aten::mean") {
     // Global average pooling written as x.mean((2, 3)) (EfficientNet-style heads).
@@ -433,15 +432,15 @@ void Importer::translate_pool(JitNode* node, const std::string& kind) {
     return;
   }
   if (kind.rfind("aten::adaptive_avg_pool", 0) == 0) {
-    a.output_size = per_dim(ints_arg(node, 1, "output_size"), {});
+    a.output_size = per_dim(ints_arg(node, 1, "output_size"), spatial);
     return emit(node, OpKind::kAdaptiveAvgPool, {x}, a);
   }
   const bool max = kind.rfind("aten::max_pool", 0) == 0;
   if (kind.find("with_indices") != std::string::npos)
     fail(node, "max pooling that returns its indices is not supported");
-  a.kernel = per_dim(ints_arg(node, 1, "kernel_size"), {});
-  a.stride = per_dim(ints_arg(node, 2, "stride"), a.kernel);
-  a.padding = per_dim(ints_arg(node, 3, "padding"), std::vector<int64_t>(spatial, 0));
+  a.kernel = per_dim(ints_arg(node, 1, "kernel_size"), spatial);
+  a.stride = per_dim(ints_arg(node, 2, "stride"), spatial, a.kernel);
+  a.padding = per_dim(ints_arg(node, 3, "padding"), spatial, std::vector<int64_t>(spatial, 0));
   if (max) {
     for (auto d : ints_arg(node, 4, "dilation"))
       if (d != 1) fail(node, "dilated max pooling is not supported");
@@ -470,8 +469,8 @@ void Importer::translate_reshape(JitNode* node, const std::string& kind) {
   } else {
     // view / reshape to the shape flatten(start) gives, for some start.
     std::vector<int64_t> want = ints_arg(node, 1, "shape");
-    int64_t known = 1, numel = 1;
-    for (auto d : s) numel *= d;
+    const int64_t numel = graph_.value(x).numel();
+    int64_t known = 1;
     for (auto d : want)
       if (d != -1) known *= d;
     for (auto& d : want)
@@ -531,13 +530,9 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
       return emit(node, OpKind::kAdd, {a, b}, at);
     }
     // Multiplication: the operand that broadcasts goes second.
-    const bool swap = shape_of(a).size() < shape_of(b).size() ||
-                      (shape_of(a).size() == shape_of(b).size() && [&] {
-                        int64_t na = 1, nb = 1;
-                        for (auto d : shape_of(a)) na *= d;
-                        for (auto d : shape_of(b)) nb *= d;
-                        return na < nb;
-                      }());
+    const Value &va = graph_.value(a), &vb = graph_.value(b);
+    const bool swap = va.shape.size() < vb.shape.size() ||
+                      (va.shape.size() == vb.shape.size() && va.numel() < vb.numel());
     return emit(node, OpKind::kMul, swap ? std::vector<int>{b, a} : std::vector<int>{a, b}, {});
   }
   fail(node, "unsupported operator '" + kind + "'");
@@ -546,11 +541,9 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
 }  // namespace
 
 bool is_torchscript_path(const std::string& model) {
-  auto ends_with = [&](const std::string& suffix) {
-    return model.size() > suffix.size() &&
-           model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".pt") || ends_with(".pth");
+  for (const std::string suffix : {".pt", ".pth"})
+    if (model.size() > suffix.size() && ends_with(model, suffix)) return true;
+  return false;
 }
 
 Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape) {

@@ -23,14 +23,12 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
         return at::hardtanh_(x, 0.0, 6.0);
       }
       return at::hardtanh(in[0], 0.0, 6.0);
+    // Smooth activations: the kernel's forward is the differentiable ATen call.
     case OpKind::kHardswish:
-      return at::hardswish(in[0]);
     case OpKind::kHardsigmoid:
-      return at::hardsigmoid(in[0]);
     case OpKind::kSiLU:
-      return at::silu(in[0]);
     case OpKind::kSigmoid:
-      return at::sigmoid(in[0]);
+      return kernels::smooth_activation_forward(n, in[0]);
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:
     case OpKind::kAdaptiveAvgPool:
