@@ -1,5 +1,5 @@
-// `monet plan`: make a plan for a model (store-all, Chen, random, or the MONeT program
-// under a budget) and write it as JSON, with its predicted peak and time.
+// `monet plan`: make a plan for a model with any planner (named_planner.h: MONeT, Checkmate,
+// Gist, Chen, store-all, ...) and write it as JSON, with its predicted peak and time.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,8 +9,10 @@
 #include "graph/torchscript_import.h"
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
+#include "planner/checkmate_planner.h"
 #include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
+#include "planner/named_planner.h"
 #include "runtime/autograd_baseline.h"
 
 namespace monet::cli {
@@ -87,23 +89,50 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"program_budget_bytes", r.program_budget}};
 }
 
+// Throws the error for a budget no plan of a program-based planner fits: the solver ran
+// out of time, or the smallest budget with a plan (computed by the same program with the
+// budget as its objective).
+[[noreturn]] void explain_infeasible(const Graph& g, const CostModel& costs, const PlanOptions& o,
+                                     int64_t budget, const MonetResult& r, int64_t baseline_peak) {
+  if (r.solve.status == MilpStatus::kNoSolution)
+    throw std::runtime_error("the solver found no plan within " + std::to_string(o.time_limit) +
+                             " s for a budget of " + format_bytes(budget, true) +
+                             "; raise --time-limit or the budget");
+  std::cerr << "planner: no plan fits " << format_bytes(budget, true)
+            << "; computing the smallest budget that has one ...\n";
+  MilpOptions so;
+  so.time_limit_seconds = o.time_limit;
+  so.relative_gap = o.gap;
+  so.threads = o.threads;
+  so.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
+  // Checkmate's smallest budget is in its own memory model (no workspace).
+  const bool checkmate = o.planner.rfind("checkmate", 0) == 0;
+  const MinimumBudget m = checkmate
+                              ? minimum_budget(g, without_workspace(costs), MonetMode::kNoOp, so)
+                              : minimum_budget(g, costs, monet_mode_from_name(o.planner), so);
+  std::string smallest =
+      m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
+  if (m.bytes > 0 && !m.proven)
+    smallest += " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")";
+  if (baseline_peak > 0 && m.bytes > 0) {
+    char ratio[64];
+    std::snprintf(ratio, sizeof ratio, " = %.3fx the baseline peak",
+                  double(m.bytes) / double(baseline_peak));
+    smallest += ratio;
+  }
+  throw UsageError("no " + o.planner + " plan fits a budget of " + format_bytes(budget, true) +
+                   "; the smallest budget with a plan is " + smallest);
+}
+
 int run_plan(const PlanOptions& o) {
   const Graph g = build_graph(o.model);
-  const bool monet = o.planner.rfind("monet", 0) == 0;
-  MonetMode mode = MonetMode::kAll;
-  if (monet) {
-    try {
-      mode = monet_mode_from_name(o.planner);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    if (o.budget.empty()) throw UsageError("--planner " + o.planner + " needs --budget");
-  } else if (o.planner != "storeall" && o.planner != "chen" && o.planner != "lean" &&
-             o.planner != "random") {
-    throw UsageError("unknown planner '" + o.planner +
-                     "' (known: monet, monet-noop, monet-conv, monet-out, monet-int, "
-                     "monet-inplace, storeall, chen, lean, random)");
+  try {
+    check_planner_name(o.planner);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
+  const bool solved = planner_requires_budget(o.planner);
+  if (solved && o.budget.empty()) throw UsageError("--planner " + o.planner + " needs --budget");
   int64_t baseline_peak = -1;
   auto baseline = [&] {
     if (baseline_peak < 0) baseline_peak = measure_baseline_peak(g);
@@ -112,53 +141,21 @@ int run_plan(const PlanOptions& o) {
   const int64_t budget = o.budget.empty() ? -1 : parse_budget(o.budget, baseline);
   CostModel costs;
   const bool have_costs =
-      obtain_costs(g, o.costs, monet || o.planner == "lean" || budget > 0, &costs);
+      obtain_costs(g, o.costs, planner_needs_costs(o.planner) || budget > 0, &costs);
 
-  Plan plan;
-  MonetResult r;
-  if (monet) {
-    MonetOptions mo;
-    mo.budget_bytes = budget;
-    mo.mode = mode;
-    mo.solver.time_limit_seconds = o.time_limit;
-    mo.solver.relative_gap = o.gap;
-    mo.solver.threads = o.threads;
-    mo.solver.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
-    mo.solver.progress = true;
-    r = plan_monet(g, costs, mo);
-    if (!r.found) {
-      if (r.solve.status == MilpStatus::kNoSolution)
-        throw std::runtime_error("the solver found no plan within " + std::to_string(o.time_limit) +
-                                 " s for a budget of " + format_bytes(budget, true) +
-                                 "; raise --time-limit or the budget");
-      std::cerr << "planner: no plan fits " << format_bytes(budget, true)
-                << "; computing the smallest budget that has one ...\n";
-      MilpOptions so = mo.solver;
-      so.progress = false;
-      const MinimumBudget m = minimum_budget(g, costs, mode, so);
-      std::string smallest =
-          m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
-      if (m.bytes > 0 && !m.proven)
-        smallest += " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")";
-      if (baseline_peak > 0 && m.bytes > 0) {
-        char ratio[64];
-        std::snprintf(ratio, sizeof ratio, " = %.3fx the baseline peak",
-                      double(m.bytes) / double(baseline_peak));
-        smallest += ratio;
-      }
-      throw UsageError("no " + o.planner + " plan fits a budget of " + format_bytes(budget, true) +
-                       "; the smallest budget with a plan is " + smallest);
-    }
-    plan = r.plan;
-  } else if (o.planner == "storeall") {
-    plan = store_all_plan(g);
-  } else if (o.planner == "chen") {
-    plan = chen_plan(g);
-  } else if (o.planner == "lean") {
-    plan = best_lean_plan(g, costs, budget);
-  } else {
-    plan = random_plan(g, o.seed);
-  }
+  PlannerRequest request;
+  request.planner = o.planner;
+  request.budget_bytes = budget;
+  request.seed = o.seed;
+  request.solver.time_limit_seconds = o.time_limit;
+  request.solver.relative_gap = o.gap;
+  request.solver.threads = o.threads;
+  request.solver.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
+  request.solver.progress = true;
+  const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
+  const MonetResult& r = outcome.solve;
+  if (!outcome.found) explain_infeasible(g, costs, o, budget, r, baseline_peak);
+  Plan plan = outcome.plan;
   // A traced model's plan names its file absolutely, so `monet run --plan` works from
   // any directory.
   plan.model = is_torchscript_path(o.model.model)
@@ -169,7 +166,7 @@ int run_plan(const PlanOptions& o) {
   if (have_costs) {
     sim = simulate(g, plan, costs);
     base_sim = simulate(g, store_all_plan(g), costs);
-    if (budget > 0 && sim.peak_bytes > budget && !monet)
+    if (budget > 0 && sim.peak_bytes > budget)
       std::cerr << "warning: the " << o.planner << " plan's predicted peak "
                 << format_bytes(sim.peak_bytes, true) << " exceeds the budget\n";
   }
@@ -190,17 +187,21 @@ int run_plan(const PlanOptions& o) {
       j["storeall_predicted_peak_bytes"] = base_sim.peak_bytes;
       j["storeall_predicted_seconds"] = base_sim.seconds;
     }
-    if (monet) j["solve"] = solve_json(r);
+    if (solved) j["solve"] = solve_json(r);
+    if (outcome.model_peak_bytes >= 0) j["checkmate_model_peak_bytes"] = outcome.model_peak_bytes;
     print_json(j);
     return 0;
   }
   std::printf("wrote %s: %s plan for %s, %zu instructions (%d recomputations, %d explicit frees)\n",
               o.output.c_str(), plan.planner.c_str(), o.model.model.c_str(), plan.program.size(),
               s.recomputations, s.frees);
-  if (monet)
+  if (solved)
     std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, gap %.2f%%\n",
                 milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
                 static_cast<long long>(r.size.nonzeros), 100 * r.solve.gap);
+  if (outcome.model_peak_bytes >= 0)
+    std::printf("checkmate     peak %s in Checkmate's memory model (no workspace)\n",
+                format_bytes(outcome.model_peak_bytes, true).c_str());
   if (have_costs) {
     std::printf("predicted     peak %s", format_bytes(sim.peak_bytes, true).c_str());
     if (budget > 0) std::printf("   budget %s", format_bytes(budget, true).c_str());
@@ -225,7 +226,7 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   add_cost_options(cmd, o->costs);
   cmd->add_option("--planner", o->planner,
                   "monet | monet-noop | monet-conv | monet-out | monet-int | monet-inplace | "
-                  "storeall | chen | lean | random")
+                  "checkmate | checkmate-o | storeall | chen | gist | lean | random")
       ->capture_default_str();
   cmd->add_option(
       "--budget", o->budget,

@@ -1,0 +1,95 @@
+#include "planner/checkmate_planner.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace monet {
+namespace {
+
+bool is_conv(const Node& n) { return n.op == OpKind::kConv || n.op == OpKind::kConvTranspose; }
+
+// The simulated peak of `plan`, or -1 when it does not validate.
+int64_t peak_or_invalid(const Graph& g, const CostModel& costs, const Plan& plan) {
+  try {
+    return simulate(g, plan, costs).peak_bytes;
+  } catch (const PlanError&) {
+    return -1;
+  }
+}
+
+// Implementation names of `in`'s kind for its node, fastest first.
+std::vector<std::string> fastest_first(const Graph& g, const CostModel& costs,
+                                       const Instruction& in) {
+  const Node& n = g.node(in.node);
+  std::vector<std::pair<double, std::string>> ranked;
+  if (in.kind == InstrKind::kForward) {
+    for (const auto& f : forward_impls(g, n))
+      if (!f.inplace) ranked.emplace_back(costs.forward(g, n.id, f.name).seconds, f.name);
+  } else {
+    for (const auto& b : backward_impls(g, n))
+      if (b.part == in.part)
+        ranked.emplace_back(costs.backward(g, n.id, b.part, b.name).seconds, b.name);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> names;
+  for (auto& r : ranked) names.push_back(std::move(r.second));
+  return names;
+}
+
+}  // namespace
+
+CostModel without_workspace(const CostModel& costs) {
+  CostModel c = costs;
+  for (auto& node : c.nodes) {
+    for (auto& [name, cost] : node.forward) cost.workspace_bytes = 0;
+    for (auto& [name, cost] : node.backward) cost.workspace_bytes = 0;
+  }
+  return c;
+}
+
+int choose_fastest_convolutions(const Graph& g, const CostModel& costs, int64_t budget,
+                                Plan* plan) {
+  int64_t peak = peak_or_invalid(g, costs, *plan);
+  if (peak < 0) throw PlanError("choose_fastest_convolutions: the plan does not validate");
+  int switches = 0;
+  for (auto& in : plan->program) {
+    if (in.kind == InstrKind::kFree || !is_conv(g.node(in.node))) continue;
+    const std::string original = in.impl;
+    const int64_t limit = std::max(budget, peak);
+    for (const std::string& name : fastest_first(g, costs, in)) {
+      if (name == original) break;  // nothing faster fits
+      in.impl = name;
+      const int64_t p = peak_or_invalid(g, costs, *plan);
+      if (p >= 0 && p <= limit) {
+        peak = p;
+        ++switches;
+        break;
+      }
+      in.impl = original;
+    }
+  }
+  return switches;
+}
+
+CheckmateResult plan_checkmate(const Graph& g, const CostModel& costs, const CheckmateOptions& o) {
+  const CostModel blind = without_workspace(costs);
+  MonetOptions mo;
+  mo.budget_bytes = o.budget_bytes;
+  mo.mode = MonetMode::kNoOp;
+  mo.solver = o.solver;
+  CheckmateResult r;
+  r.solve = plan_monet(g, blind, mo);
+  r.found = r.solve.found;
+  if (!r.found) return r;
+  r.plan = r.solve.plan;
+  r.checkmate_peak_bytes = r.solve.predicted.peak_bytes;
+  if (o.post_optimise)
+    r.algorithm_switches = choose_fastest_convolutions(g, costs, o.budget_bytes, &r.plan);
+  r.plan.planner = o.post_optimise ? "checkmate-o" : "checkmate";
+  r.predicted = simulate(g, r.plan, costs);
+  return r;
+}
+
+}  // namespace monet

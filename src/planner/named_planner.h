@@ -1,0 +1,47 @@
+// Every planner behind one call, selected by the name the command line uses, so `monet
+// plan` and `monet sweep` make plans the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "plan/plan.h"
+#include "planner/milp.h"
+#include "planner/monet_planner.h"
+
+namespace monet {
+
+/// Every planner name: monet modes, checkmate, checkmate-o, storeall, chen, gist, lean, random.
+std::vector<std::string> planner_names();
+/// Whether the planner takes a budget (monet modes, checkmate, checkmate-o, lean), and
+/// whether it must have one.
+bool planner_uses_budget(const std::string& planner);
+bool planner_requires_budget(const std::string& planner);
+/// Whether it needs profiled costs (every planner using a budget).
+bool planner_needs_costs(const std::string& planner);
+/// Throws std::invalid_argument naming the known planners when `planner` is not one.
+void check_planner_name(const std::string& planner);
+
+struct PlannerRequest {
+  std::string planner;
+  int64_t budget_bytes = -1;  // absolute peak allowed (bytes); -1: none
+  MilpOptions solver;         // program-based planners (monet modes, checkmate)
+  uint64_t seed = 0;          // random planner
+};
+
+struct PlannerOutcome {
+  bool found = false;  // a plan exists (program-based: within the budget, in its model)
+  Plan plan;
+  bool solved = false;  // a 0-1 program was solved: `solve` is filled in
+  MonetResult solve;
+  /// Checkmate: the peak its own memory model (no workspace) predicts (bytes), else -1.
+  int64_t model_peak_bytes = -1;
+  double seconds = 0;  // wall time of the planner
+};
+
+/// Makes the plan. `costs` may be null for planners that do not need costs.
+PlannerOutcome make_plan(const Graph& graph, const CostModel* costs, const PlannerRequest& request);
+
+}  // namespace monet

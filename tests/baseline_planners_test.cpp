@@ -1,0 +1,148 @@
+// The Checkmate and Gist baselines on tiny zoo models: their plans' gradients equal
+// autograd's; Checkmate's plan fits the budget in its own memory model (no workspace) and
+// the executor measures what the simulator predicts with workspace counted; Checkmate-O
+// only switches convolution algorithms and never makes the peak exceed the budget (or
+// Checkmate-D's peak when that already does); Gist never recomputes and holds no more
+// than store-all.
+#include <gtest/gtest.h>
+
+#include "gradient_check.h"
+#include "graph/model_zoo.h"
+#include "plan/simulator.h"
+#include "planner/baseline_plans.h"
+#include "planner/checkmate_planner.h"
+#include "planner/gist_planner.h"
+#include "planner/named_planner.h"
+#include "quick_profile.h"
+#include "tiny_models.h"
+
+namespace monet {
+namespace {
+
+class BaselinePlannersOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
+ protected:
+  void SetUp() override { MemoryTracker::install(); }
+};
+
+int recomputations(const Plan& plan) {
+  int count = 0;
+  bool backward = false;
+  for (const auto& in : plan.program) {
+    backward = backward || in.kind == InstrKind::kBackward;
+    count += backward && in.kind == InstrKind::kForward;
+  }
+  return count;
+}
+
+// The executor's peak above its start equals the simulator's, for `plan` on `g`.
+void expect_measured_as_predicted(const Graph& g, const ModelState& state, const Batch& batch,
+                                  const Plan& plan, const SimulationResult& predicted) {
+  ModelState s = state.clone();
+  Executor executor(g, s, plan);
+  const ExecutionResult run = executor.run(batch);
+  EXPECT_EQ(run.peak_bytes - run.start_bytes, predicted.peak_above_start()) << plan.planner;
+}
+
+TEST_P(BaselinePlannersOnTinyModel, CheckmateAndGistPlansMatchAutograd) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
+
+  const Plan gist = gist_plan(g);
+  const SimulationResult gist_sim = simulate(g, gist, costs);
+  EXPECT_EQ(recomputations(gist), 0);
+  EXPECT_LE(gist_sim.peak_bytes, store_all.peak_bytes);
+  expect_measured_as_predicted(g, state, batch, gist, gist_sim);
+  EXPECT_LT(testing::max_gradient_error(g, gist), 1e-9);
+
+  // A budget between Checkmate's smallest (in its model) and store-all's peak.
+  MilpOptions solver;
+  solver.time_limit_seconds = 4;
+  solver.relative_gap = 0.02;
+  const CostModel blind = without_workspace(costs);
+  const MinimumBudget smallest = minimum_budget(g, blind, MonetMode::kNoOp, solver);
+  ASSERT_GT(smallest.bytes, 0);
+  const int64_t budget = (smallest.bytes + simulate(g, store_all_plan(g), blind).peak_bytes) / 2;
+  CheckmateOptions o;
+  o.budget_bytes = budget;
+  o.solver = solver;
+  const CheckmateResult d = plan_checkmate(g, costs, o);
+  ASSERT_TRUE(d.found) << "no Checkmate plan for " << budget << " B";
+  EXPECT_LE(d.checkmate_peak_bytes, budget);
+  EXPECT_EQ(d.checkmate_peak_bytes, simulate(g, d.plan, blind).peak_bytes);
+  EXPECT_EQ(d.plan.planner, "checkmate");
+  for (const auto& in : d.plan.program) {  // default implementations only
+    if (in.kind != InstrKind::kForward) continue;
+    const std::string def = forward_impls(g, g.node(in.node)).front().name;
+    EXPECT_TRUE(in.impl == def || in.impl == out_of_place(def)) << describe(g, in);
+  }
+  expect_measured_as_predicted(g, state, batch, d.plan, d.predicted);
+  EXPECT_LT(testing::max_gradient_error(g, d.plan), 1e-9);
+
+  o.post_optimise = true;
+  const CheckmateResult opt = plan_checkmate(g, costs, o);
+  ASSERT_TRUE(opt.found);
+  EXPECT_LE(opt.predicted.peak_bytes, std::max(budget, d.predicted.peak_bytes));
+  EXPECT_LE(opt.predicted.seconds, d.predicted.seconds + 1e-12);
+  ASSERT_EQ(opt.plan.program.size(), d.plan.program.size());
+  int changed = 0;
+  for (size_t i = 0; i < d.plan.program.size(); ++i) {
+    if (opt.plan.program[i].impl == d.plan.program[i].impl) continue;
+    ++changed;
+    const OpKind op = g.node(opt.plan.program[i].node).op;
+    EXPECT_TRUE(op == OpKind::kConv || op == OpKind::kConvTranspose);
+  }
+  EXPECT_EQ(changed, opt.algorithm_switches);
+  expect_measured_as_predicted(g, state, batch, opt.plan, opt.predicted);
+  EXPECT_LT(testing::max_gradient_error(g, opt.plan), 1e-9);
+  std::cout << GetParam().name << ": store-all " << store_all.peak_bytes << " B, gist "
+            << gist_sim.peak_bytes << " B; checkmate budget " << budget << " B: its model "
+            << d.checkmate_peak_bytes << " B, with workspace " << d.predicted.peak_bytes
+            << " B; checkmate-o " << opt.predicted.peak_bytes << " B, " << opt.algorithm_switches
+            << " algorithm switches, " << opt.predicted.seconds << " s vs " << d.predicted.seconds
+            << " s\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, BaselinePlannersOnTinyModel,
+                         ::testing::ValuesIn(testing::tiny_models_named({"resnet18", "vgg11",
+                                                                         "unet", "unet3d"})),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(NamedPlanner, RejectsUnknownNamesAndMissingBudgets) {
+  EXPECT_THROW(check_planner_name("gurobi"), std::invalid_argument);
+  for (const auto& name : planner_names()) EXPECT_NO_THROW(check_planner_name(name));
+  EXPECT_TRUE(planner_requires_budget("checkmate-o"));
+  EXPECT_FALSE(planner_requires_budget("gist"));
+  const testing::TinyModel m = testing::tiny_models_named({"vgg11"}).front();
+  const Graph g = build_zoo_model(m.name, m.config);
+  PlannerRequest r;
+  r.planner = "checkmate";
+  EXPECT_THROW(make_plan(g, nullptr, r), std::invalid_argument);  // no costs
+  r.planner = "gist";
+  const PlannerOutcome gist = make_plan(g, nullptr, r);
+  EXPECT_TRUE(gist.found);
+  EXPECT_EQ(gist.plan.planner, "gist");
+  EXPECT_FALSE(gist.solved);
+}
+
+// Binarize applies where a ReLU feeds only max pooling (VGG): 1-bit mask and 8-bit argmax.
+TEST(GistPlanner, BinarizesReluFeedingMaxPool) {
+  const testing::TinyModel m = testing::tiny_models_named({"vgg11"}).front();
+  const Graph g = build_zoo_model(m.name, m.config);
+  const ScheduleChoices c = gist_choices(g);
+  int binarized = 0;
+  for (const auto& n : g.nodes()) {
+    if (n.op != OpKind::kMaxPool) continue;
+    const Node& relu = g.node(g.value(n.inputs[0]).producer);
+    ASSERT_EQ(relu.op, OpKind::kReLU);
+    EXPECT_EQ(c.forward[n.id], "argmax8");
+    EXPECT_EQ(c.backward[relu.id], std::vector<std::string>{"mask"});
+    ++binarized;
+  }
+  EXPECT_GT(binarized, 0);
+}
+
+}  // namespace
+}  // namespace monet
