@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -174,6 +175,43 @@ void expect_usage_error(const std::string& args, const std::string& message) {
   EXPECT_TRUE(r.out.empty()) << args;
   EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+}
+
+TEST(Cli, SweepWritesCsvJsonPlansAndRefusesToOverwrite) {
+  const std::string dir = temp_path("sweep");
+  std::filesystem::remove_all(dir);
+  const std::string cache = temp_path("sweep_cache");
+  const CliRun r = monet(std::string("sweep ") + kTinyModel +
+                         " --planners gist,checkmate,checkmate-o,storeall --budgets 1.2x,10KiB"
+                         " --time-limit 5 --iters 1 --warmup 0 --cache-dir " +
+                         cache + " --json -o " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& rows = doc.at("rows");
+  ASSERT_EQ(rows.size(), 6u);  // gist, checkmate x2, checkmate-o x2, storeall
+  int ran = 0;
+  for (const auto& row : rows) {
+    if (row.at("status") != "ok") {
+      EXPECT_EQ(row.at("budget"), "10KiB") << row.dump();  // no plan fits 10 KiB
+      continue;
+    }
+    ++ran;
+    EXPECT_GT(row.at("memory_ratio").get<double>(), 0.0);
+    EXPECT_GT(row.at("measured_peak_bytes").get<int64_t>(), 0);
+  }
+  EXPECT_EQ(ran, 4);
+  std::ifstream csv(dir + "/sweep.csv");
+  const std::string text((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7) << text;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/plans/checkmate-o-1.2x.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/tradeoff.gp"));
+  // A second sweep into the same directory stops before touching it.
+  const auto before = std::filesystem::last_write_time(dir + "/sweep.csv");
+  expect_usage_error(std::string("sweep ") + kTinyModel + " --planners gist -o " + dir,
+                     "not empty");
+  EXPECT_EQ(std::filesystem::last_write_time(dir + "/sweep.csv"), before);
+  expect_usage_error(std::string("sweep ") + kTinyModel + " --planners gurobi -o " + dir + "_x",
+                     "unknown planner 'gurobi'");
 }
 
 TEST(Cli, BadInputGivesOneLineAndExitCode2) {

@@ -1,6 +1,7 @@
 #include "cli/cli_common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "graph/model_zoo.h"
 #include "graph/torchscript_import.h"
 #include "plan/plan_validator.h"
+#include "runtime/autograd_baseline.h"
 #include "runtime/torchscript_weights.h"
 
 namespace monet::cli {
@@ -236,6 +238,46 @@ bool obtain_costs(const Graph& g, const CostOptions& o, bool allow_profiling, Co
 std::string cost_cache_dir(const CostOptions& o) {
   if (o.no_cache) return "";
   return o.cache_dir.empty() ? default_cost_cache_dir() : o.cache_dir;
+}
+
+// Peak bytes of one autograd iteration (the baseline a ratio budget refers to).
+int64_t measure_baseline_peak(const Graph& g) {
+  ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  AutogradBaseline baseline(g, state);
+  std::cerr << "baseline: measuring one autograd iteration ..." << std::flush;
+  const IterationResult r = baseline.run_iteration(batch);
+  std::cerr << " peak " << format_bytes(r.peak_bytes) << "\n";
+  return r.peak_bytes;
+}
+
+// "1.5GiB", "800MiB", "123456789", "0.4x" (of the baseline peak) -> bytes.
+int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError("--budget '" + text + "': expected bytes, KiB/MiB/GiB or a ratio like 0.4x");
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB" || unit == "K" || unit == "KB")
+    scale = 1024.0;
+  else if (unit == "MiB" || unit == "M" || unit == "MB")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB" || unit == "G" || unit == "GB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "x")
+    scale = static_cast<double>(baseline_peak());
+  else
+    throw UsageError("--budget '" + text + "': unknown unit '" + unit +
+                     "' (use B, KiB, MiB, GiB, or x for a ratio of the baseline peak)");
+  if (!(v > 0)) throw UsageError("--budget must be positive");
+  return static_cast<int64_t>(std::floor(v * scale));
 }
 
 }  // namespace monet::cli

@@ -97,6 +97,14 @@ bool obtain_costs(const Graph& graph, const CostOptions& options, bool allow_pro
 /// The cache directory the options select; empty with --no-cache.
 std::string cost_cache_dir(const CostOptions& options);
 
+/// Peak bytes of one autograd iteration of `graph` (the baseline a ratio budget refers
+/// to), measured now; progress on stderr.
+int64_t measure_baseline_peak(const Graph& graph);
+/// "1.5GiB", "800MiB", "123456789", "0.4x" (of `baseline_peak()`) -> bytes; UsageError
+/// for anything else.
+int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak);
+
+void add_sweep_command(CLI::App& root, std::vector<Command>& commands);
 void add_models_command(CLI::App& root, std::vector<Command>& commands);
 void add_plan_command(CLI::App& root, std::vector<Command>& commands);
 void add_run_commands(CLI::App& root, std::vector<Command>& commands);

@@ -7,6 +7,7 @@
 #include "cli/cli_common.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
+#include "runtime/interleaved_measurement.h"
 
 namespace monet::cli {
 namespace {
@@ -27,34 +28,15 @@ int run_run(const RunOptions& o) {
   LoadedPlan lp = load_plan_file(o.plan);
   ModelState state = initial_state(lp.graph, lp.plan.model, 0);
   const Batch batch = make_batch(lp.graph, 1);
-  AutogradBaseline baseline(lp.graph, state);
-  Executor executor(lp.graph, state, lp.plan);
-  std::vector<double> t_base, t_plan;
-  int64_t peak_base = 0, peak_plan = 0;
-  for (int i = 0; i < o.warmup + o.iters; ++i) {
-    const bool measured = i >= o.warmup;
-    const bool last = i + 1 == o.warmup + o.iters;
-    // Interleaved: baseline, then plan, every iteration; each side's gradients are
-    // released before the other runs, so neither is charged for the other's results.
-    IterationResult b = baseline.run_iteration(batch);
-    b.gradients.clear();
-    baseline.release_gradients();
-    ExecutionOptions eo;
-    eo.record_trace = last && !o.trace_csv.empty();
-    ExecutionResult p = executor.run(batch, eo);
-    p.gradients.clear();
-    std::cerr << (measured ? "iteration " : "warm-up ") << (measured ? i - o.warmup + 1 : i + 1)
-              << ": baseline " << b.seconds << " s " << format_bytes(b.peak_bytes) << ", plan "
-              << p.seconds << " s " << format_bytes(p.peak_bytes) << "\n";
-    if (eo.record_trace) write_trace_csv(p.trace, o.trace_csv);
-    if (!measured) continue;
-    t_base.push_back(b.seconds);
-    t_plan.push_back(p.seconds);
-    peak_base = std::max(peak_base, b.peak_bytes);
-    peak_plan = std::max(peak_plan, p.peak_bytes);
-  }
-  const double ratio = double(peak_plan) / double(peak_base);
-  const double overhead = median(t_plan) / median(t_base) - 1.0;
+  InterleavedOptions io;
+  io.warmup = o.warmup;
+  io.iters = o.iters;
+  io.record_last_trace = !o.trace_csv.empty();
+  io.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const InterleavedMeasurement m = measure_interleaved(lp.graph, state, lp.plan, batch, io);
+  if (io.record_last_trace) write_trace_csv(m.trace, o.trace_csv);
+  const double ratio = m.memory_ratio, overhead = m.overhead;
+  const int64_t peak_plan = m.peak_bytes, peak_base = m.baseline_peak_bytes;
   if (o.json) {
     print_json({{"plan", o.plan},
                 {"planner", lp.plan.planner},
@@ -63,19 +45,19 @@ int run_run(const RunOptions& o) {
                 {"peak_bytes", peak_plan},
                 {"baseline_peak_bytes", peak_base},
                 {"memory_ratio", ratio},
-                {"median_seconds", median(t_plan)},
-                {"baseline_median_seconds", median(t_base)},
+                {"median_seconds", m.median_seconds},
+                {"baseline_median_seconds", m.baseline_median_seconds},
                 {"overhead", overhead},
-                {"seconds", t_plan},
-                {"baseline_seconds", t_base}});
+                {"seconds", m.seconds},
+                {"baseline_seconds", m.baseline_seconds}});
     return 0;
   }
   std::printf("%s plan for %s, %d interleaved iterations\n", lp.plan.planner.c_str(),
               lp.plan.model.c_str(), o.iters);
   std::printf("peak memory   plan %s   baseline %s   ratio %.3f\n",
               format_bytes(peak_plan, true).c_str(), format_bytes(peak_base, true).c_str(), ratio);
-  std::printf("time/iter     plan %.4f s   baseline %.4f s   overhead %+.1f%%\n", median(t_plan),
-              median(t_base), 100 * overhead);
+  std::printf("time/iter     plan %.4f s   baseline %.4f s   overhead %+.1f%%\n", m.median_seconds,
+              m.baseline_median_seconds, 100 * overhead);
   return 0;
 }
 

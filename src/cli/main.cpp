@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   monet::cli::add_baseline_command(app, commands);
   monet::cli::add_profile_command(app, commands);
   monet::cli::add_plan_command(app, commands);
+  monet::cli::add_sweep_command(app, commands);
   monet::cli::add_run_commands(app, commands);
 
   try {

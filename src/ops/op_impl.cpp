@@ -117,8 +117,11 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
                             "at::convolution_backward on a zero-stride stand-in of the input");
       std::vector<BackwardImplInfo> v = {
           bwd("default", P::kWeight, {0}, false, false, "at::convolution_backward, weight")};
-      // Depthwise convolutions: ATen's own input gradient is several times faster than a
-      // grouped transposed convolution (measured), so it is the default there.
+      // ATen's own input gradient is what autograd runs, and it is several times faster
+      // than a transposed convolution of the gradient on 3x3 layers (ResNet-18 layer1 at
+      // 160², batch 8: 6.3 ms against 41 ms), so it is the default: on the real input for
+      // depthwise convolutions (ATen's fastest kernel there), else on a zero-stride
+      // stand-in, which keeps the default backward free of the activation.
       const bool depthwise = n.attrs.groups > 1 && n.attrs.groups == g.value(n.inputs[0]).shape[1];
       if (n.op == OpKind::kConvTranspose) {
         v.push_back(bwd("conv", P::kInput, {}, false, false,
@@ -126,7 +129,7 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
       } else if (depthwise) {
         v.insert(v.end(), {aten, transposed, aten_shape});
       } else {
-        v.insert(v.end(), {transposed, aten, aten_shape});
+        v.insert(v.end(), {aten_shape, transposed, aten});
       }
       if (is_plain_conv2d(g, n)) {
         v.push_back(bwd("im2col_gemm", P::kWeight, {0}, false, false, "im2col + batched GEMM"));

@@ -70,7 +70,7 @@ PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRe
     out.solved = true;
     out.found = c.found;
     out.plan = std::move(c.plan);
-    out.model_peak_bytes = c.checkmate_peak_bytes;
+    if (c.found) out.model_peak_bytes = c.checkmate_peak_bytes;
   } else if (r.planner == "storeall") {
     out.plan = store_all_plan(g);
   } else if (r.planner == "chen") {

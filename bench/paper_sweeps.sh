@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 5: the paper's trade-off curves (Figure 3) and "memory at <=10% overhead"
+# (Table 1) on this machine's CPU. For each model, `monet sweep` profiles once (cached),
+# plans every budget with every planner (MONeT, MONeT without operator optimisations,
+# Checkmate-D, Checkmate-O, Chen, Gist, store-all), runs every plan interleaved with the
+# autograd baseline and writes results/sweeps/MODEL/{sweep.csv,sweep.json,tradeoff.png}.
+# Then prints, per model and planner, the smallest measured memory ratio whose measured
+# overhead is at most 10%.
+#
+# Usage: bench/paper_sweeps.sh
+# Environment: CASES ("model batch image" lines), PLANNERS, BUDGETS (default
+# 0.4x..0.9x), TIME_LIMIT (s per plan, default 60), ITERS (measured iterations per plan,
+# default 2).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+monet="${MONET_BUILD_DIR:-$root/build}/src/monet"
+[ -x "$monet" ] || { echo "build first: scripts/build.sh" >&2; exit 2; }
+cases="${CASES:-resnet50 32 224
+googlenet 32 224
+unet 2 416x608
+vgg16 16 224
+mobilenet_v2 32 224}"
+planners="${PLANNERS:-monet,monet-noop,checkmate,checkmate-o,chen,gist,storeall}"
+budgets="${BUDGETS:-0.4x,0.5x,0.6x,0.7x,0.8x,0.9x}"
+time_limit="${TIME_LIMIT:-60}"
+iters="${ITERS:-2}"
+stamp="$(date +%Y%m%d-%H%M%S)"
+echo "| model | batch | image | planner | memory ratio at <=10% overhead | its overhead | budget |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+while read -r model batch image; do
+  [ -n "$model" ] || continue
+  out="$root/results/sweeps/$model-b$batch-$image-$stamp"
+  "$monet" sweep --model "$model" --batch "$batch" --image "$image" --planners "$planners" \
+    --budgets "$budgets" --time-limit "$time_limit" --iters "$iters" -o "$out" >&2
+  jq -r --arg m "$model" --arg b "$batch" --arg i "$image" '
+    .rows | map(select(.status == "ok" and .overhead <= 0.10)) | group_by(.planner)[]
+    | min_by(.memory_ratio)
+    | "| \($m) | \($b) | \($i) | \(.planner) | \(.memory_ratio * 1000 | round / 1000) | \(.overhead * 1000 | round / 10)% | \(.budget) |"' \
+    "$out/sweep.json"
+done <<< "$cases"

@@ -1,0 +1,308 @@
+// `monet sweep`: the memory / overhead trade-off of several planners on one model and
+// machine. Profiles once, plans every budget with every planner, runs each plan
+// interleaved with the autograd baseline, and writes DIR/sweep.csv, DIR/sweep.json, the
+// plans under DIR/plans/, and DIR/tradeoff.gp (plotted to DIR/tradeoff.png when gnuplot
+// is installed). The CSV and JSON are rewritten after every plan, so an interrupted
+// sweep keeps what it measured.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_common.h"
+#include "graph/torchscript_import.h"
+#include "plan/simulator.h"
+#include "planner/named_planner.h"
+#include "runtime/interleaved_measurement.h"
+
+namespace monet::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SweepOptions {
+  ModelOptions model;
+  CostOptions costs;
+  std::string planners = "monet,monet-noop,checkmate,checkmate-o,chen,gist,storeall";
+  std::string budgets = "0.4x,0.5x,0.6x,0.7x,0.8x,0.9x";
+  double time_limit = 60;
+  double gap = 0.01;
+  int threads = 1;
+  int warmup = 1;
+  int iters = 2;
+  std::string output;
+  bool json = false;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct Row {
+  std::string planner, budget;  // budget as given ("0.5x"), empty for budget-free planners
+  int64_t budget_bytes = -1;
+  std::string status;  // "ok", "no plan", "error: ..."
+  int64_t predicted_peak = -1, checkmate_model_peak = -1;
+  double predicted_seconds = -1;
+  double solve_seconds = -1, gap = -1;
+  InterleavedMeasurement measured;
+  bool ran = false;
+};
+
+std::string csv_number(double v, bool valid) {
+  if (!valid) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string to_csv(const std::vector<Row>& rows) {
+  std::ostringstream o;
+  o << "planner,budget,budget_bytes,status,predicted_peak_bytes,checkmate_model_peak_bytes,"
+       "measured_peak_bytes,baseline_peak_bytes,memory_ratio,overhead,median_seconds,"
+       "baseline_median_seconds,predicted_seconds,solve_seconds,gap\n";
+  for (const auto& r : rows) {
+    const auto& m = r.measured;
+    o << r.planner << ',' << r.budget << ','
+      << (r.budget_bytes > 0 ? std::to_string(r.budget_bytes) : "") << ",\"" << r.status << "\","
+      << (r.predicted_peak >= 0 ? std::to_string(r.predicted_peak) : "") << ','
+      << (r.checkmate_model_peak >= 0 ? std::to_string(r.checkmate_model_peak) : "") << ','
+      << (r.ran ? std::to_string(m.peak_bytes) : "") << ','
+      << (r.ran ? std::to_string(m.baseline_peak_bytes) : "") << ','
+      << csv_number(m.memory_ratio, r.ran) << ',' << csv_number(m.overhead, r.ran) << ','
+      << csv_number(m.median_seconds, r.ran) << ',' << csv_number(m.baseline_median_seconds, r.ran)
+      << ',' << csv_number(r.predicted_seconds, r.predicted_seconds >= 0) << ','
+      << csv_number(r.solve_seconds, r.solve_seconds >= 0) << ',' << csv_number(r.gap, r.gap >= 0)
+      << '\n';
+  }
+  return o.str();
+}
+
+nlohmann::json to_json(const SweepOptions& o, const std::vector<Row>& rows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json j = {{"planner", r.planner}, {"budget", r.budget}, {"status", r.status}};
+    if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
+    if (r.predicted_peak >= 0) j["predicted_peak_bytes"] = r.predicted_peak;
+    if (r.predicted_seconds >= 0) j["predicted_seconds"] = r.predicted_seconds;
+    if (r.checkmate_model_peak >= 0) j["checkmate_model_peak_bytes"] = r.checkmate_model_peak;
+    if (r.solve_seconds >= 0) j["solve_seconds"] = r.solve_seconds, j["gap"] = r.gap;
+    if (r.ran) {
+      const auto& m = r.measured;
+      j["measured_peak_bytes"] = m.peak_bytes;
+      j["baseline_peak_bytes"] = m.baseline_peak_bytes;
+      j["memory_ratio"] = m.memory_ratio;
+      j["overhead"] = m.overhead;
+      j["seconds"] = m.seconds;
+      j["baseline_seconds"] = m.baseline_seconds;
+    }
+    list.push_back(j);
+  }
+  const ModelConfig c = model_config(o.model);
+  nlohmann::json config = {
+      {"batch", c.batch}, {"image", c.image}, {"width", c.width}, {"classes", c.classes}};
+  if (!c.input_shape.empty()) config["input_shape"] = c.input_shape;
+  return {{"model", o.model.model},
+          {"config", config},
+          {"iters", o.iters},
+          {"warmup", o.warmup},
+          {"rows", list}};
+}
+
+// A gnuplot script: measured memory ratio against overhead, one line per planner.
+std::string plot_script(const std::vector<Row>& rows, const std::string& title) {
+  std::vector<std::string> planners;
+  for (const auto& r : rows)
+    if (r.ran && std::find(planners.begin(), planners.end(), r.planner) == planners.end())
+      planners.push_back(r.planner);
+  std::ostringstream s;
+  s << "# monet sweep: memory ratio against overhead (measured, interleaved with autograd)\n"
+    << "set terminal pngcairo size 900,600\nset output 'tradeoff.png'\n"
+    << "set datafile separator ','\nset key outside right\nset grid\n"
+    << "set title '" << title << "'\n"
+    << "set xlabel 'overhead over autograd (%)'\nset ylabel 'peak memory / autograd peak'\n"
+    << "plot";
+  for (size_t i = 0; i < planners.size(); ++i)
+    s << (i ? ", \\\n    " : " ") << "'sweep.csv' using (strcol(1) eq '" << planners[i]
+      << "' ? 100*$10 : 1/0):9 with linespoints title '" << planners[i] << "'";
+  if (planners.empty()) s << " 0 notitle";
+  s << "\n";
+  return s.str();
+}
+
+std::string plan_file_name(const Row& r) {
+  std::string name = r.planner + (r.budget.empty() ? "" : "-" + r.budget);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  return name + ".json";
+}
+
+int run_sweep(const SweepOptions& o) {
+  const auto planners = split_list(o.planners);
+  const auto budgets = split_list(o.budgets);
+  if (planners.empty()) throw UsageError("--planners lists no planner");
+  for (const auto& p : planners) {
+    try {
+      check_planner_name(p);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--planners: ") + e.what());
+    }
+    if (planner_requires_budget(p) && budgets.empty())
+      throw UsageError("--planners " + p + " needs --budgets");
+  }
+  if (fs::exists(o.output) && !(fs::is_directory(o.output) && fs::is_empty(o.output)))
+    throw UsageError("output directory '" + o.output +
+                     "' exists and is not empty; choose another -o (nothing is overwritten)");
+  const Graph g = build_graph(o.model);
+  int64_t baseline_peak = -1;
+  auto baseline = [&] {
+    if (baseline_peak < 0) baseline_peak = measure_baseline_peak(g);
+    return baseline_peak;
+  };
+  std::vector<int64_t> budget_bytes;
+  for (const auto& b : budgets) budget_bytes.push_back(parse_budget(b, baseline));
+  std::error_code ec;
+  fs::create_directories(fs::path(o.output) / "plans", ec);
+  if (ec) throw UsageError("cannot create '" + o.output + "': " + ec.message());
+  CostModel costs;
+  obtain_costs(g, o.costs, true, &costs);
+
+  const Batch batch = make_batch(g, 1);
+  std::vector<Row> rows;
+  for (const auto& p : planners) {
+    const bool budgeted = planner_uses_budget(p);
+    for (size_t bi = 0; bi < (budgeted ? budgets.size() : 1); ++bi) {
+      Row row;
+      row.planner = p;
+      if (budgeted) row.budget = budgets[bi], row.budget_bytes = budget_bytes[bi];
+      std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << " ...\n";
+      PlannerRequest request;
+      request.planner = p;
+      request.budget_bytes = row.budget_bytes;
+      request.solver.time_limit_seconds = o.time_limit;
+      request.solver.relative_gap = o.gap;
+      request.solver.threads = o.threads;
+      try {
+        PlannerOutcome out = make_plan(g, &costs, request);
+        if (out.solved) row.solve_seconds = out.seconds, row.gap = out.solve.solve.gap;
+        row.checkmate_model_peak = out.model_peak_bytes;
+        if (!out.found) {
+          row.status = out.solve.solve.status == MilpStatus::kNoSolution ? "no plan in time"
+                                                                         : "no plan fits";
+        } else {
+          Plan plan = out.plan;
+          plan.model = is_torchscript_path(o.model.model)
+                           ? fs::absolute(o.model.model).lexically_normal().string()
+                           : o.model.model;
+          plan.config = model_config(o.model);
+          const SimulationResult sim = simulate(g, plan, costs);
+          row.predicted_peak = sim.peak_bytes;
+          row.predicted_seconds = sim.seconds;
+          write_file_atomically((fs::path(o.output) / "plans" / plan_file_name(row)).string(),
+                                plan_to_json(g, plan).dump(1) + "\n");
+          // Fresh weights per plan (the same every time): a kept copy would add its bytes
+          // to both sides' peaks and pull every ratio towards 1.
+          ModelState state = initial_state(g, o.model.model, 0);
+          InterleavedOptions io;
+          io.warmup = o.warmup;
+          io.iters = o.iters;
+          io.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+          row.measured = measure_interleaved(g, state, plan, batch, io);
+          row.ran = true;
+          row.status = "ok";
+        }
+      } catch (const std::exception& e) {
+        row.status = std::string("error: ") + e.what();
+        std::replace(row.status.begin(), row.status.end(), ',', ';');
+        std::replace(row.status.begin(), row.status.end(), '"', '\'');
+      }
+      if (row.ran)
+        std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << ": memory ratio "
+                  << row.measured.memory_ratio << ", overhead " << 100 * row.measured.overhead
+                  << "%\n";
+      else
+        std::cerr << "sweep: " << p << ": " << row.status << "\n";
+      rows.push_back(std::move(row));
+      write_file_atomically((fs::path(o.output) / "sweep.csv").string(), to_csv(rows));
+      write_file_atomically((fs::path(o.output) / "sweep.json").string(),
+                            to_json(o, rows).dump(1) + "\n");
+    }
+  }
+  const std::string title =
+      o.model.model + ", batch " + std::to_string(model_config(o.model).batch);
+  write_file_atomically((fs::path(o.output) / "tradeoff.gp").string(), plot_script(rows, title));
+  bool plotted = false;
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    const std::string cmd = "cd '" + o.output + "' && gnuplot tradeoff.gp";
+    plotted = std::system(cmd.c_str()) == 0;
+    if (!plotted)
+      std::cerr << "sweep: gnuplot failed; the script is " << o.output << "/tradeoff.gp\n";
+  } else {
+    std::cerr << "sweep: gnuplot is not installed; no plot (script: " << o.output
+              << "/tradeoff.gp)\n";
+  }
+  if (o.json) {
+    print_json(to_json(o, rows));
+    return 0;
+  }
+  std::printf("%-14s %-8s %-16s %12s %12s %8s %9s %8s %7s\n", "planner", "budget", "status",
+              "predicted", "measured", "ratio", "overhead", "solve s", "gap");
+  for (const auto& r : rows) {
+    std::printf("%-14s %-8s %-16.16s %12s %12s ", r.planner.c_str(),
+                r.budget.empty() ? "-" : r.budget.c_str(), r.status.c_str(),
+                r.predicted_peak >= 0 ? format_bytes(r.predicted_peak).c_str() : "-",
+                r.ran ? format_bytes(r.measured.peak_bytes).c_str() : "-");
+    if (r.ran)
+      std::printf("%8.3f %+8.1f%% ", r.measured.memory_ratio, 100 * r.measured.overhead);
+    else
+      std::printf("%8s %9s ", "-", "-");
+    if (r.solve_seconds >= 0)
+      std::printf("%8.1f %6.2f%%\n", r.solve_seconds, 100 * r.gap);
+    else
+      std::printf("%8s %7s\n", "-", "-");
+  }
+  std::printf("wrote %s/sweep.csv, sweep.json, plans/%s\n", o.output.c_str(),
+              plotted ? ", tradeoff.png" : "");
+  return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& root, std::vector<Command>& commands) {
+  auto* cmd = root.add_subcommand(
+      "sweep",
+      "plan every budget with every planner, run each against autograd, write CSV/JSON/plot");
+  auto o = std::make_shared<SweepOptions>();
+  add_model_options(cmd, o->model);
+  add_cost_options(cmd, o->costs);
+  cmd->add_option("--planners", o->planners, "comma-separated planners")->capture_default_str();
+  cmd->add_option("--budgets", o->budgets,
+                  "comma-separated budgets (bytes, KiB/MiB/GiB, or ratios of the baseline peak)")
+      ->capture_default_str();
+  cmd->add_option("--time-limit", o->time_limit, "solver wall-clock limit per plan (seconds)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--gap", o->gap, "relative optimality gap at which the solver stops")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "solver threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--iters", o->iters, "measured iterations per plan")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "unmeasured iterations per plan")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "directory to write (must not exist or be empty)")
+      ->required();
+  cmd->add_flag("--json", o->json, "machine-readable output");
+  commands.push_back({cmd, [o] { return run_sweep(*o); }});
+}
+
+}  // namespace monet::cli
