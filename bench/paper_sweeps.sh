@@ -5,10 +5,11 @@
 # Checkmate-D, Checkmate-O, Chen, Gist, store-all), runs every plan interleaved with the
 # autograd baseline and writes results/sweeps/MODEL/{sweep.csv,sweep.json,tradeoff.png}.
 # Then prints, per model and planner, the smallest measured memory ratio whose measured
-# overhead is at most 10%.
+# overhead is at most 10%, the Gist table, the solver-time table and Checkmate's predicted
+# against measured peak (bench/sweep_tables.sh, which also runs on any sweep directories).
 #
 # Usage: bench/paper_sweeps.sh
-# Environment: CASES ("model batch image" lines), PLANNERS, BUDGETS (default
+# Environment: CASES ("model batch image [budgets]" lines), PLANNERS, BUDGETS (default
 # 0.4x..0.9x), TIME_LIMIT (s per plan, default 60), ITERS (measured iterations per plan,
 # default 2).
 set -euo pipefail
@@ -25,16 +26,12 @@ budgets="${BUDGETS:-0.4x,0.5x,0.6x,0.7x,0.8x,0.9x}"
 time_limit="${TIME_LIMIT:-60}"
 iters="${ITERS:-2}"
 stamp="$(date +%Y%m%d-%H%M%S)"
-echo "| model | batch | image | planner | memory ratio at <=10% overhead | its overhead | budget |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
-while read -r model batch image; do
+dirs=()
+while read -r model batch image case_budgets; do
   [ -n "$model" ] || continue
   out="$root/results/sweeps/$model-b$batch-$image-$stamp"
   "$monet" sweep --model "$model" --batch "$batch" --image "$image" --planners "$planners" \
-    --budgets "$budgets" --time-limit "$time_limit" --iters "$iters" -o "$out" >&2
-  jq -r --arg m "$model" --arg b "$batch" --arg i "$image" '
-    .rows | map(select(.status == "ok" and .overhead <= 0.10)) | group_by(.planner)[]
-    | min_by(.memory_ratio)
-    | "| \($m) | \($b) | \($i) | \(.planner) | \(.memory_ratio * 1000 | round / 1000) | \(.overhead * 1000 | round / 10)% | \(.budget) |"' \
-    "$out/sweep.json"
+    --budgets "${case_budgets:-$budgets}" --time-limit "$time_limit" --iters "$iters" -o "$out" >&2
+  dirs+=("$out")
 done <<< "$cases"
+"$root/bench/sweep_tables.sh" "${dirs[@]}"

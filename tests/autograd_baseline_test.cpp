@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <set>
+
 #include "graph/model_zoo.h"
 #include "runtime/autograd_baseline.h"
 #include "tiny_models.h"
@@ -117,8 +119,17 @@ TEST(AutogradBaseline, RecordsOneTraceSamplePerOperator) {
   IterationOptions o;
   o.record_trace = true;
   const IterationResult r = baseline.run_iteration(make_batch(g, 1), o);
-  ASSERT_EQ(r.trace.size(), g.nodes().size() + 2);  // start, every node, backward
+  // start, every node, every node's output gradient (all need one here), backward
+  ASSERT_EQ(r.trace.size(), 2 * g.nodes().size() + 2);
   EXPECT_EQ(r.trace.front().label, "start");
+  std::set<std::string> gradients;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    EXPECT_EQ(r.trace[1 + i].label, g.node(g.topological_order()[i]).name);
+    const std::string& b = r.trace[1 + g.nodes().size() + i].label;
+    ASSERT_EQ(b.rfind("backward ", 0), 0u) << b;
+    gradients.insert(b);
+  }
+  EXPECT_EQ(gradients.size(), g.nodes().size());
   EXPECT_EQ(r.trace.back().label, "backward");
   for (const auto& s : r.trace) EXPECT_LE(s.current_bytes, r.peak_bytes);
 }

@@ -129,6 +129,48 @@ TEST(NamedPlanner, RejectsUnknownNamesAndMissingBudgets) {
   EXPECT_FALSE(gist.solved);
 }
 
+// The paper's ablation runs modes that do not choose convolution algorithms with the
+// fastest algorithm that still fits: only convolutions change, the plan stays within the
+// budget, and its gradients still equal autograd's.
+TEST(NamedPlanner, PostOptimisesConvolutionsOfMonetNoOpWithinBudget) {
+  MemoryTracker::install();
+  const testing::TinyModel m = testing::tiny_models_named({"resnet18"}).front();
+  const Graph g = build_zoo_model(m.name, m.config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const CostModel costs = testing::quick_profile(g, state, make_batch(g, 1));
+  PlannerRequest r;
+  r.planner = "monet-noop";
+  r.solver.time_limit_seconds = 4;
+  r.solver.relative_gap = 0.02;
+  r.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes * 9 / 10;
+  r.post_optimise_convolutions = true;
+  const PlannerOutcome out = make_plan(g, &costs, r);
+  ASSERT_TRUE(out.found);
+  EXPECT_EQ(out.plan.planner, "monet-noop-o");
+  const SimulationResult sim = simulate(g, out.plan, costs);
+  EXPECT_LE(sim.peak_bytes, r.budget_bytes);
+  EXPECT_EQ(sim.peak_bytes, out.solve.predicted.peak_bytes);
+  // monet-noop runs default implementations only, so every non-default one is a switch.
+  int non_default = 0;
+  for (const auto& in : out.plan.program) {
+    if (in.kind == InstrKind::kFree) continue;
+    const Node& n = g.node(in.node);
+    std::string def;
+    if (in.kind == InstrKind::kForward) {
+      def = out_of_place(forward_impls(g, n).front().name);
+    } else {
+      for (const auto& b : backward_impls(g, n))
+        if (b.part == in.part && def.empty()) def = b.name;
+    }
+    if (in.impl == def || in.impl == forward_impls(g, n).front().name) continue;
+    ++non_default;
+    EXPECT_TRUE(n.op == OpKind::kConv || n.op == OpKind::kConvTranspose) << describe(g, in);
+  }
+  EXPECT_EQ(non_default, out.algorithm_switches);
+  EXPECT_GT(out.algorithm_switches, 0);  // tiny convolutions have faster non-defaults
+  EXPECT_LT(testing::max_gradient_error(g, out.plan), 1e-9);
+}
+
 // Binarize applies where a ReLU feeds only max pooling (VGG): 1-bit mask and 8-bit argmax.
 TEST(GistPlanner, BinarizesReluFeedingMaxPool) {
   const testing::TinyModel m = testing::tiny_models_named({"vgg11"}).front();

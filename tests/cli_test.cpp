@@ -198,6 +198,11 @@ TEST(Cli, SweepWritesCsvJsonPlansAndRefusesToOverwrite) {
     ++ran;
     EXPECT_GT(row.at("memory_ratio").get<double>(), 0.0);
     EXPECT_GT(row.at("measured_peak_bytes").get<int64_t>(), 0);
+    if (row.at("planner") == "checkmate-o") {
+      EXPECT_GT(row.at("columns").get<int>(), 0) << row.dump();
+      EXPECT_GE(row.at("first_incumbent_seconds").get<double>(), 0.0) << row.dump();
+      EXPECT_GE(row.at("algorithm_switches").get<int>(), 0) << row.dump();
+    }
   }
   EXPECT_EQ(ran, 4);
   std::ifstream csv(dir + "/sweep.csv");

@@ -6,6 +6,7 @@
 // sweep keeps what it measured.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +34,7 @@ struct SweepOptions {
   int threads = 1;
   int warmup = 1;
   int iters = 2;
+  bool post_optimise = false;
   std::string output;
   bool json = false;
 };
@@ -52,6 +54,10 @@ struct Row {
   int64_t predicted_peak = -1, checkmate_model_peak = -1;
   double predicted_seconds = -1;
   double solve_seconds = -1, gap = -1;
+  double first_incumbent_seconds = -1;  // solver: when its first plan was found
+  double seconds_to_5pct = -1;          // solver: first incumbent within 5% of the final bound
+  int columns = -1, program_rows = -1;  // size of the (last) 0-1 program
+  int algorithm_switches = -1;          // convolutions switched by post-optimisation
   InterleavedMeasurement measured;
   bool ran = false;
 };
@@ -67,7 +73,8 @@ std::string to_csv(const std::vector<Row>& rows) {
   std::ostringstream o;
   o << "planner,budget,budget_bytes,status,predicted_peak_bytes,checkmate_model_peak_bytes,"
        "measured_peak_bytes,baseline_peak_bytes,memory_ratio,overhead,median_seconds,"
-       "baseline_median_seconds,predicted_seconds,solve_seconds,gap\n";
+       "baseline_median_seconds,predicted_seconds,solve_seconds,gap,first_incumbent_seconds,"
+       "seconds_to_5pct,columns,rows,algorithm_switches\n";
   for (const auto& r : rows) {
     const auto& m = r.measured;
     o << r.planner << ',' << r.budget << ','
@@ -80,7 +87,11 @@ std::string to_csv(const std::vector<Row>& rows) {
       << csv_number(m.median_seconds, r.ran) << ',' << csv_number(m.baseline_median_seconds, r.ran)
       << ',' << csv_number(r.predicted_seconds, r.predicted_seconds >= 0) << ','
       << csv_number(r.solve_seconds, r.solve_seconds >= 0) << ',' << csv_number(r.gap, r.gap >= 0)
-      << '\n';
+      << ',' << csv_number(r.first_incumbent_seconds, r.first_incumbent_seconds >= 0) << ','
+      << csv_number(r.seconds_to_5pct, r.seconds_to_5pct >= 0) << ','
+      << csv_number(r.columns, r.columns >= 0) << ','
+      << csv_number(r.program_rows, r.program_rows >= 0) << ','
+      << csv_number(r.algorithm_switches, r.algorithm_switches >= 0) << '\n';
   }
   return o.str();
 }
@@ -93,7 +104,13 @@ nlohmann::json to_json(const SweepOptions& o, const std::vector<Row>& rows) {
     if (r.predicted_peak >= 0) j["predicted_peak_bytes"] = r.predicted_peak;
     if (r.predicted_seconds >= 0) j["predicted_seconds"] = r.predicted_seconds;
     if (r.checkmate_model_peak >= 0) j["checkmate_model_peak_bytes"] = r.checkmate_model_peak;
-    if (r.solve_seconds >= 0) j["solve_seconds"] = r.solve_seconds, j["gap"] = r.gap;
+    if (r.solve_seconds >= 0) {
+      j["solve_seconds"] = r.solve_seconds, j["gap"] = r.gap;
+      j["first_incumbent_seconds"] = r.first_incumbent_seconds;
+      j["seconds_to_5pct"] = r.seconds_to_5pct;
+      j["columns"] = r.columns, j["rows"] = r.program_rows;
+    }
+    if (r.algorithm_switches >= 0) j["algorithm_switches"] = r.algorithm_switches;
     if (r.ran) {
       const auto& m = r.measured;
       j["measured_peak_bytes"] = m.peak_bytes;
@@ -113,6 +130,7 @@ nlohmann::json to_json(const SweepOptions& o, const std::vector<Row>& rows) {
           {"config", config},
           {"iters", o.iters},
           {"warmup", o.warmup},
+          {"post_optimise", o.post_optimise},
           {"rows", list}};
 }
 
@@ -135,6 +153,22 @@ std::string plot_script(const std::vector<Row>& rows, const std::string& title) 
   if (planners.empty()) s << " 0 notitle";
   s << "\n";
   return s.str();
+}
+
+// The solver's figures: time, gap, program size, and how fast it got close.
+void record_solve(const PlannerOutcome& out, Row* row) {
+  const MilpResult& s = out.solve.solve;
+  row->solve_seconds = out.seconds;
+  row->gap = s.gap;
+  row->first_incumbent_seconds = s.first_incumbent_seconds;
+  row->columns = out.solve.size.columns;
+  row->program_rows = out.solve.size.rows;
+  row->algorithm_switches = out.algorithm_switches;
+  for (const auto& [seconds, objective] : s.incumbent_trace)
+    if (objective - s.bound <= 0.05 * std::abs(objective)) {
+      row->seconds_to_5pct = seconds;
+      break;
+    }
 }
 
 std::string plan_file_name(const Row& r) {
@@ -189,9 +223,10 @@ int run_sweep(const SweepOptions& o) {
       request.solver.time_limit_seconds = o.time_limit;
       request.solver.relative_gap = o.gap;
       request.solver.threads = o.threads;
+      request.post_optimise_convolutions = o.post_optimise;
       try {
         PlannerOutcome out = make_plan(g, &costs, request);
-        if (out.solved) row.solve_seconds = out.seconds, row.gap = out.solve.solve.gap;
+        if (out.solved) record_solve(out, &row);
         row.checkmate_model_peak = out.model_peak_bytes;
         if (!out.found) {
           row.status = out.solve.solve.status == MilpStatus::kNoSolution ? "no plan in time"
@@ -299,6 +334,9 @@ void add_sweep_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--warmup", o->warmup, "unmeasured iterations per plan")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_flag("--post-optimise", o->post_optimise,
+                "MONeT modes that do not choose convolution algorithms: then switch each "
+                "convolution greedily to the fastest algorithm that still fits the budget");
   cmd->add_option("-o,--output", o->output, "directory to write (must not exist or be empty)")
       ->required();
   cmd->add_flag("--json", o->json, "machine-readable output");

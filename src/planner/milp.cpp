@@ -269,6 +269,10 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
                  result.lp_bound);
   };
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
+  if (warm) {  // the warm start is the first incumbent, at the solver's start
+    result.incumbent_trace.push_back({0.0, m.objective_of(o.warm_start)});
+    result.first_incumbent_seconds = 0;
+  }
   if (warm && neighbourhood_search_applies(m, o)) {
     // The LP relaxation (the certified bound) on a thread of its own while the
     // neighbourhood search improves the warm start on this one.

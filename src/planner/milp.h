@@ -98,16 +98,17 @@ const char* milp_status_name(MilpStatus status);
 
 struct MilpResult {
   MilpStatus status = MilpStatus::kNoSolution;
-  double objective = 0;                 // of the incumbent
-  double bound = 0;                     // best proven lower bound (LP relaxation or CBC's)
-  double lp_bound = -1e300;             // optimum of the LP relaxation (when solved)
-  double lp_seconds = 0;                // wall time of the LP relaxation
-  double gap = 0;                       // (objective - bound) / |objective|, 0 when optimal
-  double seconds = 0;                   // wall time of the solve
-  double first_incumbent_seconds = -1;  // when the first solution was found (-1: never)
-  int neighbourhoods = 0;               // sub-programs solved by neighbourhood search
-  std::vector<double> values;           // per column (empty without a solution)
-  std::vector<std::pair<double, double>> incumbent_trace;  // (seconds, objective)
+  double objective = 0;      // of the incumbent
+  double bound = 0;          // best proven lower bound (LP relaxation or CBC's)
+  double lp_bound = -1e300;  // optimum of the LP relaxation (when solved)
+  double lp_seconds = 0;     // wall time of the LP relaxation
+  double gap = 0;            // (objective - bound) / |objective|, 0 when optimal
+  double seconds = 0;        // wall time of the solve
+  double first_incumbent_seconds =
+      -1;                      // when the first solution was found (0: the warm start; -1: never)
+  int neighbourhoods = 0;      // sub-programs solved by neighbourhood search
+  std::vector<double> values;  // per column (empty without a solution)
+  std::vector<std::pair<double, double>> incumbent_trace;  // (seconds, objective), warm start first
 };
 
 MilpResult solve_milp(const Milp& milp, const MilpOptions& options);

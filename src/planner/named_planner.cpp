@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/checkmate_planner.h"
 #include "planner/gist_planner.h"
@@ -60,6 +61,13 @@ PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRe
     out.solved = true;
     out.found = out.solve.found;
     out.plan = out.solve.plan;
+    const bool chooses_convolutions = o.mode == MonetMode::kAll || o.mode == MonetMode::kConv;
+    if (out.found && r.post_optimise_convolutions && !chooses_convolutions) {
+      out.algorithm_switches = choose_fastest_convolutions(g, *costs, r.budget_bytes, &out.plan);
+      out.plan.planner += "-o";
+      out.solve.plan = out.plan;
+      out.solve.predicted = simulate(g, out.plan, *costs);
+    }
   } else if (is_checkmate(r.planner)) {
     CheckmateOptions o;
     o.budget_bytes = r.budget_bytes;
@@ -70,6 +78,7 @@ PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRe
     out.solved = true;
     out.found = c.found;
     out.plan = std::move(c.plan);
+    out.algorithm_switches = c.algorithm_switches;
     if (c.found) out.model_peak_bytes = c.checkmate_peak_bytes;
   } else if (r.planner == "storeall") {
     out.plan = store_all_plan(g);

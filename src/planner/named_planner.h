@@ -29,6 +29,10 @@ struct PlannerRequest {
   int64_t budget_bytes = -1;  // absolute peak allowed (bytes); -1: none
   MilpOptions solver;         // program-based planners (monet modes, checkmate)
   uint64_t seed = 0;          // random planner
+  /// Monet modes that do not choose convolution algorithms (noop, out, int, inplace):
+  /// afterwards switch each convolution greedily to its fastest algorithm that keeps
+  /// the plan within the budget, as the paper's ablation runs them (Checkmate-O's step).
+  bool post_optimise_convolutions = false;
 };
 
 struct PlannerOutcome {
@@ -39,6 +43,8 @@ struct PlannerOutcome {
   /// Checkmate: the peak its own memory model (no workspace) predicts (bytes), else -1.
   int64_t model_peak_bytes = -1;
   double seconds = 0;  // wall time of the planner
+  /// Convolutions switched by post_optimise_convolutions (or by checkmate-o).
+  int algorithm_switches = 0;
 };
 
 /// Makes the plan. `costs` may be null for planners that do not need costs.

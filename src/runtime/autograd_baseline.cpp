@@ -32,7 +32,14 @@ at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int 
     for (int id : n.inputs)
       if (last_use_[id] == static_cast<int>(pos) && graph_.value(id).kind == ValueKind::kActivation)
         env[id].reset();
-    if (record_trace) MemoryTracker::mark(n.name);
+    if (record_trace) {
+      MemoryTracker::mark(n.name);
+      // A sample when autograd has computed this output's gradient, so the trace covers
+      // the backward pass too (the hook keeps no tensor alive).
+      if (env[n.output].requires_grad())
+        env[n.output].register_hook(
+            [name = n.name](const at::Tensor&) { MemoryTracker::mark("backward " + name); });
+    }
   }
   return env[graph_.loss_value()];
 }
