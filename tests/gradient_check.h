@@ -34,9 +34,11 @@ inline void convert(ModelState& state, const Graph& g, at::ScalarType dtype) {
 // against the reference forward in OpKernels tests.
 inline Plan comparable_plan(const Graph& g, Plan plan, at::ScalarType dtype) {
   for (auto& in : plan.program) {
-    const bool conv = g.node(in.node).op == OpKind::kConv;
-    if (in.kind == InstrKind::kForward && conv && (dtype == at::kFloat || in.impl == "mkldnn"))
-      in.impl = "default";
+    const Node& n = g.node(in.node);
+    if (in.kind != InstrKind::kForward || n.op != OpKind::kConv) continue;
+    // Gist encodings stay: their backward reads what they keep (their output is default's).
+    if (find_forward_impl(forward_impls(g, n), n, in.impl).emits_intermediate) continue;
+    if (dtype == at::kFloat || in.impl == "mkldnn") in.impl = "default";
   }
   return plan;
 }

@@ -18,6 +18,13 @@ TEST(BitMask, RoundTripsAndPacksEightPerByte) {
     EXPECT_EQ(packed.scalar_type(), at::kByte);
     EXPECT_TRUE(at::equal(unpack_bits(packed, {n}), mask)) << n;
   }
+  // Bit j of byte b is element 8b + j (the layout the intermediates keep).
+  const at::Tensor first_and_ninth =
+      at::zeros({9}, at::kBool).index_fill_(0, at::tensor({0, 8}, at::kLong), true);
+  EXPECT_TRUE(at::equal(pack_bits(first_and_ninth), at::tensor({1, 1}, at::kByte)));
+  // Many parallel tasks (the grain is 16 Ki bytes of bits).
+  const at::Tensor big = at::rand({2, 3, 300, 301}) > 0.3;
+  EXPECT_TRUE(at::equal(unpack_bits(pack_bits(big), big.sizes()), big));
 }
 
 // Every convolution forward algorithm computes what at::convolution computes.

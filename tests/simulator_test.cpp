@@ -96,8 +96,11 @@ TEST_P(SimulatorOnTinyModel, ProfiledResultBytesMatchDeclarations) {
   const auto needs_backward = nodes_needing_backward(g);
   for (const auto& n : g.nodes()) {
     for (const auto& f : forward_impls(g, n)) {
-      EXPECT_EQ(costs.forward(g, n.id, f.name).result_bytes, forward_result_bytes(g, n, f, true))
-          << n.name << " forward " << f.name;
+      const int64_t measured = costs.forward(g, n.id, f.name).result_bytes;
+      if (f.size_is_bound)  // sparse storage: the declaration is its upper bound
+        EXPECT_LE(measured, forward_result_bytes(g, n, f, true)) << n.name << " " << f.name;
+      else
+        EXPECT_EQ(measured, forward_result_bytes(g, n, f, true)) << n.name << " forward " << f.name;
     }
     if (!needs_backward[n.id]) continue;
     for (const auto& b : backward_impls(g, n)) {

@@ -1,30 +1,55 @@
 #include "ops/bit_mask.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <stdexcept>
+
 namespace monet {
 namespace {
 
-at::Tensor bit_weights() {
-  return at::tensor({1, 2, 4, 8, 16, 32, 64, 128}, at::TensorOptions().dtype(at::kByte));
+constexpr int64_t kGrain = 1 << 14;  // bytes of packed bits per parallel task
+
+void check_cpu(const at::Tensor& t, const char* what) {
+  if (!t.is_cpu()) throw std::invalid_argument(std::string(what) + ": CPU tensors only");
 }
 
 }  // namespace
 
+// Plain loops: ATen's multiply-and-sum over groups of 8 took 8-10x the time of the ReLU
+// itself (ResNet-50's first ReLU at batch 4: 8 ms against 0.9 ms).
 at::Tensor pack_bits(const at::Tensor& mask) {
-  const int64_t n = mask.numel();
-  at::Tensor bytes = mask.reshape({-1}).to(at::kByte);
-  if (n % 8) bytes = at::constant_pad_nd(bytes, {0, 8 - n % 8});
-  return bytes.view({-1, 8}).mul_(bit_weights()).sum(1, false, at::kByte);
+  check_cpu(mask, "pack_bits");
+  const at::Tensor m = mask.to(at::kBool).contiguous();
+  const int64_t n = m.numel(), bytes = (n + 7) / 8;
+  at::Tensor packed = at::empty({bytes}, m.options().dtype(at::kByte));
+  const bool* in = m.data_ptr<bool>();
+  uint8_t* out = packed.data_ptr<uint8_t>();
+  at::parallel_for(0, bytes, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t first = 8 * b, count = std::min<int64_t>(8, n - first);
+      uint8_t v = 0;
+      for (int64_t j = 0; j < count; ++j) v |= static_cast<uint8_t>(in[first + j]) << j;
+      out[b] = v;
+    }
+  });
+  return packed;
 }
 
 at::Tensor unpack_bits(const at::Tensor& packed, at::IntArrayRef shape) {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return packed.unsqueeze(1)
-      .bitwise_and(bit_weights())
-      .ne(0)
-      .view({-1})
-      .narrow(0, 0, n)
-      .view(shape);
+  check_cpu(packed, "unpack_bits");
+  at::Tensor mask = at::empty(shape, packed.options().dtype(at::kBool));
+  const int64_t n = mask.numel();
+  if (packed.numel() != (n + 7) / 8) throw std::invalid_argument("unpack_bits: size mismatch");
+  const at::Tensor p = packed.contiguous();
+  const uint8_t* in = p.data_ptr<uint8_t>();
+  bool* out = mask.data_ptr<bool>();
+  at::parallel_for(0, p.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b)
+      for (int64_t j = 0, first = 8 * b; j < 8 && first + j < n; ++j)
+        out[first + j] = (in[b] >> j) & 1;
+  });
+  return mask;
 }
 
 }  // namespace monet

@@ -1,4 +1,5 @@
-// 1-bit packing of boolean masks (the sign masks of intermediate-activated ReLU).
+// 1-bit packing of boolean masks (the sign masks of intermediate-activated ReLU), bit j
+// of byte b holding element 8b + j. CPU tensors (the executor's device).
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,5 +1,6 @@
 // Convolution (and transposed convolution) implementations.
 #include "ops/op_kernels.h"
+#include "ops/sparse_storage.h"
 
 namespace monet::kernels {
 namespace {
@@ -46,6 +47,11 @@ ForwardOutput conv_forward(const Node& n, const std::string& impl,
   const at::Tensor& w = in[1];
   const at::Tensor b = bias_of(in);
   const bool transposed = n.op == OpKind::kConvTranspose;
+  if (impl == "sparse_input" || impl == "half_input") {
+    ForwardOutput out = conv_forward(n, "default", in);
+    out.intermediate = impl == "half_input" ? x.to(at::kHalf) : encode_sparse(x);
+    return out;
+  }
   if (impl == "default") {
     std::vector<int64_t> op =
         transposed ? a.output_padding : std::vector<int64_t>(a.kernel.size(), 0);
@@ -71,7 +77,11 @@ std::vector<at::Tensor> conv_backward(const Graph& g, const Node& n, const Backw
   const bool has_bias = n.inputs.size() > 2;
   std::vector<at::Tensor> grads(n.inputs.size());
   if (impl.part == BackwardPart::kWeight) {
-    const at::Tensor& x = args.inputs[0];
+    at::Tensor x = args.inputs[0];
+    if (impl.name == "sparse_input")
+      x = decode_sparse(args.intermediate, g.value(n.inputs[0]).shape, go.scalar_type());
+    else if (impl.name == "half_input")
+      x = args.intermediate.to(go.scalar_type());
     const bool need_w = args.needs_grad[1], need_b = has_bias && args.needs_grad[2];
     if (impl.name == "im2col_gemm") {
       if (need_w) grads[1] = weight_grad_im2col(n, go, x, w);

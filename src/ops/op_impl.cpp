@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "ops/sparse_storage.h"
+
 namespace monet {
 namespace {
 
@@ -76,6 +78,15 @@ std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
         v.push_back(fwd("im2col", false, false, "im2col + GEMM (THNN slow_conv2d)"));
         v.push_back(fwd("dilated_im2col", false, false, "per-sample im2col (slow_conv_dilated2d)"));
       }
+      auto sparse = fwd("sparse_input", false, true,
+                        "at::convolution; keeps its input as CSR rows of 256 with 8-bit column "
+                        "indices for the weight gradient (Gist SSDC)");
+      auto half = fwd("half_input", false, true,
+                      "at::convolution; keeps its input in float16 for the weight gradient "
+                      "(Gist delayed precision reduction: lossy)");
+      sparse.gist_encoding = sparse.size_is_bound = true;
+      half.gist_encoding = half.lossy = true;
+      v.insert(v.end(), {sparse, half});
       return v;
     }
     case OpKind::kReLU:
@@ -130,6 +141,14 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
         v.insert(v.end(), {aten, transposed, aten_shape});
       } else {
         v.insert(v.end(), {aten_shape, transposed, aten});
+      }
+      if (n.op == OpKind::kConv) {
+        auto sparse = bwd("sparse_input", P::kWeight, {}, false, true,
+                          "weight gradient from the CSR copy of the input", {"sparse_input"});
+        auto half = bwd("half_input", P::kWeight, {}, false, true,
+                        "weight gradient from the float16 copy of the input", {"half_input"});
+        sparse.gist_encoding = half.gist_encoding = true;
+        v.insert(v.end(), {sparse, half});
       }
       if (is_plain_conv2d(g, n)) {
         v.push_back(bwd("im2col_gemm", P::kWeight, {0}, false, false, "im2col + batched GEMM"));
@@ -273,6 +292,14 @@ int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& for
       return forward_impl == "argmax8" ? out.numel() : out.numel() * 8;
     case OpKind::kDropout:
       return out.bytes();
+    case OpKind::kConv: {
+      const Value& x = g.value(n.inputs[0]);
+      if (forward_impl == "half_input") return x.numel() * 2;
+      if (forward_impl == "sparse_input")  // every element non-zero: the upper bound
+        return sparse_storage_bytes(x.numel(), x.numel(),
+                                    static_cast<int64_t>(c10::elementSize(x.dtype)));
+      return 0;
+    }
     default:
       return 0;
   }

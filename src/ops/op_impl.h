@@ -24,6 +24,13 @@ struct ForwardImplInfo {
   bool emits_intermediate = false;  // also produces the node's intermediate tensor
   /// The output is a view of input 0 (shares its storage, allocates nothing): flatten.
   bool output_aliases_input = false;
+  /// A Gist storage encoding of the input kept for the backward pass (convolution
+  /// "sparse_input", "half_input"). Only the Gist planners choose these: the sparse
+  /// encoding's size depends on the data (intermediate_bytes() is its upper bound, so
+  /// no plan built on exact memory may use it) and the half one is lossy.
+  bool gist_encoding = false;
+  bool size_is_bound = false;  // intermediate_bytes() is an upper bound (data-dependent)
+  bool lossy = false;          // the backward pass sees a rounded copy: gradients differ slightly
   std::string description;
 };
 
@@ -41,6 +48,8 @@ struct BackwardImplInfo {
   /// The input gradients it returns are views of the output gradient (add, cat,
   /// flatten) rather than new tensors.
   bool grads_alias_output = false;
+  /// Reads a Gist storage encoding (see ForwardImplInfo::gist_encoding).
+  bool gist_encoding = false;
   std::string description;
 };
 
@@ -89,7 +98,7 @@ int64_t backward_result_bytes(const Graph& graph, const Node& node, const Backwa
                               const std::vector<bool>& mask);
 
 /// Bytes of the intermediate tensor that `forward_impl` (one with emits_intermediate)
-/// leaves for `node`.
+/// leaves for `node`; for the sparse encoding (data-dependent), its upper bound.
 int64_t intermediate_bytes(const Graph& graph, const Node& node, const std::string& forward_impl);
 
 }  // namespace monet

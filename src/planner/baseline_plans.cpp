@@ -51,7 +51,7 @@ Plan random_plan(const Graph& g, uint64_t seed) {
                                g.value(n.inputs[0]).kind == ValueKind::kActivation &&
                                g.value(n.inputs[0]).consumers.size() == 1;
     for (const auto& f : forward_impls(g, n))
-      if (!f.inplace || sole_consumer) options.push_back(f);
+      if ((!f.inplace || sole_consumer) && !f.gist_encoding) options.push_back(f);
     const ForwardImplInfo f = options[pick(options.size())];
     c.forward[n.id] = f.name;
     const auto impls = backward_impls(g, n);

@@ -25,10 +25,11 @@ std::vector<std::string> fastest_first(const Graph& g, const CostModel& costs,
   std::vector<std::pair<double, std::string>> ranked;
   if (in.kind == InstrKind::kForward) {
     for (const auto& f : forward_impls(g, n))
-      if (!f.inplace) ranked.emplace_back(costs.forward(g, n.id, f.name).seconds, f.name);
+      if (!f.inplace && !f.gist_encoding)
+        ranked.emplace_back(costs.forward(g, n.id, f.name).seconds, f.name);
   } else {
     for (const auto& b : backward_impls(g, n))
-      if (b.part == in.part)
+      if (b.part == in.part && !b.gist_encoding)
         ranked.emplace_back(costs.backward(g, n.id, b.part, b.name).seconds, b.name);
   }
   std::stable_sort(ranked.begin(), ranked.end(),

@@ -44,7 +44,7 @@ ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
     int64_t best_bytes = 0;
     double best_seconds = 0;
     for (const auto& f : forwards) {
-      if (f.inplace && !sole_reader) continue;
+      if ((f.inplace && !sole_reader) || f.gist_encoding) continue;
       const ForwardImplInfo recompute = find_forward_impl(forwards, n, out_of_place(f.name));
       const ImplCost& fc = costs.forward(g, n.id, f.name);
       int64_t bytes = fc.workspace_bytes + (f.inplace ? 0 : g.value(n.output).bytes());

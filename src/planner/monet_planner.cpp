@@ -88,6 +88,7 @@ bool intermediate_family(const Node& n) {
 }  // namespace
 
 bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f, bool is_default) {
+  if (f.gist_encoding) return false;  // data-dependent size or lossy: not MONeT's
   if (is_default || mode == MonetMode::kAll) return true;
   if (is_conv(n)) return mode == MonetMode::kConv;
   if (f.emits_intermediate || intermediate_family(n)) return mode == MonetMode::kIntermediate;
@@ -96,6 +97,7 @@ bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f
 
 bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo& b,
                           bool is_default) {
+  if (b.gist_encoding) return false;
   if (is_default || mode == MonetMode::kAll) return true;
   if (is_conv(n)) return mode == MonetMode::kConv;
   if (b.reads_output) return mode == MonetMode::kOutput;

@@ -28,7 +28,7 @@ bool is_checkmate(const std::string& p) { return p == "checkmate" || p == "check
 std::vector<std::string> planner_names() {
   return {"monet",         "monet-noop", "monet-conv",  "monet-out", "monet-int",
           "monet-inplace", "checkmate",  "checkmate-o", "storeall",  "chen",
-          "gist",          "lean",       "random"};
+          "gist",          "gist-fp16",  "lean",        "random"};
 }
 
 bool planner_requires_budget(const std::string& p) { return is_monet(p) || is_checkmate(p); }
@@ -84,8 +84,10 @@ PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRe
     out.plan = store_all_plan(g);
   } else if (r.planner == "chen") {
     out.plan = chen_plan(g);
-  } else if (r.planner == "gist") {
-    out.plan = gist_plan(g);
+  } else if (r.planner == "gist" || r.planner == "gist-fp16") {
+    GistOptions o;
+    o.delayed_precision_reduction = r.planner == "gist-fp16";
+    out.plan = gist_plan(g, o);
   } else if (r.planner == "lean") {
     out.plan = best_lean_plan(g, *costs, r.budget_bytes);
   } else {

@@ -13,7 +13,8 @@
 
 namespace monet {
 
-/// Every planner name: monet modes, checkmate, checkmate-o, storeall, chen, gist, lean, random.
+/// Every planner name: monet modes, checkmate, checkmate-o, storeall, chen, gist, gist-fp16
+/// (lossy), lean, random.
 std::vector<std::string> planner_names();
 /// Whether the planner takes a budget (monet modes, checkmate, checkmate-o, lean), and
 /// whether it must have one.
