@@ -11,9 +11,7 @@
 # Environment: CASES ("model batch image" lines), BUDGETS (default 0.53x), TIME_LIMIT
 # (s per plan, default 60), ITERS (default 2).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-monet="${MONET_BUILD_DIR:-$root/build}/src/monet"
-[ -x "$monet" ] || { echo "build first: scripts/build.sh" >&2; exit 2; }
+source "$(dirname "$0")/locate_monet.sh"
 cases="${CASES:-resnet50 32 224
 googlenet 32 224
 vgg16 16 224}"

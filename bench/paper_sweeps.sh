@@ -13,9 +13,7 @@
 # 0.4x..0.9x), TIME_LIMIT (s per plan, default 60), ITERS (measured iterations per plan,
 # default 2).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-monet="${MONET_BUILD_DIR:-$root/build}/src/monet"
-[ -x "$monet" ] || { echo "build first: scripts/build.sh" >&2; exit 2; }
+source "$(dirname "$0")/locate_monet.sh"
 cases="${CASES:-resnet50 32 224
 googlenet 32 224
 unet 2 416x608

@@ -8,9 +8,7 @@
 # Usage: bench/paper_trace.sh [DIR]   (default results/trace-MODEL-bBATCH-STAMP)
 # Environment: MODEL (resnet50), BATCH (4), IMAGE (224), BUDGET (0.6x), TIME_LIMIT (60).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-monet="${MONET_BUILD_DIR:-$root/build}/src/monet"
-[ -x "$monet" ] || { echo "build first: scripts/build.sh" >&2; exit 2; }
+source "$(dirname "$0")/locate_monet.sh"
 model="${MODEL:-resnet50}" batch="${BATCH:-4}" image="${IMAGE:-224}"
 budget="${BUDGET:-0.6x}" time_limit="${TIME_LIMIT:-60}"
 out="${1:-$root/results/trace-$model-b$batch-$(date +%Y%m%d-%H%M%S)}"

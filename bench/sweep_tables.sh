@@ -23,12 +23,17 @@ case_name='"\(.model) b\(.config.batch) \(.config.image | if type == "array" the
 
 echo "### Memory ratio at <=10% overhead (measured, interleaved with autograd)"
 echo
-echo "| model | planner | memory ratio | overhead | budget |"
-echo "| --- | --- | --- | --- | --- |"
-jq -r "$case_name as \$m | .rows | group_by(.planner)[]
+echo "The last column is the same plan's overhead as the profiler predicts it, against the"
+echo "store-all plan's prediction (when the sweep has store-all): a check on timing noise."
+echo
+echo "| model | planner | memory ratio | overhead | budget | predicted overhead |"
+echo "| --- | --- | --- | --- | --- | --- |"
+jq -r "$case_name as \$m
+  | ([.rows[] | select(.planner == \"storeall\" and .status == \"ok\")] | first | .predicted_seconds) as \$sa
+  | .rows | group_by(.planner)[]
   | (map(select(.status == \"ok\" and .overhead <= 0.10)) | min_by(.memory_ratio)) as \$best
-  | if \$best then \"| \(\$m) | \(\$best.planner) | \(\$best.memory_ratio | $r3) | \(\$best.overhead | $pct) | \(\$best.budget) |\"
-    else \"| \(\$m) | \(.[0].planner) | none within 10% | | |\" end" "${files[@]}"
+  | if \$best then \"| \(\$m) | \(\$best.planner) | \(\$best.memory_ratio | $r3) | \(\$best.overhead | $pct) | \(\$best.budget) | \(if \$sa then (\$best.predicted_seconds / \$sa - 1 | $pct) else \"-\" end) |\"
+    else \"| \(\$m) | \(.[0].planner) | none within 10% | | | |\" end" "${files[@]}"
 echo
 echo "### Gist against MONeT (MONeT: least memory at <=10% overhead)"
 echo
