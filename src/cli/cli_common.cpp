@@ -119,12 +119,6 @@ std::string format_bytes(int64_t bytes, bool exact) {
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {

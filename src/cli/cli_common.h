@@ -56,9 +56,6 @@ std::string format_bytes(int64_t bytes, bool exact = false);
 
 void print_json(const nlohmann::json& j);
 
-/// Median of a non-empty list of seconds.
-double median(std::vector<double> values);
-
 /// Writes `text` to `path` through a temporary file and a rename, so a failure never
 /// leaves a partial file behind. Throws UsageError when the path cannot be written.
 void write_file_atomically(const std::string& path, const std::string& text);

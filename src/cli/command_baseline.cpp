@@ -5,6 +5,7 @@
 
 #include "cli/cli_common.h"
 #include "runtime/autograd_baseline.h"
+#include "runtime/interleaved_measurement.h"
 
 namespace monet::cli {
 namespace {

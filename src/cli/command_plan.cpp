@@ -10,10 +10,8 @@
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/checkmate_planner.h"
-#include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "planner/named_planner.h"
-#include "runtime/autograd_baseline.h"
 
 namespace monet::cli {
 namespace {
@@ -184,10 +182,9 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   auto o = std::make_shared<PlanOptions>();
   add_model_options(cmd, o->model);
   add_cost_options(cmd, o->costs);
-  cmd->add_option("--planner", o->planner,
-                  "monet | monet-noop | monet-conv | monet-out | monet-int | monet-inplace | "
-                  "checkmate | checkmate-o | storeall | chen | gist | lean | random")
-      ->capture_default_str();
+  std::string names;
+  for (const auto& n : planner_names()) names += (names.empty() ? "" : " | ") + n;
+  cmd->add_option("--planner", o->planner, names)->capture_default_str();
   cmd->add_option(
       "--budget", o->budget,
       "peak memory allowed: bytes, KiB/MiB/GiB, or a ratio of the baseline peak (0.4x)");

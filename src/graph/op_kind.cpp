@@ -55,6 +55,8 @@ bool is_loss(OpKind op) {
   return op == OpKind::kCrossEntropyLoss || op == OpKind::kBCEWithLogitsLoss;
 }
 
+bool is_convolution(OpKind op) { return op == OpKind::kConv || op == OpKind::kConvTranspose; }
+
 std::string describe_attrs(OpKind op, const OpAttrs& a) {
   std::ostringstream s;
   switch (op) {

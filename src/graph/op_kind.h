@@ -40,6 +40,8 @@ const char* op_name(OpKind op);
 OpKind op_from_name(const std::string& name);
 /// True for the operators that produce the scalar training loss.
 bool is_loss(OpKind op);
+/// True for convolution and transposed convolution (the operators with algorithm choices).
+bool is_convolution(OpKind op);
 
 struct OpAttrs {
   std::vector<int64_t> kernel;          // conv / pool window, one entry per spatial dim

@@ -30,13 +30,14 @@ ForwardOutput activation_forward(const Node& n, const ForwardImplInfo& impl,
   return out;
 }
 
-std::vector<at::Tensor> activation_backward(const Graph& /*graph*/, const Node& n,
+std::vector<at::Tensor> activation_backward(const Graph& g, const Node& n,
                                             const BackwardImplInfo& impl, const BackwardArgs& a) {
   std::vector<at::Tensor> grads(1);
   if (!a.needs_grad[0]) return grads;
   const at::Tensor& go = a.grad_output;
   if (impl.name == "mask") {
-    grads[0] = go.masked_fill(unpack_bits(a.intermediate, go.sizes()).logical_not(), 0);
+    const at::Tensor mask = unpack_bits(a.intermediate, g.value(n.inputs[0]).shape);
+    grads[0] = go.masked_fill(mask.logical_not(), 0);
     return grads;
   }
   // The output passes the same test as the input: y in (0, 6) iff x in (0, 6).

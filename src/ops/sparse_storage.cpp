@@ -1,6 +1,7 @@
 #include "ops/sparse_storage.h"
 
 #include <ATen/Dispatch.h>
+#include <c10/util/accumulate.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -59,8 +60,7 @@ at::Tensor encode_sparse(const at::Tensor& x) {
 
 at::Tensor decode_sparse(const at::Tensor& encoded, at::IntArrayRef shape, at::ScalarType dtype) {
   check_cpu(encoded, "decode_sparse");
-  int64_t numel = 1;
-  for (auto d : shape) numel *= d;
+  const int64_t numel = c10::multiply_integers(shape);
   const int64_t rows = rows_of(numel), header = header_bytes(rows);
   const int64_t element = static_cast<int64_t>(c10::elementSize(dtype));
   if (encoded.scalar_type() != at::kByte || encoded.dim() != 1 || !encoded.is_contiguous() ||

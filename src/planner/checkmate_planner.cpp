@@ -7,8 +7,6 @@
 namespace monet {
 namespace {
 
-bool is_conv(const Node& n) { return n.op == OpKind::kConv || n.op == OpKind::kConvTranspose; }
-
 // The simulated peak of `plan`, or -1 when it does not validate.
 int64_t peak_or_invalid(const Graph& g, const CostModel& costs, const Plan& plan) {
   try {
@@ -56,7 +54,7 @@ int choose_fastest_convolutions(const Graph& g, const CostModel& costs, int64_t 
   if (peak < 0) throw PlanError("choose_fastest_convolutions: the plan does not validate");
   int switches = 0;
   for (auto& in : plan->program) {
-    if (in.kind == InstrKind::kFree || !is_conv(g.node(in.node))) continue;
+    if (in.kind == InstrKind::kFree || !is_convolution(g.node(in.node).op)) continue;
     const std::string original = in.impl;
     const int64_t limit = std::max(budget, peak);
     for (const std::string& name : fastest_first(g, costs, in)) {

@@ -291,8 +291,6 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     result.bound = result.lp_bound > -1e300 ? std::min(result.lp_bound, result.objective)
                                             : -std::numeric_limits<double>::infinity();
     result.status = result.objective <= result.bound ? MilpStatus::kOptimal : MilpStatus::kFeasible;
-    if (!result.incumbent_trace.empty())
-      result.first_incumbent_seconds = result.incumbent_trace.front().first;
     return finish(result, t0, o);
   }
   // The LP relaxation first, with CLP: it is the certified lower bound, and CBC starts

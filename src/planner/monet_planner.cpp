@@ -80,7 +80,6 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, MonetMode 
   return {program.decode(r.values)};
 }
 
-bool is_conv(const Node& n) { return n.op == OpKind::kConv || n.op == OpKind::kConvTranspose; }
 bool intermediate_family(const Node& n) {
   return n.op == OpKind::kMaxPool || n.op == OpKind::kDropout;
 }
@@ -90,7 +89,7 @@ bool intermediate_family(const Node& n) {
 bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f, bool is_default) {
   if (f.gist_encoding) return false;  // data-dependent size or lossy: not MONeT's
   if (is_default || mode == MonetMode::kAll) return true;
-  if (is_conv(n)) return mode == MonetMode::kConv;
+  if (is_convolution(n.op)) return mode == MonetMode::kConv;
   if (f.emits_intermediate || intermediate_family(n)) return mode == MonetMode::kIntermediate;
   return mode == MonetMode::kInplace;  // the in-place / out-of-place alternative
 }
@@ -99,7 +98,7 @@ bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo&
                           bool is_default) {
   if (b.gist_encoding) return false;
   if (is_default || mode == MonetMode::kAll) return true;
-  if (is_conv(n)) return mode == MonetMode::kConv;
+  if (is_convolution(n.op)) return mode == MonetMode::kConv;
   if (b.reads_output) return mode == MonetMode::kOutput;
   if (b.reads_intermediate || intermediate_family(n)) return mode == MonetMode::kIntermediate;
   return mode == MonetMode::kInplace;  // input-activated instead of an in-place default

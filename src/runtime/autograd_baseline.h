@@ -17,8 +17,8 @@ struct IterationOptions {
   bool training = true;   // batch statistics and active dropout
   bool sgd_step = false;  // apply p -= learning_rate * grad after backward
   double learning_rate = 0.01;
-  bool record_trace =
-      false;  // sample memory after every operator, and in backward as each gradient is ready
+  /// Sample memory after every operator, and in backward as each gradient is ready.
+  bool record_trace = false;
   uint64_t iteration_seed = 0;  // seeds dropout (see reference_forward)
 };
 

@@ -7,15 +7,12 @@
 #include "runtime/executor.h"
 
 namespace monet {
-namespace {
 
-double median_of(std::vector<double> v) {
+double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-}  // namespace
 
 InterleavedMeasurement measure_interleaved(const Graph& g, ModelState& state, const Plan& plan,
                                            const Batch& batch, const InterleavedOptions& o) {
@@ -48,8 +45,8 @@ InterleavedMeasurement measure_interleaved(const Graph& g, ModelState& state, co
     m.baseline_peak_bytes = std::max(m.baseline_peak_bytes, b.peak_bytes);
     m.peak_bytes = std::max(m.peak_bytes, p.peak_bytes);
   }
-  m.median_seconds = median_of(m.seconds);
-  m.baseline_median_seconds = median_of(m.baseline_seconds);
+  m.median_seconds = median(m.seconds);
+  m.baseline_median_seconds = median(m.baseline_seconds);
   m.memory_ratio = double(m.peak_bytes) / double(m.baseline_peak_bytes);
   m.overhead = m.median_seconds / m.baseline_median_seconds - 1.0;
   return m;

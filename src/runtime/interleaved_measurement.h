@@ -34,6 +34,9 @@ struct InterleavedMeasurement {
   std::vector<MemorySample> trace;  // when record_last_trace
 };
 
+/// Median of a non-empty list of seconds.
+double median(std::vector<double> values);
+
 /// Runs `plan` and the autograd baseline interleaved. `state` holds the initial weights;
 /// the memory tracker must be installed.
 InterleavedMeasurement measure_interleaved(const Graph& graph, ModelState& state, const Plan& plan,
