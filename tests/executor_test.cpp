@@ -8,6 +8,7 @@
 #include "gradient_check.h"
 #include "graph/graph_builder.h"
 #include "graph/model_zoo.h"
+#include "ops/op_kernels.h"
 #include "planner/baseline_plans.h"
 #include "rotated_plan.h"
 #include "runtime/autograd_baseline.h"
@@ -128,6 +129,38 @@ TEST(Executor, SmoothActivationsAndScalingMatchAutogradInEveryImplementation) {
         "hardsigmoid backward all output", "hardsigmoid backward all input",
         "hardswish backward all input", "silu backward all input", "mul backward all default"})
     EXPECT_TRUE(used.count(impl)) << impl;
+}
+
+// A ShuffleNet-v2 unit: the input's channels split in two (torch.chunk), one half through
+// a branch, concatenated with the other half, channels shuffled in two groups.
+Graph shuffle_unit_graph() {
+  GraphBuilder b("shuffle_unit");
+  const int x = b.input("input", {2, 3, 6, 6});
+  const int c =
+      b.relu(b.conv(x, "stem", {8, {3}, 1, 1, 1, false, default_init()}), "stem_relu", false);
+  const int x1 = b.slice(c, "chunk0", 1, 0, 4);
+  const int x2 = b.slice(c, "chunk1", 1, 4, 4);
+  const int branch =
+      b.relu(b.conv(x2, "branch", {4, {1}, 1, 0, 1, false, default_init()}), "branch_relu", true);
+  const int shuffled = b.channel_shuffle(b.cat({x1, branch}, "cat"), "shuffle", 2);
+  const int head = b.flatten(b.adaptive_avg_pool(shuffled, "pool", {1, 1}), "flatten");
+  b.cross_entropy(b.linear(head, "fc", 3), b.class_target("target", 2));
+  return b.finish();
+}
+
+TEST(Executor, ChunkAndChannelShuffleMatchAutograd) {
+  MemoryTracker::install();
+  const Graph g = shuffle_unit_graph();
+  std::set<std::string> used;
+  for (int variant = 0; variant < 4; ++variant)
+    EXPECT_LT(testing::max_gradient_error(g, testing::rotated_plan(g, variant, &used)), 1e-9)
+        << "variant " << variant;
+  EXPECT_LT(testing::max_gradient_error(g, chen_plan(g)), 1e-9);
+  // The shuffle moves channel g * 4 + i to i * 2 + g.
+  const at::Tensor x = at::arange(8, at::kDouble).view({1, 8, 1, 1});
+  const at::Tensor y = kernels::channel_shuffle(x, 2).flatten();
+  EXPECT_TRUE(at::equal(y, at::tensor({0., 4., 1., 5., 2., 6., 3., 7.}, at::kDouble)));
+  EXPECT_TRUE(at::equal(kernels::channel_shuffle(kernels::channel_shuffle(x, 2), 4), x));
 }
 
 TEST(Executor, RefusesAPlanForAnotherGraph) {

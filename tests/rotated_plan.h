@@ -10,12 +10,11 @@
 
 namespace monet::testing {
 
-inline  // A plan like store-all but with implementation choices rotated by `variant`: no
-    // in-place forwards, no Gist encodings (gist_test covers those), and for each node the
-    // ((variant + node) mod k)-th compatible choice. Records every (operator, implementation) it
-    // uses in `used`.
-    Plan
-    rotated_plan(const Graph& g, int variant, std::set<std::string>* used) {
+// A plan like store-all but with implementation choices rotated by `variant`: no in-place
+// forwards, no Gist encodings (gist_test covers those), and for each node the
+// ((variant + node) mod k)-th compatible choice. Records every (operator, implementation)
+// it uses in `used`.
+inline Plan rotated_plan(const Graph& g, int variant, std::set<std::string>* used) {
   Plan plan = store_all_plan(g);
   std::vector<std::string> forward_choice(g.nodes().size());
   for (auto& in : plan.program) {

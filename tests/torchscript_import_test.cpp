@@ -135,7 +135,7 @@ TEST_P(ImportedTorchvision, MonetPlanBetweenLeanAndStoreAllMatchesPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                          ::testing::Values("resnet18", "resnet50", "vgg11", "mobilenet_v2",
                                            "mobilenet_v3_small", "googlenet", "densenet121",
-                                           "efficientnet_b0"),
+                                           "efficientnet_b0", "shufflenet_v2_x0_5"),
                          [](const auto& info) { return info.param; });
 
 TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {

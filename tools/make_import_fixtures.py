@@ -42,6 +42,7 @@ MODELS = {
     "googlenet": ({"aux_logits": False, "init_weights": True}, 64, True),
     "densenet121": ({}, 64, False),
     "efficientnet_b0": ({"stochastic_depth_prob": 0.0}, 64, True),
+    "shufflenet_v2_x0_5": ({}, 64, True),
 }
 BATCH = 2
 CLASSES = 10

@@ -132,6 +132,21 @@ int GraphBuilder::cat(const std::vector<int>& xs, const std::string& name, int64
   return graph_.add_node(OpKind::kCat, name, xs, a);
 }
 
+int GraphBuilder::slice(int x, const std::string& name, int64_t dim, int64_t start,
+                        int64_t length) {
+  OpAttrs a;
+  a.dim = dim;
+  a.start = start;
+  a.length = length;
+  return graph_.add_node(OpKind::kSlice, name, {x}, a);
+}
+
+int GraphBuilder::channel_shuffle(int x, const std::string& name, int64_t groups) {
+  OpAttrs a;
+  a.groups = groups;
+  return graph_.add_node(OpKind::kChannelShuffle, name, {x}, a);
+}
+
 int GraphBuilder::flatten(int x, const std::string& name, int64_t start_dim) {
   OpAttrs a;
   a.dim = start_dim;

@@ -65,6 +65,9 @@ class GraphBuilder {
   int mul(int a, int b, const std::string& name);
   int cat(const std::vector<int>& xs, const std::string& name, int64_t dim = 1);
   int flatten(int x, const std::string& name, int64_t start_dim = 1);
+  /// Entries [start, start + length) of dimension `dim` (one of torch.chunk's pieces).
+  int slice(int x, const std::string& name, int64_t dim, int64_t start, int64_t length);
+  int channel_shuffle(int x, const std::string& name, int64_t groups);
   int linear(int x, const std::string& name, int64_t out_features, LayerInit init = {});
   int dropout(int x, const std::string& name, double p);
   int cross_entropy(int logits, int target, const std::string& name = "loss");

@@ -8,7 +8,7 @@
 namespace monet {
 namespace {
 
-constexpr std::array<std::pair<OpKind, const char*>, 20> kNames = {{
+constexpr std::array<std::pair<OpKind, const char*>, 22> kNames = {{
     {OpKind::kConv, "conv"},
     {OpKind::kConvTranspose, "conv_transpose"},
     {OpKind::kBatchNorm, "batch_norm"},
@@ -25,6 +25,8 @@ constexpr std::array<std::pair<OpKind, const char*>, 20> kNames = {{
     {OpKind::kMul, "mul"},
     {OpKind::kCat, "cat"},
     {OpKind::kFlatten, "flatten"},
+    {OpKind::kSlice, "slice"},
+    {OpKind::kChannelShuffle, "channel_shuffle"},
     {OpKind::kLinear, "linear"},
     {OpKind::kDropout, "dropout"},
     {OpKind::kCrossEntropyLoss, "cross_entropy_loss"},
@@ -82,6 +84,12 @@ std::string describe_attrs(OpKind op, const OpAttrs& a) {
     case OpKind::kCat:
     case OpKind::kFlatten:
       s << "dim=" << a.dim;
+      break;
+    case OpKind::kSlice:
+      s << "dim=" << a.dim << " start=" << a.start << " length=" << a.length;
+      break;
+    case OpKind::kChannelShuffle:
+      s << "groups=" << a.groups;
       break;
     case OpKind::kDropout:
       s << "p=" << a.p;

@@ -28,6 +28,8 @@ enum class OpKind {
   kMul,                // inputs: a, b (broadcast to a's shape: squeeze-excitation scaling)
   kCat,                // inputs: x0, x1, ... (concatenated along attrs.dim)
   kFlatten,            // inputs: x (dims >= attrs.dim flattened)
+  kSlice,              // inputs: x; attrs.length entries of dim attrs.dim from attrs.start
+  kChannelShuffle,     // inputs: x [N, C, ...]; channels regrouped (attrs.groups: ShuffleNet)
   kLinear,             // inputs: x, weight[, bias]
   kDropout,            // inputs: x (probability attrs.p)
   kCrossEntropyLoss,   // inputs: logits [N, C], target [N] int64; mean reduction
@@ -50,8 +52,10 @@ struct OpAttrs {
   std::vector<int64_t> dilation;        // per spatial dim (conv)
   std::vector<int64_t> output_padding;  // per spatial dim (transposed conv)
   std::vector<int64_t> output_size;     // adaptive pooling target size
-  int64_t groups = 1;                   // conv groups
-  int64_t dim = 1;                      // cat dimension / flatten start dimension
+  int64_t groups = 1;                   // conv groups / channel-shuffle groups
+  int64_t dim = 1;                      // cat dimension / flatten start / slice dimension
+  int64_t start = 0;                    // slice: first index along dim
+  int64_t length = 0;                   // slice: entries along dim
   double eps = 1e-5;                    // batch norm
   double momentum = 0.1;                // batch norm running-stat update factor
   double p = 0.0;                       // dropout probability

@@ -199,6 +199,26 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
       out.push_back(rest);
       return out;
     }
+    case OpKind::kSlice: {
+      expect_arity(node, in, 1, 1);
+      auto out = in[0]->shape;
+      if (a.dim < 0 || static_cast<size_t>(a.dim) >= out.size())
+        fail(node, "slice dimension out of range");
+      if (a.start < 0 || a.length < 1 || a.start + a.length > out[a.dim])
+        fail(node, "slice [" + std::to_string(a.start) + ", " + std::to_string(a.start + a.length) +
+                       ") is outside dimension " + std::to_string(a.dim) + " of '" + in[0]->name +
+                       "' " + shape_string(out));
+      out[a.dim] = a.length;
+      return out;
+    }
+    case OpKind::kChannelShuffle: {
+      expect_arity(node, in, 1, 1);
+      const auto& s = in[0]->shape;
+      if (s.size() < 2 || a.groups < 1 || s[1] % a.groups != 0)
+        fail(node, "cannot shuffle the channels of '" + in[0]->name + "' " + shape_string(s) +
+                       " in " + std::to_string(a.groups) + " groups");
+      return s;
+    }
     case OpKind::kLinear: {
       expect_arity(node, in, 2, 3);
       const auto& x = in[0]->shape;

@@ -3,276 +3,45 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
-#include <torch/script.h>
 
-#include <map>
-#include <optional>
-#include <set>
-#include <sstream>
-#include <unordered_map>
+#include "graph/torchscript_importer.h"
 
 namespace monet {
-namespace {
+namespace torchscript {
 
-using JitNode = torch::jit::Node;
-using JitValue = torch::jit::Value;
-
-// What a TorchScript value stands for while the graph is translated.
-struct Entry {
-  enum Kind { kModule, kState, kTensor, kConstant, kTensorList, kIgnored } kind = kIgnored;
-  std::string path;         // kModule: module path ("" = root); kState: tensor path
-  int value = -1;           // kTensor: graph value id
-  c10::IValue constant;     // kConstant
-  std::vector<int> values;  // kTensorList
-};
-
-std::string join(const std::string& prefix, const std::string& name) {
-  return prefix.empty() ? name : prefix + "." + name;
+Graph Importer::run() {
+  std::shared_ptr<torch::jit::Graph> jit;
+  try {
+    jit = module_.get_method("forward").graph()->copy();
+  } catch (const c10::Error& e) {
+    throw ImportError("'" + path_ + "' has no forward method: " + e.what_without_backtrace());
+  }
+  torch::jit::Inline(*jit);
+  torch::jit::EliminateDeadCode(jit);
+  const auto inputs = jit->inputs();
+  if (inputs.size() != 2)
+    throw ImportError("'" + path_ + "': forward takes " + std::to_string(inputs.size() - 1) +
+                      " inputs; monet imports models with one input tensor");
+  entries_[inputs[0]] = module_entry("");
+  Entry x;
+  x.kind = Entry::kTensor;
+  x.value = graph_.add_input("input", input_shape_);
+  entries_[inputs[1]] = x;
+  for (JitNode* node : jit->nodes()) translate(node);
+  const auto outputs = jit->outputs();
+  if (outputs.size() != 1 || entry(outputs[0]).kind != Entry::kTensor)
+    throw ImportError("'" + path_ + "': the model must return one tensor of logits (a " +
+                      "module returning a tuple or dict cannot be trained as a classifier)");
+  const int logits = entry(outputs[0]).value;
+  const auto& shape = graph_.value(logits).shape;
+  if (shape.size() != 2)
+    throw ImportError("'" + path_ + "': the model's output has shape " + shape_string(shape) +
+                      "; monet trains classifiers, whose output is [batch, classes] logits");
+  const int target = graph_.add_input("target", {shape[0]}, at::kLong, ValueKind::kTarget);
+  graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {logits, target});
+  graph_.validate();
+  return std::move(graph_);
 }
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// A per-spatial-dimension attribute as TorchScript gives it: one entry for all
-// dimensions, one per dimension, or none (`fallback`).
-std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t spatial,
-                             const std::vector<int64_t>& fallback = {}) {
-  if (v.empty()) return fallback;
-  if (v.size() == 1) v.assign(spatial, v[0]);
-  return v;
-}
-
-std::string parent(const std::string& path) {
-  const auto dot = path.rfind('.');
-  return dot == std::string::npos ? "" : path.substr(0, dot);
-}
-
-class Importer {
- public:
-  Importer(const std::string& path, torch::jit::Module module, std::vector<int64_t> input_shape)
-      : path_(path),
-        module_(std::move(module)),
-        input_shape_(std::move(input_shape)),
-        graph_(module_name(path)) {
-    for (const auto& p : module_.named_parameters(/*recurse=*/true))
-      state_[p.name] = {p.value, true};
-    for (const auto& b : module_.named_buffers(/*recurse=*/true)) state_[b.name] = {b.value, false};
-  }
-
-  Graph run() {
-    std::shared_ptr<torch::jit::Graph> jit;
-    try {
-      jit = module_.get_method("forward").graph()->copy();
-    } catch (const c10::Error& e) {
-      throw ImportError("'" + path_ + "' has no forward method: " + e.what_without_backtrace());
-    }
-    torch::jit::Inline(*jit);
-    torch::jit::EliminateDeadCode(jit);
-    const auto inputs = jit->inputs();
-    if (inputs.size() != 2)
-      throw ImportError("'" + path_ + "': forward takes " + std::to_string(inputs.size() - 1) +
-                        " inputs; monet imports models with one input tensor");
-    entries_[inputs[0]] = module_entry("");
-    Entry x;
-    x.kind = Entry::kTensor;
-    x.value = graph_.add_input("input", input_shape_);
-    entries_[inputs[1]] = x;
-    for (JitNode* node : jit->nodes()) translate(node);
-    const auto outputs = jit->outputs();
-    if (outputs.size() != 1 || entry(outputs[0]).kind != Entry::kTensor)
-      throw ImportError("'" + path_ + "': the model must return one tensor of logits (a " +
-                        "module returning a tuple or dict cannot be trained as a classifier)");
-    const int logits = entry(outputs[0]).value;
-    const auto& shape = graph_.value(logits).shape;
-    if (shape.size() != 2)
-      throw ImportError("'" + path_ + "': the model's output has shape " + shape_string(shape) +
-                        "; monet trains classifiers, whose output is [batch, classes] logits");
-    const int target = graph_.add_input("target", {shape[0]}, at::kLong, ValueKind::kTarget);
-    graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {logits, target});
-    graph_.validate();
-    return std::move(graph_);
-  }
-
- private:
-  static std::string module_name(const std::string& path) {
-    auto slash = path.find_last_of('/');
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    const auto dot = base.rfind('.');
-    return dot == std::string::npos ? base : base.substr(0, dot);
-  }
-
-  static Entry module_entry(const std::string& path) {
-    Entry e;
-    e.kind = Entry::kModule;
-    e.path = path;
-    return e;
-  }
-
-  static Entry constant_entry(c10::IValue v) {
-    Entry e;
-    e.kind = Entry::kConstant;
-    e.constant = std::move(v);
-    return e;
-  }
-
-  [[noreturn]] void fail(const JitNode* node, const std::string& what) const {
-    std::ostringstream s;
-    s << "'" << path_ << "': " << what << "\n  at " << location(node) << "\n  in: " << *node;
-    std::string text = s.str();
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    throw ImportError(text);
-  }
-
-  // The Python source line that produced the node (a saved module records it behind the
-  // serialized code's own range), else the serialized code's line.
-  static std::string location(const JitNode* node) {
-    const auto& range = node->sourceRange();
-    for (const auto& r :
-         {range.findSourceRangeThatGenerated(), c10::optional<torch::jit::SourceRange>(range)}) {
-      if (!r) continue;
-      if (auto flc = r->file_line_col()) {
-        const auto& [file, line, col] = *flc;
-        return file + ":" + std::to_string(line);
-      }
-    }
-    return "(no source location recorded)";
-  }
-
-  const Entry& entry(const JitValue* v) const {
-    auto it = entries_.find(v);
-    if (it == entries_.end() || it->second.kind == Entry::kIgnored)
-      throw ImportError("'" + path_ + "': value %" + v->debugName() +
-                        " is used but monet did not translate what produces it");
-    return it->second;
-  }
-
-  const Entry& arg(const JitNode* node, size_t i) const {
-    if (i >= node->inputs().size())
-      fail(node, "expected at least " + std::to_string(i + 1) + " arguments");
-    return entry(node->inputs()[i]);
-  }
-
-  const c10::IValue& constant(const JitNode* node, size_t i, const char* what) const {
-    const Entry& e = arg(node, i);
-    if (e.kind != Entry::kConstant)
-      fail(node, std::string("argument '") + what + "' must be a constant");
-    return e.constant;
-  }
-  bool is_none(const JitNode* node, size_t i) const {
-    const Entry& e = arg(node, i);
-    return e.kind == Entry::kConstant && e.constant.isNone();
-  }
-  int64_t int_arg(const JitNode* node, size_t i, const char* what) const {
-    const auto& c = constant(node, i, what);
-    if (c.isInt()) return c.toInt();
-    if (c.isTensor() && c.toTensor().numel() == 1) return c.toTensor().item<int64_t>();
-    fail(node, std::string("argument '") + what + "' must be an integer");
-  }
-  double double_arg(const JitNode* node, size_t i, const char* what) const {
-    const auto& c = constant(node, i, what);
-    if (c.isDouble() || c.isInt()) return c.toScalar().toDouble();
-    fail(node, std::string("argument '") + what + "' must be a number");
-  }
-  bool bool_arg(const JitNode* node, size_t i, const char* what) const {
-    const auto& c = constant(node, i, what);
-    if (!c.isBool()) fail(node, std::string("argument '") + what + "' must be a boolean");
-    return c.toBool();
-  }
-  std::vector<int64_t> ints_arg(const JitNode* node, size_t i, const char* what) const {
-    const auto& c = constant(node, i, what);
-    if (c.isIntList()) return c.toIntVector();
-    if (c.isInt()) return {c.toInt()};
-    fail(node, std::string("argument '") + what + "' must be a list of integers");
-  }
-
-  // The graph value of a tensor argument: an activation, or a parameter or buffer added to
-  // the graph on first use.
-  int tensor(const JitNode* node, size_t i) {
-    const Entry& e = arg(node, i);
-    if (e.kind == Entry::kTensor) return e.value;
-    if (e.kind == Entry::kState) return state_value(node, e.path);
-    fail(node, "argument " + std::to_string(i) + " must be a tensor");
-  }
-
-  int state_value(const JitNode* node, const std::string& name) {
-    if (auto it = state_ids_.find(name); it != state_ids_.end()) return it->second;
-    const auto& [t, trainable] = state_.at(name);
-    if (t.scalar_type() != at::kFloat)
-      fail(node, "tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) +
-                     "; monet trains float32 models (trace the model before .double()/.half())");
-    const std::vector<int64_t> shape = t.sizes().vec();
-    // Stand-in initialisation, for when the file's values are not loaded (profiling):
-    // PyTorch's layer defaults, batch norm's ones for scales and running variances.
-    InitSpec init{InitKind::kZeros};
-    if (shape.size() >= 2)
-      init.kind = InitKind::kKaimingUniformDefault;
-    else if (ends_with(name, ".weight") || ends_with(name, "running_var"))
-      init.kind = InitKind::kOnes;
-    const int id =
-        trainable ? graph_.add_parameter(name, shape, init) : graph_.add_buffer(name, shape, init);
-    state_ids_[name] = id;
-    return id;
-  }
-
-  // A unique node name: the module of the node's weight, or the operator inside the
-  // module that holds the last weighted one ("layer1.0.relu", "layer1.0.relu.1").
-  std::string node_name(const std::string& module, const char* op) {
-    std::string base = module.empty() ? join(scope_, op) : module;
-    if (!module.empty()) scope_ = parent(module);
-    std::string name = base;
-    for (int k = 1; names_.count(name); ++k) name = base + "." + std::to_string(k);
-    names_.insert(name);
-    return name;
-  }
-
-  void emit(JitNode* node, OpKind op, std::vector<int> inputs, OpAttrs attrs,
-            const std::string& module = "") {
-    const std::string name = node_name(module, op_name(op));
-    Entry e;
-    e.kind = Entry::kTensor;
-    try {
-      e.value = graph_.add_node(op, name, std::move(inputs), std::move(attrs));
-    } catch (const GraphError& err) {
-      fail(node, err.what());
-    }
-    entries_[node->output()] = e;
-  }
-
-  void alias(JitNode* node, int value) {
-    Entry e;
-    e.kind = Entry::kTensor;
-    e.value = value;
-    entries_[node->output()] = e;
-  }
-
-  // In place when the TorchScript op is (relu_, add_) and the overwritten activation has
-  // no other reader in the graph.
-  bool inplace_allowed(const JitNode* node, int value) const {
-    const std::string kind = node->kind().toQualString();
-    return kind.back() == '_' && graph_.value(value).kind == ValueKind::kActivation &&
-           node->inputs()[0]->uses().size() == 1;
-  }
-
-  const std::vector<int64_t>& shape_of(int v) const { return graph_.value(v).shape; }
-
-  void translate(JitNode* node);
-  void translate_conv(JitNode* node, const std::string& kind);
-  void translate_pool(JitNode* node, const std::string& kind);
-  void translate_elementwise(JitNode* node, const std::string& kind);
-  void translate_reshape(JitNode* node, const std::string& kind);
-
-  std::string path_;
-  torch::jit::Module module_;
-  std::vector<int64_t> input_shape_;
-  Graph graph_;
-  std::map<std::string, std::pair<at::Tensor, bool>> state_;  // name -> (tensor, trainable)
-  std::map<std::string, int> state_ids_;
-  std::unordered_map<const JitValue*, Entry> entries_;
-  std::set<std::string> names_;
-  std::string scope_;
-};
 
 void Importer::translate(JitNode* node) {
   const std::string kind = node->kind().toQualString();
@@ -328,6 +97,16 @@ void Importer::translate(JitNode* node) {
     entries_[node->output()] = constant_entry(c10::IValue(s.at(d)));
   } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit") {
     entries_[node->output()] = constant_entry(constant(node, 0, "value"));
+  } else if (fold_arithmetic(node, kind)) {
+    return;
+  } else if (kind == "aten::transpose" || kind == "aten::permute") {
+    translate_transpose(node, kind);
+  } else if (kind == "aten::chunk" || kind == "aten::unsafe_chunk" || kind == "aten::split" ||
+             kind == "aten::unsafe_split" || kind == "aten::split_with_sizes" ||
+             kind == "aten::unsafe_split_with_sizes") {
+    translate_split(node, kind);
+  } else if (kind == "prim::ListUnpack") {
+    translate_unpack(node);
   } else if (kind == "aten::_convolution" || kind == "aten::convolution" ||
              kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d") {
     translate_conv(node, kind);
@@ -454,41 +233,6 @@ void Importer::translate_pool(JitNode* node, const std::string& kind) {
   emit(node, max ? OpKind::kMaxPool : OpKind::kAvgPool, {x}, a);
 }
 
-void Importer::translate_reshape(JitNode* node, const std::string& kind) {
-  const int x = tensor(node, 0);
-  if (kind == "aten::contiguous") return alias(node, x);
-  const auto& s = shape_of(x);
-  const int64_t rank = static_cast<int64_t>(s.size());
-  int64_t start = 0;
-  if (kind == "aten::flatten") {
-    start = int_arg(node, 1, "start_dim");
-    int64_t end = int_arg(node, 2, "end_dim");
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    if (end != rank - 1) fail(node, "flatten must run to the last dimension");
-  } else {
-    // view / reshape to the shape flatten(start) gives, for some start.
-    std::vector<int64_t> want = ints_arg(node, 1, "shape");
-    const int64_t numel = graph_.value(x).numel();
-    int64_t known = 1;
-    for (auto d : want)
-      if (d != -1) known *= d;
-    for (auto& d : want)
-      if (d == -1) d = numel / known;
-    if (want == s) return alias(node, x);
-    start = static_cast<int64_t>(want.size()) - 1;
-    bool ok = start >= 0 && start < rank;
-    for (int64_t j = 0; ok && j < start; ++j) ok = want[j] == s[j];
-    if (!ok)
-      fail(node, "reshaping " + shape_string(s) + " to " + shape_string(want) +
-                     " is not supported (only flattening trailing dimensions)");
-  }
-  if (start == rank - 1) return alias(node, x);
-  OpAttrs a;
-  a.dim = start;
-  emit(node, OpKind::kFlatten, {x}, a);
-}
-
 void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
   static const std::map<std::string, OpKind> unary = {
       {"aten::relu", OpKind::kReLU},           {"aten::relu6", OpKind::kReLU6},
@@ -538,11 +282,11 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
   fail(node, "unsupported operator '" + kind + "'");
 }
 
-}  // namespace
+}  // namespace torchscript
 
 bool is_torchscript_path(const std::string& model) {
   for (const std::string suffix : {".pt", ".pth"})
-    if (model.size() > suffix.size() && ends_with(model, suffix)) return true;
+    if (model.size() > suffix.size() && torchscript::ends_with(model, suffix)) return true;
   return false;
 }
 
@@ -559,7 +303,7 @@ Graph import_torchscript(const std::string& path, const std::vector<int64_t>& in
   } catch (const c10::Error& e) {
     throw ImportError("cannot load TorchScript file '" + path + "': " + e.what_without_backtrace());
   }
-  return Importer(path, std::move(module), input_shape).run();
+  return torchscript::Importer(path, std::move(module), input_shape).run();
 }
 
 }  // namespace monet

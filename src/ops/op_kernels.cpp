@@ -35,6 +35,13 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
 
 }  // namespace
 
+at::Tensor kernels::channel_shuffle(const at::Tensor& x, int64_t groups) {
+  std::vector<int64_t> grouped = x.sizes().vec();
+  grouped[1] /= groups;
+  grouped.insert(grouped.begin() + 1, groups);
+  return x.reshape(grouped).transpose(1, 2).contiguous().view(x.sizes());
+}
+
 ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,
                           const std::vector<at::Tensor>& in, NodeState& state, bool training) {
   ForwardOutput out;
@@ -77,6 +84,12 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
       break;
     case OpKind::kFlatten:
       out.output = in[0].flatten(n.attrs.dim);
+      break;
+    case OpKind::kSlice:
+      out.output = in[0].narrow(n.attrs.dim, n.attrs.start, n.attrs.length).contiguous();
+      break;
+    case OpKind::kChannelShuffle:
+      out.output = kernels::channel_shuffle(in[0], n.attrs.groups);
       break;
     case OpKind::kLinear:
       out.output = at::linear(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor());
@@ -148,6 +161,15 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
     }
     case OpKind::kFlatten:
       if (a.needs_grad[0]) grads[0] = go.view(g.value(n.inputs[0]).shape);
+      return grads;
+    case OpKind::kSlice:
+      if (a.needs_grad[0]) {
+        grads[0] = at::zeros(g.value(n.inputs[0]).shape, go.options());
+        grads[0].narrow(n.attrs.dim, n.attrs.start, n.attrs.length).copy_(go);
+      }
+      return grads;
+    case OpKind::kChannelShuffle:
+      if (a.needs_grad[0]) grads[0] = kernels::channel_shuffle(go, go.size(1) / n.attrs.groups);
       return grads;
     case OpKind::kLinear:
       if (impl.part == BackwardPart::kWeight) {

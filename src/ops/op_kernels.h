@@ -59,6 +59,10 @@ std::vector<at::Tensor> run_backward(const Graph& graph, const Node& node,
                                      NodeState& state);
 
 namespace kernels {
+/// ShuffleNet's channel shuffle of x [N, C, ...] in `groups` groups: channel g * (C /
+/// groups) + i moves to i * groups + g. The inverse is the shuffle in C / groups groups.
+/// Differentiable ATen calls (view, transpose, contiguous); returns a new tensor.
+at::Tensor channel_shuffle(const at::Tensor& x, int64_t groups);
 // One family of operators per file.
 ForwardOutput conv_forward(const Node& n, const std::string& impl,
                            const std::vector<at::Tensor>& in);

@@ -41,6 +41,10 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
       return at::cat(in, a.dim);
     case OpKind::kFlatten:
       return at::flatten(in[0], a.dim);
+    case OpKind::kSlice:
+      return in[0].narrow(a.dim, a.start, a.length);  // a view, as torch.chunk gives
+    case OpKind::kChannelShuffle:
+      return kernels::channel_shuffle(in[0], a.groups);
     case OpKind::kLinear:
       return at::linear(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor());
     case OpKind::kDropout:
