@@ -8,38 +8,42 @@
 # Writes results/planner_scaling.csv and prints a markdown table.
 #
 # Usage: bench/planner_scaling.sh
-# Environment: CASES ("model batch" lines), RATIOS (default "0.5 0.7"), SEARCHES
-# (default "fast exact"), TIME_LIMIT (s, default 60), RUN_ITERS (default 1; 0: no runs).
+# Environment: CASES ("model batch [image]" lines; default: the sizes of the paper
+# benchmarks on this CPU, docs/RESULTS.md issue 5), RATIOS (default "0.3 0.5 0.7 0.9"),
+# SEARCHES (default "fast exact"), TIME_LIMIT (s, default 60), RUN_ITERS (default 1; 0:
+# no runs), OUT (CSV path, default results/planner_scaling.csv).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 monet="${MONET_BUILD_DIR:-$root/build}/src/monet"
 [ -x "$monet" ] || { echo "build first: scripts/build.sh" >&2; exit 2; }
-cases="${CASES:-resnet50 32
-googlenet 32
-mobilenet_v2 32
-vgg16 16
-unet 1}"
-ratios="${RATIOS:-0.5 0.7}"
+cases="${CASES:-resnet50 8
+googlenet 8
+mobilenet_v2 8
+vgg16 4
+unet 1 208x304}"
+ratios="${RATIOS:-0.3 0.5 0.7 0.9}"
 searches="${SEARCHES:-fast exact}"
 time_limit="${TIME_LIMIT:-60}"
 run_iters="${RUN_ITERS:-1}"
 mkdir -p "$root/results"
-csv="$root/results/planner_scaling.csv"
+csv="${OUT:-$root/results/planner_scaling.csv}"
+mkdir -p "$(dirname "$csv")"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "model,batch,ratio,budget_bytes,search,status,planner_seconds,lp_seconds,objective_seconds,bound_seconds,gap,neighbourhoods,predicted_peak_bytes,measured_peak_bytes,memory_ratio,overhead" > "$csv.tmp"
 echo "| model | batch | budget | search | planner wall | objective (s/iter) | LP bound | gap | predicted peak | measured peak | ratio | overhead |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-while read -r model batch; do
+while read -r model batch image; do
   [ -n "$model" ] || continue
-  base=$("$monet" baseline --model "$model" --batch "$batch" --warmup 0 --iters 1 --json 2>/dev/null |
-         jq -r .peak_bytes)
-  "$monet" profile --model "$model" --batch "$batch" >/dev/null 2>&1
+  size=(); [ -n "$image" ] && size=(--image "$image")
+  base=$("$monet" baseline --model "$model" --batch "$batch" "${size[@]}" --warmup 0 --iters 1 \
+         --json 2>/dev/null | jq -r .peak_bytes)
+  "$monet" profile --model "$model" --batch "$batch" "${size[@]}" >/dev/null 2>&1
   for ratio in $ratios; do
     budget=$(jq -n "($base * $ratio) | floor")
     for search in $searches; do
       flag=""; [ "$search" = exact ] && flag="--exact"
-      if "$monet" plan --model "$model" --batch "$batch" --planner monet --budget "$budget" \
+      if "$monet" plan --model "$model" --batch "$batch" "${size[@]}" --planner monet --budget "$budget" \
            --time-limit "$time_limit" $flag -o "$tmp/plan.json" --json > "$tmp/plan.out" 2>"$tmp/plan.err"; then
         p=$(cat "$tmp/plan.out")
         measured=""; mratio=""; overhead=""

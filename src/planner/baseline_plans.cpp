@@ -29,15 +29,20 @@ Plan chen_plan(const Graph& g) {
                              static_cast<size_t>(std::lround(std::sqrt(double(n)))), "chen");
 }
 
-Plan checkpoint_schedule(const Graph& g, ScheduleChoices c, size_t segments,
-                         const std::string& planner) {
+std::vector<bool> checkpoint_drops(const Graph& g, size_t segments) {
   const auto cuts = articulation_values(g);
   const size_t keep = std::max<size_t>(1, std::min(segments, cuts.size()));
-  std::vector<bool> checkpoint(g.values().size(), false);
+  std::vector<bool> checkpoint(g.values().size(), false), drop(g.values().size(), false);
   for (size_t i = 0; i < keep && !cuts.empty(); ++i)
     checkpoint[cuts[(i + 1) * cuts.size() / (keep + 1)]] = true;
   for (const auto& v : g.values())
-    c.drop_after_forward[v.id] = v.kind == ValueKind::kActivation && !checkpoint[v.id];
+    drop[v.id] = v.kind == ValueKind::kActivation && !checkpoint[v.id];
+  return drop;
+}
+
+Plan checkpoint_schedule(const Graph& g, ScheduleChoices c, size_t segments,
+                         const std::string& planner) {
+  c.drop_after_forward = checkpoint_drops(g, segments);
   return build_schedule(g, c, planner);
 }
 

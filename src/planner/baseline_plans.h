@@ -23,6 +23,9 @@ Plan chen_plan(const Graph& graph);
 /// default choices with segments = sqrt(n); `planner` names the plan.
 Plan checkpoint_schedule(const Graph& graph, ScheduleChoices c, size_t segments,
                          const std::string& planner);
+/// What checkpoint_schedule drops after the forward pass (per value): every activation but
+/// the outputs of `segments` evenly spaced articulation points.
+std::vector<bool> checkpoint_drops(const Graph& graph, size_t segments);
 Plan random_plan(const Graph& graph, uint64_t seed);
 
 /// Activations that are articulation points of the graph, in topological order: every

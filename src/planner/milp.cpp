@@ -5,6 +5,7 @@
 #include <coin/CbcEventHandler.hpp>
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
+#include <coin/ClpEventHandler.hpp>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
 
@@ -232,6 +233,18 @@ MilpResult finish(MilpResult& result, Clock::time_point t0, const MilpOptions& o
 
 }  // namespace
 
+// Stops CLP's simplex at the end of an iteration once `stop` is set: the neighbourhood
+// search beside it has finished, and its bound is no longer wanted.
+class RelaxationStop : public ClpEventHandler {
+ public:
+  explicit RelaxationStop(const std::atomic<bool>* stop) : stop_(stop) {}
+  ClpEventHandler* clone() const override { return new RelaxationStop(*this); }
+  int event(Event which) override { return which == endOfIteration && stop_->load() ? 0 : -1; }
+
+ private:
+  const std::atomic<bool>* stop_;
+};
+
 bool neighbourhood_search_applies(const Milp& m, const MilpOptions& o) {
   return o.search == MilpSearch::kNeighbourhood ||
          (o.search == MilpSearch::kAuto && m.columns() > kLargeProgramColumns);
@@ -241,8 +254,10 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const auto t0 = Clock::now();
   MilpResult result;
   OsiClpSolverInterface lp;
+  std::atomic<bool> stop_relaxation(false);
   // Loads the program into `lp` and solves its LP relaxation with CLP within the time
-  // limit; records bound and time. Returns whether the relaxation is infeasible.
+  // limit (or until stop_relaxation is set); records bound and time. Returns whether the
+  // relaxation is infeasible.
   const auto solve_relaxation = [&] {
     lp.messageHandler()->setLogLevel(0);
     std::vector<int> starts = m.row_start_, lengths;
@@ -254,6 +269,8 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     lp.loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
                    m.row_ub_.data());
     lp.getModelPtr()->setMaximumWallSeconds(std::max(1.0, o.time_limit_seconds));
+    RelaxationStop stop(&stop_relaxation);
+    lp.getModelPtr()->passInEventHandler(&stop);
     lp.initialSolve();
     lp.getModelPtr()->setMaximumWallSeconds(-1);
     result.lp_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -263,9 +280,10 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const auto report_relaxation = [&](bool infeasible) {
     if (!o.progress) return;
     std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s, bound %.6g\n", result.lp_seconds,
-                 infeasible             ? "infeasible"
-                 : lp.isProvenOptimal() ? "solved"
-                                        : "stopped at the time limit",
+                 infeasible               ? "infeasible"
+                 : lp.isProvenOptimal()   ? "solved"
+                 : stop_relaxation.load() ? "stopped with the search"
+                                          : "stopped at the time limit",
                  result.lp_bound);
   };
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
@@ -284,6 +302,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     });
     NeighbourhoodSearch s =
         neighbourhood_search(m, o.warm_start, bound, t0, o.time_limit_seconds, o, &result);
+    stop_relaxation = true;  // e.g. at options.stop_objective
     relaxation.get();
     result.values = std::move(s.values);
     result.objective = s.objective;

@@ -10,6 +10,7 @@
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/monet_program.h"
+#include "planner/segment_keeping.h"
 
 namespace monet {
 namespace {
@@ -53,30 +54,37 @@ std::string warm_start(const MonetProgram& program, const Graph& g, const CostMo
       consider(std::string(i == 0 ? "store-all" : "checkpointing") + " with " + f.name,
                program.assignment_of(plans[i]));
   }
-  for (const Plan& p : extra) consider("a given plan", program.assignment_of(p));
+  for (const Plan& p : extra)
+    consider(p.planner.empty() ? "a given plan" : "the " + p.planner + " plan",
+             program.assignment_of(p));
   return name;
 }
 
 // When no heuristic plan fits a large program: a plan that does, found by neighbourhood
-// search on the minimum-budget program (which accepts every plan the program can
-// express, the budget being a column) until its peak is within `budget`, in at most
-// half the time limit. Empty when none was found.
+// search on the elastic program (every plan feasible; objective: the memory rows' total
+// excess over `budget`) from the heuristic plan of least excess, until the excess is 0, in
+// at most half the time limit. Empty when none was found. (Lowering the largest row of the
+// minimum-budget program instead stalled: the peak is reached in many stages, and a
+// window that lowers some of them leaves the objective unchanged.)
 std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, MonetMode mode,
                               int64_t budget, const MilpOptions& solver) {
-  MonetProgram program(g, costs, mode, -1);
+  MonetProgram program(g, costs, mode, budget, /*elastic=*/true);
   MilpOptions o = solver;
   o.search = MilpSearch::kNeighbourhood;
   o.time_limit_seconds = solver.time_limit_seconds / 2;
   o.column_positions = program.column_positions();
-  o.stop_objective = budget / 1048576.0;
   const std::string warm = warm_start(program, g, costs, &o);
+  if (warm.empty()) return {};
+  // Stop at excess 0 (the objective is then the time term alone), allowing for a plan up to
+  // 10 times slower than the warm start.
+  o.stop_objective = MonetProgram::kTimeWeight * 10 * program.seconds_of(o.warm_start);
   if (o.progress)
     std::fprintf(stderr,
-                 "planner: no heuristic plan fits; lowering the peak of %s with the minimum-budget "
-                 "program (%.0f s at most)\n",
-                 warm.c_str(), o.time_limit_seconds);
+                 "planner: no heuristic plan fits; lowering the excess of %s (%.1f MiB over the "
+                 "budget in all) with the elastic program (%.0f s at most)\n",
+                 warm.c_str(), program.excess_of(o.warm_start), o.time_limit_seconds);
   const MilpResult r = solve_milp(program.milp(), o);
-  if (r.values.empty() || program.budget_of(r.values) > budget) return {};
+  if (r.values.empty() || program.excess_of(r.values) > 1e-6) return {};
   return {program.decode(r.values)};
 }
 
@@ -132,7 +140,18 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.program_budget = budget;
     MilpOptions solver = o.solver;
     solver.column_positions = program.column_positions();
-    std::string warm_name = warm_start(program, g, costs, &solver, o.warm_plans);
+    // Heuristic plans that keep whole segments where the budget leaves room, in at most a
+    // tenth of the time limit.
+    std::vector<Plan> warm_plans = o.warm_plans;
+    const auto tk = std::chrono::steady_clock::now();
+    for (Plan& p : segment_keeping_plans(g, costs, {budget, o.solver.time_limit_seconds / 10}))
+      warm_plans.push_back(std::move(p));
+    const double keeping_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - tk).count();
+    solver.time_limit_seconds -= keeping_seconds;
+    if (o.solver.progress)
+      std::fprintf(stderr, "planner: segment keeping took %.1f s\n", keeping_seconds);
+    std::string warm_name = warm_start(program, g, costs, &solver, warm_plans);
     if (warm_name.empty() && neighbourhood_search_applies(program.milp(), o.solver)) {
       const auto t = std::chrono::steady_clock::now();
       for (const Plan& p : plan_within(g, costs, o.mode, budget, o.solver)) {

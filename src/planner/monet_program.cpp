@@ -11,8 +11,12 @@
 
 namespace monet {
 MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mode,
-                           int64_t budget_bytes)
-    : g_(g), costs_(costs), mode_(mode), budget_(budget_bytes) {
+                           int64_t budget_bytes, bool elastic)
+    : g_(g),
+      costs_(costs),
+      mode_(mode),
+      budget_(budget_bytes),
+      elastic_(elastic && budget_bytes >= 0) {
   order_ = g_.topological_order();
   pos_.assign(g_.nodes().size(), -1);
   for (size_t p = 0; p < order_.size(); ++p) pos_[order_[p]] = static_cast<int>(p);
@@ -52,7 +56,8 @@ bool MonetProgram::backward_allowed(const Node& n, const BackwardImplInfo& b,
 }
 
 int MonetProgram::binary(double seconds) {
-  const int c = milp_.add_binary(budget_col_ >= 0 ? 1e-6 * seconds : seconds);
+  const bool memory_objective = budget_col_ >= 0 || elastic_;
+  const int c = milp_.add_binary(memory_objective ? kTimeWeight * seconds : seconds);
   time_.resize(c + 1, 0);
   time_[c] = seconds;
   return c;
@@ -305,6 +310,10 @@ void MonetProgram::memory_row(const Terms& byte_terms, const std::vector<int>& m
   if (budget_col_ >= 0) {
     terms.push_back({budget_col_, -1});
     milp_.add_row(terms, -1e30, -constant);
+  } else if (elastic_) {
+    const int excess = milp_.add_continuous(1.0, 0, 1e12);
+    terms.push_back({excess, -1});
+    excess_.push_back({milp_.add_row(terms, -1e30, budget_ / kMiB - constant), excess});
   } else {
     milp_.add_row(terms, -1e30, budget_ / kMiB - constant);
   }

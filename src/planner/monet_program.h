@@ -1,6 +1,10 @@
 // MonetProgram: the MONeT 0-1 program for one graph, cost model and mode, its variables
 // and its decoding into a Plan. Memory rows are in MiB; the budget is either a constant
-// (rows <= budget) or a variable column the program minimises (minimum_budget).
+// (rows <= budget), a variable column the program minimises (minimum_budget), or a
+// constant each row may exceed by its own excess column, whose sum the program
+// minimises (the elastic program: every plan is feasible, and a plan within the budget
+// is one of excess 0, so a search that lowers one stage's excess at a time makes
+// progress where lowering the largest row, the peak, would need every stage at once).
 //
 // Stages are the backward steps of the nodes needing one, in reverse topological order.
 // For stage t (backward node k) and every node j at or before k: s[t][j] = x_j is alive
@@ -39,7 +43,10 @@ class MonetProgram {
  public:
   /// budget_bytes < 0: the budget is a column to minimise (the objective is then the
   /// budget in MiB plus a tiny multiple of the time, to pick a fast plan among equals).
-  MonetProgram(const Graph& graph, const CostModel& costs, MonetMode mode, int64_t budget_bytes);
+  /// `elastic` (with budget_bytes >= 0): the elastic program (objective: total excess in
+  /// MiB plus a tiny multiple of the time).
+  MonetProgram(const Graph& graph, const CostModel& costs, MonetMode mode, int64_t budget_bytes,
+               bool elastic = false);
 
   const Milp& milp() const { return milp_; }
   /// A plan as a column assignment when the program can express it (its recomputations
@@ -57,6 +64,10 @@ class MonetProgram {
   int64_t budget_of(const std::vector<double>& values) const;
   /// Profiled seconds of a solution (the objective without the budget term).
   double seconds_of(const std::vector<double>& values) const;
+  /// The elastic program's total excess of a solution over the budget (MiB); 0 otherwise.
+  double excess_of(const std::vector<double>& values) const;
+  /// Weight of the time (per second) in the objectives that minimise memory.
+  static constexpr double kTimeWeight = 1e-6;
 
  private:
   static constexpr double kMiB = 1024.0 * 1024.0;  // memory rows and sums are in MiB
@@ -102,7 +113,9 @@ class MonetProgram {
   int64_t budget_;
   Milp milp_;
   int budget_col_ = -1;
-  std::vector<double> time_;  // per column: profiled seconds it costs
+  bool elastic_ = false;
+  std::vector<std::pair<int, int>> excess_;  // elastic program: (memory row, its excess column)
+  std::vector<double> time_;                 // per column: profiled seconds it costs
   std::vector<Definition> definitions_;
 
   std::vector<int> order_, pos_;              // topological order; position of each node

@@ -103,6 +103,14 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
 }
 
 void MonetProgram::fit_budget(std::vector<double>& x) const {
+  if (elastic_) {
+    for (const auto& [row, col] : excess_) x[col] = 0;
+    std::vector<double> over(milp_.rows(), 0);
+    for (const auto& [row, excess] : milp_.violations(x, 0)) over[row] = excess;
+    for (const auto& [row, col] : excess_)
+      x[col] = over[row] > 0 ? over[row] * (1 + 1e-9) + 1e-9 : 0;
+    return;
+  }
   if (budget_col_ < 0) return;
   x[budget_col_] = 0;
   double need = 0;  // the largest excess of a memory row over a zero budget (MiB)
@@ -141,6 +149,12 @@ Plan MonetProgram::decode(const std::vector<double>& x) const {
 
 int64_t MonetProgram::budget_of(const std::vector<double>& x) const {
   return budget_col_ < 0 ? budget_ : static_cast<int64_t>(std::ceil(x.at(budget_col_) * kMiB));
+}
+
+double MonetProgram::excess_of(const std::vector<double>& x) const {
+  double sum = 0;
+  for (const auto& [row, col] : excess_) sum += x.at(col);
+  return sum;
 }
 
 double MonetProgram::seconds_of(const std::vector<double>& x) const {

@@ -1,0 +1,104 @@
+// Segment keeping and the elastic MONeT program on tiny zoo models: segment-keeping plans
+// fit their budget as simulated and as measured, match autograd, and are no slower than
+// the lean planner's at the same budget; the elastic program accepts every plan, charges
+// the excess of one above the budget, and its optimum has no excess where a plan fits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gradient_check.h"
+#include "graph/model_zoo.h"
+#include "plan/simulator.h"
+#include "planner/baseline_plans.h"
+#include "planner/lean_plans.h"
+#include "planner/monet_program.h"
+#include "planner/segment_keeping.h"
+#include "quick_profile.h"
+#include "runtime/executor.h"
+#include "tiny_models.h"
+
+namespace monet {
+namespace {
+
+class SegmentKeepingOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
+ protected:
+  void SetUp() override { MemoryTracker::install(); }
+};
+
+TEST_P(SegmentKeepingOnTinyModel, FitsTheBudgetBeatsLeanAndMatchesAutograd) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  const int64_t all = simulate(g, store_all_plan(g), costs).peak_bytes;
+  const int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+  const int64_t budget = smallest + (all - smallest) / 2;
+  const SimulationResult lean = simulate(g, best_lean_plan(g, costs, budget), costs);
+  ASSERT_LE(lean.peak_bytes, budget);
+
+  const std::vector<Plan> plans = segment_keeping_plans(g, costs, {budget, 60});
+  ASSERT_FALSE(plans.empty());
+  double fastest = 1e300;
+  for (const Plan& plan : plans) {
+    const SimulationResult sim = simulate(g, plan, costs);
+    EXPECT_LE(sim.peak_bytes, budget);
+    fastest = std::min(fastest, sim.seconds);
+    ModelState s = state.clone();
+    Executor executor(g, s, plan);
+    const ExecutionResult run = executor.run(batch);
+    EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start());
+    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
+  }
+  // The lean planner's plan is a starting point of the search, which only removes
+  // recomputations.
+  EXPECT_LE(fastest, lean.seconds * (1 + 1e-9));
+  std::cout << GetParam().name << ": budget " << budget << " B: segment keeping " << fastest
+            << " s, lean " << lean.seconds << " s\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, SegmentKeepingOnTinyModel,
+                         ::testing::ValuesIn(testing::tiny_models_named(
+                             {"resnet18", "vgg11", "unet", "googlenet", "mobilenet_v2"})),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
+  MemoryTracker::install();
+  const auto tiny = testing::tiny_models_named({"unet"});
+  const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const CostModel costs = testing::quick_profile(g, state, make_batch(g, 1));
+  const int64_t all = simulate(g, store_all_plan(g), costs).peak_bytes;
+  const int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+  const int64_t budget = smallest + (all - smallest) / 2;
+  const MonetProgram program(g, costs, MonetMode::kAll, budget, /*elastic=*/true);
+
+  // Store-all is above the budget: feasible, with excess.
+  const std::vector<double> above = program.assignment_of(store_all_plan(g));
+  ASSERT_FALSE(above.empty());
+  EXPECT_TRUE(program.milp().satisfies(above));
+  EXPECT_GT(program.excess_of(above), 0);
+  // A plan within the budget that the program can express: little or no excess (the
+  // program's rows are upper bounds).
+  std::vector<Plan> candidates = segment_keeping_plans(g, costs, {budget, 60});
+  for (Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) candidates.push_back(p);
+  std::vector<double> within;
+  for (const Plan& p : candidates)
+    if (within.empty() && simulate(g, p, costs).peak_bytes <= budget)
+      within = program.assignment_of(p);
+  ASSERT_FALSE(within.empty());
+  EXPECT_TRUE(program.milp().satisfies(within));
+  EXPECT_LE(program.excess_of(within), 1.0 / 64);
+
+  MilpOptions o;
+  o.time_limit_seconds = 60;
+  o.search = MilpSearch::kBranchAndCut;
+  o.warm_start = above;
+  const MilpResult r = solve_milp(program.milp(), o);
+  ASSERT_FALSE(r.values.empty());
+  EXPECT_LE(program.excess_of(r.values), program.excess_of(within) + 1e-6);
+  if (program.excess_of(r.values) <= 1e-6)
+    EXPECT_LE(simulate(g, program.decode(r.values), costs).peak_bytes, budget);
+}
+
+}  // namespace
+}  // namespace monet
