@@ -61,7 +61,7 @@ while read -r model batch image; do
           <<< "$p" >> "$csv.tmp"
         jq -r --arg m "$model" --arg b "$batch" --arg r "$ratio" --arg s "$search" \
            --arg meas "$measured" --arg mr "$mratio" --arg ov "$overhead" \
-          '"| \($m) | \($b) | \($r)x | \($s) | \(.solve.planner_seconds | floor) s | \(.solve.objective_seconds * 1000 | round / 1000) | \(.solve.bound_seconds * 1000 | round / 1000) | \(.solve.gap * 1000 | round / 10)% | \(.predicted_peak_bytes) | \($meas) | \($mr | if . == "" then "" else (tonumber * 1000 | round / 1000 | tostring) end) | \($ov | if . == "" then "" else (tonumber * 1000 | round / 10 | tostring) + "%" end) |"' <<< "$p"
+          '"| \($m) | \($b) | \($r)x | \($s) | \(.solve.planner_seconds | floor) s | \(.solve.objective_seconds * 1000 | round / 1000) | \(.solve.bound_seconds | if . == null then "none (LP unsolved)" else (. * 1000 | round / 1000 | tostring) end) | \(.solve.gap | if . == null then "-" else (. * 1000 | round / 10 | tostring) + "%" end) | \(.predicted_peak_bytes) | \($meas) | \($mr | if . == "" then "" else (tonumber * 1000 | round / 1000 | tostring) end) | \($ov | if . == "" then "" else (tonumber * 1000 | round / 10 | tostring) + "%" end) |"' <<< "$p"
       else
         why=$(tail -1 "$tmp/plan.err" | tr ',' ';')
         echo "\"$model\",\"$batch\",\"$ratio\",$budget,\"$search\",\"no plan: $why\",,,,,,,,,," >> "$csv.tmp"

@@ -71,7 +71,9 @@ nlohmann::json solve_json(const MonetResult& r) {
   std::string smallest =
       m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
   if (m.bytes > 0 && !m.proven)
-    smallest += " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")";
+    smallest += m.bound_bytes >= 0
+                    ? " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")"
+                    : " (best found; no lower bound proven within the time limit)";
   if (baseline_peak > 0 && m.bytes > 0) {
     char ratio[64];
     std::snprintf(ratio, sizeof ratio, " = %.3fx the baseline peak",

@@ -158,7 +158,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
         std::vector<double> x = program.assignment_of(p);
         if (x.empty() || !program.milp().satisfies(x)) continue;
         solver.warm_start = std::move(x);
-        warm_name = "the minimum-budget search's plan";
+        warm_name = "the elastic search's plan";
       }
       solver.time_limit_seconds -=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -201,7 +201,8 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   MinimumBudget m;
   if (r.values.empty()) return m;
   m.bytes = program.budget_of(r.values);
-  m.bound_bytes = static_cast<int64_t>(std::floor(r.bound * 1048576.0));
+  m.bound_bytes =
+      std::isfinite(r.bound) ? static_cast<int64_t>(std::floor(r.bound * 1048576.0)) : -1;
   m.proven = r.status == MilpStatus::kOptimal;
   m.plan = program.decode(r.values);
   m.plan.planner = monet_mode_name(mode);

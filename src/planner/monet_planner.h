@@ -69,7 +69,7 @@ MonetResult plan_monet(const Graph& graph, const CostModel& costs, const MonetOp
 
 struct MinimumBudget {
   int64_t bytes = 0;        // smallest peak of any plan the program allows (best found)
-  int64_t bound_bytes = 0;  // proven lower bound on it
+  int64_t bound_bytes = 0;  // proven lower bound on it; -1: none proven in the time limit
   bool proven = false;      // bytes == bound (solved to optimality)
   Plan plan;                // a plan with that peak (per the program)
 };
