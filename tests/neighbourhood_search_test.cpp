@@ -10,9 +10,9 @@
 
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
+#include "halfway_budget.h"
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
@@ -66,8 +66,7 @@ TEST_P(NeighbourhoodOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, state, batch);
   const SimulationResult warm = simulate(g, store_all_plan(g), costs);
-  const int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
-  for (const int64_t budget : {warm.peak_bytes, smallest + (warm.peak_bytes - smallest) / 2}) {
+  for (const int64_t budget : {warm.peak_bytes, testing::halfway_budget(g, costs)}) {
     MonetOptions o;
     o.budget_bytes = budget;
     o.solver.time_limit_seconds = 8;

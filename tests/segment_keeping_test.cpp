@@ -8,6 +8,7 @@
 
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
+#include "halfway_budget.h"
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
@@ -30,9 +31,7 @@ TEST_P(SegmentKeepingOnTinyModel, FitsTheBudgetBeatsLeanAndMatchesAutograd) {
   const ModelState state = ModelState::initialize(g, 0);
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, state, batch);
-  const int64_t all = simulate(g, store_all_plan(g), costs).peak_bytes;
-  const int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
-  const int64_t budget = smallest + (all - smallest) / 2;
+  const int64_t budget = testing::halfway_budget(g, costs);
   const SimulationResult lean = simulate(g, best_lean_plan(g, costs, budget), costs);
   ASSERT_LE(lean.peak_bytes, budget);
 
@@ -67,9 +66,7 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
   const ModelState state = ModelState::initialize(g, 0);
   const CostModel costs = testing::quick_profile(g, state, make_batch(g, 1));
-  const int64_t all = simulate(g, store_all_plan(g), costs).peak_bytes;
-  const int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
-  const int64_t budget = smallest + (all - smallest) / 2;
+  const int64_t budget = testing::halfway_budget(g, costs);
   const MonetProgram program(g, costs, MonetMode::kAll, budget, /*elastic=*/true);
 
   // Store-all is above the budget: feasible, with excess.

@@ -85,11 +85,17 @@ ScheduleChoices lean_choices(const Graph& g, const CostModel& costs) {
   return implementation_choices(g, costs, ImplementationPreference::kLeastMemory);
 }
 
+std::vector<size_t> checkpoint_counts(const Graph& g) {
+  std::vector<size_t> counts;
+  const size_t cuts = articulation_values(g).size();
+  for (size_t k = 1; k <= cuts; k = std::max(k + 1, k * 5 / 4)) counts.push_back(k);
+  return counts;
+}
+
 std::vector<Plan> checkpoint_family(const Graph& g, const ScheduleChoices& choices,
                                     const std::string& planner) {
   std::vector<Plan> plans = {build_schedule(g, choices, planner)};
-  const size_t cuts = articulation_values(g).size();
-  for (size_t k = 1; k <= cuts; k = std::max(k + 1, k * 5 / 4))
+  for (size_t k : checkpoint_counts(g))
     plans.push_back(checkpoint_schedule(g, choices, k, planner));
   return plans;
 }

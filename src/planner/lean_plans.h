@@ -28,8 +28,12 @@ ScheduleChoices implementation_choices(const Graph& graph, const CostModel& cost
 /// implementation_choices(graph, costs, kLeastMemory).
 ScheduleChoices lean_choices(const Graph& graph, const CostModel& costs);
 
-/// Store-all and checkpointing (checkpoint_schedule) with 1 to all articulation points,
-/// each count about 25% more than the last, all with `choices`; `planner` names them.
+/// The checkpoint counts checkpointing plans are built with: 1 to all articulation points,
+/// each count about 25% more than the last.
+std::vector<size_t> checkpoint_counts(const Graph& graph);
+
+/// Store-all and checkpointing (checkpoint_schedule) with each of checkpoint_counts(graph),
+/// all with `choices`; `planner` names them.
 std::vector<Plan> checkpoint_family(const Graph& graph, const ScheduleChoices& choices,
                                     const std::string& planner);
 

@@ -231,8 +231,6 @@ MilpResult finish(MilpResult& result, Clock::time_point t0, const MilpOptions& o
   return std::move(result);
 }
 
-}  // namespace
-
 // Stops CLP's simplex at the end of an iteration once `stop` is set: the neighbourhood
 // search beside it has finished, and its bound is no longer wanted.
 class RelaxationStop : public ClpEventHandler {
@@ -244,6 +242,8 @@ class RelaxationStop : public ClpEventHandler {
  private:
   const std::atomic<bool>* stop_;
 };
+
+}  // namespace
 
 bool neighbourhood_search_applies(const Milp& m, const MilpOptions& o) {
   return o.search == MilpSearch::kNeighbourhood ||

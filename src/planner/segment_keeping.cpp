@@ -54,7 +54,6 @@ std::vector<Plan> segment_keeping_plans(const Graph& g, const CostModel& costs,
   const auto out_of_time = [&] {
     return std::chrono::duration<double>(Clock::now() - t0).count() > o.time_limit_seconds;
   };
-  const size_t cuts = articulation_values(g).size();
   const ScheduleChoices lean = lean_choices(g, costs);
   const ScheduleChoices fastest =
       implementation_choices(g, costs, ImplementationPreference::kFastest);
@@ -70,7 +69,8 @@ std::vector<Plan> segment_keeping_plans(const Graph& g, const CostModel& costs,
   for (const ScheduleChoices& family : {mixed, lean, fastest}) {
     Plan best;
     double best_seconds = 0;
-    for (size_t k = 1; k <= cuts && !out_of_time(); k = std::max(k + 1, k * 5 / 4)) {
+    for (size_t k : checkpoint_counts(g)) {
+      if (out_of_time()) break;
       ScheduleChoices c = family;
       c.drop_after_forward = checkpoint_drops(g, k);
       Plan plan = build_schedule(g, c, "segment-keeping");
