@@ -10,8 +10,10 @@
 # Usage: bench/planner_scaling.sh
 # Environment: CASES ("model batch [image]" lines; default: the sizes of the paper
 # benchmarks on this CPU, docs/RESULTS.md issue 5), RATIOS (default "0.3 0.5 0.7 0.9"),
-# SEARCHES (default "fast exact"), TIME_LIMIT (s, default 60), RUN_ITERS (default 1; 0:
-# no runs), OUT (CSV path, default results/planner_scaling.csv).
+# SEARCHES (default "fast exact"), TIME_LIMIT (s, default 60), RUN_ITERS (timed iterations
+# of each fast plan and of autograd, interleaved; default 3; 0: no runs), RUN_WARMUP
+# (untimed iterations of each first; default 1), OUT (CSV path, default
+# results/planner_scaling.csv).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 monet="${MONET_BUILD_DIR:-$root/build}/src/monet"
@@ -24,13 +26,14 @@ unet 1 208x304}"
 ratios="${RATIOS:-0.3 0.5 0.7 0.9}"
 searches="${SEARCHES:-fast exact}"
 time_limit="${TIME_LIMIT:-60}"
-run_iters="${RUN_ITERS:-1}"
+run_iters="${RUN_ITERS:-3}"
+run_warmup="${RUN_WARMUP:-1}"
 mkdir -p "$root/results"
 csv="${OUT:-$root/results/planner_scaling.csv}"
 mkdir -p "$(dirname "$csv")"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "model,batch,ratio,budget_bytes,search,status,planner_seconds,lp_seconds,objective_seconds,bound_seconds,gap,neighbourhoods,predicted_peak_bytes,measured_peak_bytes,memory_ratio,overhead" > "$csv.tmp"
+echo "model,batch,ratio,budget_bytes,search,status,planner_seconds,lp_seconds,objective_seconds,bound_seconds,gap,neighbourhoods,from_segment_keeping,predicted_peak_bytes,measured_peak_bytes,memory_ratio,overhead" > "$csv.tmp"
 echo "| model | batch | budget | search | planner wall | objective (s/iter) | LP bound | gap | predicted peak | measured peak | ratio | overhead |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 while read -r model batch image; do
@@ -48,7 +51,7 @@ while read -r model batch image; do
         p=$(cat "$tmp/plan.out")
         measured=""; mratio=""; overhead=""
         if [ "$search" = fast ] && [ "$run_iters" -gt 0 ]; then
-          r=$("$monet" run --plan "$tmp/plan.json" --warmup 0 --iters "$run_iters" --json 2>/dev/null)
+          r=$("$monet" run --plan "$tmp/plan.json" --warmup "$run_warmup" --iters "$run_iters" --json 2>/dev/null)
           measured=$(jq -r .peak_bytes <<< "$r")
           mratio=$(jq -r '.peak_bytes / .baseline_peak_bytes' <<< "$r")
           overhead=$(jq -r .overhead <<< "$r")
@@ -57,14 +60,15 @@ while read -r model batch image; do
            --arg meas "$measured" --arg mr "$mratio" --arg ov "$overhead" \
           '[$m, $b, $r, .budget_bytes, $s, .solve.status, .solve.planner_seconds,
             .solve.lp_relaxation_seconds, .solve.objective_seconds, .solve.bound_seconds,
-            .solve.gap, .solve.neighbourhoods, .predicted_peak_bytes, $meas, $mr, $ov] | @csv' \
+            .solve.gap, .solve.neighbourhoods, .solve.from_segment_keeping, .predicted_peak_bytes,
+            $meas, $mr, $ov] | @csv' \
           <<< "$p" >> "$csv.tmp"
         jq -r --arg m "$model" --arg b "$batch" --arg r "$ratio" --arg s "$search" \
            --arg meas "$measured" --arg mr "$mratio" --arg ov "$overhead" \
           '"| \($m) | \($b) | \($r)x | \($s) | \(.solve.planner_seconds | floor) s | \(.solve.objective_seconds * 1000 | round / 1000) | \(.solve.bound_seconds | if . == null then "none (LP unsolved)" else (. * 1000 | round / 1000 | tostring) end) | \(.solve.gap | if . == null then "-" else (. * 1000 | round / 10 | tostring) + "%" end) | \(.predicted_peak_bytes) | \($meas) | \($mr | if . == "" then "" else (tonumber * 1000 | round / 1000 | tostring) end) | \($ov | if . == "" then "" else (tonumber * 1000 | round / 10 | tostring) + "%" end) |"' <<< "$p"
       else
         why=$(tail -1 "$tmp/plan.err" | tr ',' ';')
-        echo "\"$model\",\"$batch\",\"$ratio\",$budget,\"$search\",\"no plan: $why\",,,,,,,,,," >> "$csv.tmp"
+        echo "\"$model\",\"$batch\",\"$ratio\",$budget,\"$search\",\"no plan: $why\",,,,,,,,,,," >> "$csv.tmp"
         echo "| $model | $batch | ${ratio}x | $search | - | no plan: $why | | | | | | |"
       fi
     done

@@ -12,6 +12,7 @@
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
+#include "planner/monet_planner.h"
 #include "planner/monet_program.h"
 #include "planner/segment_keeping.h"
 #include "quick_profile.h"
@@ -35,7 +36,7 @@ TEST_P(SegmentKeepingOnTinyModel, FitsTheBudgetBeatsLeanAndMatchesAutograd) {
   const SimulationResult lean = simulate(g, best_lean_plan(g, costs, budget), costs);
   ASSERT_LE(lean.peak_bytes, budget);
 
-  const std::vector<Plan> plans = segment_keeping_plans(g, costs, {budget, 60});
+  const std::vector<Plan> plans = segment_keeping_plans(g, costs, {budget, 60}).within_budget;
   ASSERT_FALSE(plans.empty());
   double fastest = 1e300;
   for (const Plan& plan : plans) {
@@ -53,6 +54,33 @@ TEST_P(SegmentKeepingOnTinyModel, FitsTheBudgetBeatsLeanAndMatchesAutograd) {
   EXPECT_LE(fastest, lean.seconds * (1 + 1e-9));
   std::cout << GetParam().name << ": budget " << budget << " B: segment keeping " << fastest
             << " s, lean " << lean.seconds << " s\n";
+}
+
+// Below every checkpointing plan's peak: starting points for the elastic program, whose
+// implementations were upgraded without raising the peak.
+TEST_P(SegmentKeepingOnTinyModel, OverBudgetStartsAreNoSlowerAndNoLarger) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  const SimulationResult smallest = simulate(g, best_lean_plan(g, costs, -1), costs);
+  const int64_t budget = smallest.peak_bytes - 1;
+
+  const SegmentKeepingPlans plans = segment_keeping_plans(g, costs, {budget, 60});
+  ASSERT_FALSE(plans.over_budget.empty());
+  bool upgraded_lean = false;  // the memory-lean family's start: no larger, no slower
+  for (const Plan& plan : plans.over_budget) {
+    const SimulationResult sim = simulate(g, plan, costs);
+    EXPECT_GT(sim.peak_bytes, budget);
+    upgraded_lean = upgraded_lean || (sim.peak_bytes <= smallest.peak_bytes &&
+                                      sim.seconds <= smallest.seconds * (1 + 1e-9));
+    ModelState s = state.clone();
+    Executor executor(g, s, plan);
+    const ExecutionResult run = executor.run(batch);
+    EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start());
+    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
+  }
+  EXPECT_TRUE(upgraded_lean);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, SegmentKeepingOnTinyModel,
@@ -76,7 +104,7 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   EXPECT_GT(program.excess_of(above), 0);
   // A plan within the budget that the program can express: little or no excess (the
   // program's rows are upper bounds).
-  std::vector<Plan> candidates = segment_keeping_plans(g, costs, {budget, 60});
+  std::vector<Plan> candidates = segment_keeping_plans(g, costs, {budget, 60}).within_budget;
   for (Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) candidates.push_back(p);
   std::vector<double> within;
   for (const Plan& p : candidates)
@@ -95,6 +123,45 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   EXPECT_LE(program.excess_of(r.values), program.excess_of(within) + 1e-6);
   if (program.excess_of(r.values) <= 1e-6)
     EXPECT_LE(simulate(g, program.decode(r.values), costs).peak_bytes, budget);
+}
+
+}  // namespace
+}  // namespace monet
+
+namespace monet {
+namespace {
+
+// GoogLeNet's inception branches recompute max-pools whose chosen forward emits an
+// intermediate (argmax indices), which the program never recomputes with: the exact
+// assignment is empty, the nearest one (the program's own recomputation) is a plan the
+// program accepts. The MONeT planner starts from it, and returns no slower a plan than
+// segment keeping's.
+TEST(MonetProgram, NearestAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
+  MemoryTracker::install();
+  const auto tiny = testing::tiny_models_named({"googlenet"});
+  const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const CostModel costs = testing::quick_profile(g, state, make_batch(g, 1));
+  const int64_t budget = testing::halfway_budget(g, costs);
+  const MonetProgram program(g, costs, MonetMode::kAll, budget, /*elastic=*/true);
+  int inexact = 0;
+  for (const Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) {
+    const std::vector<double> nearest = program.assignment_of(p, /*nearest=*/true);
+    ASSERT_FALSE(nearest.empty());
+    EXPECT_TRUE(program.milp().satisfies(nearest));
+    inexact += program.assignment_of(p).empty();
+  }
+  EXPECT_GT(inexact, 0);
+
+  MonetOptions o;
+  o.budget_bytes = budget;
+  o.solver.time_limit_seconds = 30;
+  const MonetResult r = plan_monet(g, costs, o);
+  ASSERT_TRUE(r.found);
+  EXPECT_LE(r.predicted.peak_bytes, budget);
+  for (const Plan& p : segment_keeping_plans(g, costs, {budget, 60}).within_budget)
+    EXPECT_LE(r.predicted.seconds, simulate(g, p, costs).seconds * (1 + 1e-9));
+  EXPECT_LT(testing::max_gradient_error(g, r.plan), 1e-9);
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"bound_seconds", r.solve.bound},
           {"lp_relaxation_seconds", r.solve.lp_seconds},
           {"gap", r.solve.gap},
+          {"from_segment_keeping", r.from_segment_keeping},
           {"neighbourhoods", r.solve.neighbourhoods},
           {"planner_seconds", r.seconds},
           {"solves", r.solves},
@@ -159,6 +160,10 @@ int run_plan(const PlanOptions& o) {
     std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, gap %.2f%%\n",
                 milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
                 static_cast<long long>(r.size.nonzeros), 100 * r.solve.gap);
+  if (solved && r.from_segment_keeping)
+    std::printf(
+        "              the plan is segment keeping's: faster than the program's best, "
+        "within the budget by the simulator (the program's memory rows reject it)\n");
   if (outcome.model_peak_bytes >= 0)
     std::printf("checkmate     peak %s in Checkmate's memory model (no workspace)\n",
                 format_bytes(outcome.model_peak_bytes, true).c_str());

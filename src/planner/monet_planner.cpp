@@ -40,7 +40,7 @@ std::string warm_start(const MonetProgram& program, const Graph& g, const CostMo
     if (!name.empty() && objective >= best) return;
     name = std::move(what), best = objective, solver->warm_start = std::move(x);
   };
-  consider("Chen", program.assignment_of(chen_plan(g)));
+  consider("Chen", program.assignment_of(chen_plan(g), /*nearest=*/true));
   const struct {
     const char* name;
     ScheduleChoices choices;
@@ -52,11 +52,11 @@ std::string warm_start(const MonetProgram& program, const Graph& g, const CostMo
     const std::vector<Plan> plans = checkpoint_family(g, f.choices, "");
     for (size_t i = 0; i < plans.size(); ++i)
       consider(std::string(i == 0 ? "store-all" : "checkpointing") + " with " + f.name,
-               program.assignment_of(plans[i]));
+               program.assignment_of(plans[i], /*nearest=*/true));
   }
   for (const Plan& p : extra)
     consider(p.planner.empty() ? "a given plan" : "the " + p.planner + " plan",
-             program.assignment_of(p));
+             program.assignment_of(p, /*nearest=*/true));
   return name;
 }
 
@@ -67,13 +67,14 @@ std::string warm_start(const MonetProgram& program, const Graph& g, const CostMo
 // minimum-budget program instead stalled: the peak is reached in many stages, and a
 // window that lowers some of them leaves the objective unchanged.)
 std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, MonetMode mode,
-                              int64_t budget, const MilpOptions& solver) {
+                              int64_t budget, const MilpOptions& solver,
+                              const std::vector<Plan>& starts) {
   MonetProgram program(g, costs, mode, budget, /*elastic=*/true);
   MilpOptions o = solver;
   o.search = MilpSearch::kNeighbourhood;
   o.time_limit_seconds = solver.time_limit_seconds / 2;
   o.column_positions = program.column_positions();
-  const std::string warm = warm_start(program, g, costs, &o);
+  const std::string warm = warm_start(program, g, costs, &o, starts);
   if (warm.empty()) return {};
   // Stop at excess 0 (the objective is then the time term alone), allowing for a plan up to
   // 10 times slower than the warm start.
@@ -133,6 +134,25 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;
   };
+  // The fastest segment-keeping plan within the budget (by the simulator), returned when
+  // the program finds none faster: the program's memory rows bound the simulated peak from
+  // above, so they may reject it. Only in the mode that allows every implementation (its
+  // plans use any).
+  Plan heuristic;
+  SimulationResult heuristic_sim;
+  const auto prefer_heuristic = [&] {
+    if (heuristic.program.empty() ||
+        (result.found && result.predicted.seconds <= heuristic_sim.seconds))
+      return;
+    result.found = true;
+    result.from_segment_keeping = true;
+    result.plan = heuristic;
+    result.plan.planner = monet_mode_name(o.mode);
+    result.predicted = heuristic_sim;
+    result.objective_seconds = heuristic_sim.seconds;
+    if (std::isfinite(result.solve.bound))
+      result.solve.gap = (heuristic_sim.seconds - result.solve.bound) / heuristic_sim.seconds;
+  };
   int64_t budget = o.budget_bytes;
   for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
     MonetProgram program(g, costs, o.mode, budget);
@@ -144,8 +164,19 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // tenth of the time limit.
     std::vector<Plan> warm_plans = o.warm_plans;
     const auto tk = std::chrono::steady_clock::now();
-    for (Plan& p : segment_keeping_plans(g, costs, {budget, o.solver.time_limit_seconds / 10}))
+    SegmentKeepingPlans keeping =
+        segment_keeping_plans(g, costs, {budget, o.solver.time_limit_seconds / 10});
+    for (Plan& p : keeping.within_budget) {
+      SimulationResult sim = simulate(g, p, costs);
+      if (o.mode == MonetMode::kAll && sim.peak_bytes <= o.budget_bytes &&
+          (heuristic.program.empty() || sim.seconds < heuristic_sim.seconds))
+        heuristic = p, heuristic_sim = std::move(sim);
       warm_plans.push_back(std::move(p));
+    }
+    // Starting points of the elastic program: every plan above (the program's memory rows
+    // may reject what the simulator accepts) and those over the budget.
+    std::vector<Plan> elastic_starts = warm_plans;
+    for (Plan& p : keeping.over_budget) elastic_starts.push_back(std::move(p));
     const double keeping_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tk).count();
     solver.time_limit_seconds -= keeping_seconds;
@@ -154,8 +185,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     std::string warm_name = warm_start(program, g, costs, &solver, warm_plans);
     if (warm_name.empty() && neighbourhood_search_applies(program.milp(), o.solver)) {
       const auto t = std::chrono::steady_clock::now();
-      for (const Plan& p : plan_within(g, costs, o.mode, budget, o.solver)) {
-        std::vector<double> x = program.assignment_of(p);
+      for (const Plan& p : plan_within(g, costs, o.mode, budget, o.solver, elastic_starts)) {
+        std::vector<double> x = program.assignment_of(p, /*nearest=*/true);
         if (x.empty() || !program.milp().satisfies(x)) continue;
         solver.warm_start = std::move(x);
         warm_name = "the elastic search's plan";
@@ -171,13 +202,17 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
           warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
     result.solve = solve_milp(program.milp(), solver);
     ++result.solves;
-    if (result.solve.values.empty()) return finish();
+    if (result.solve.values.empty()) {
+      prefer_heuristic();
+      return finish();
+    }
     result.plan = program.decode(result.solve.values);
     result.plan.planner = monet_mode_name(o.mode);
     result.objective_seconds = program.seconds_of(result.solve.values);
     result.predicted = simulate(g, result.plan, costs);
     if (result.predicted.peak_bytes <= o.budget_bytes) {
       result.found = true;
+      prefer_heuristic();
       return finish();
     }
     // The program's memory rows are upper bounds except where the simulator knows
@@ -188,6 +223,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
                    static_cast<long long>(excess));
     budget -= excess + 4096;
   }
+  prefer_heuristic();
   return finish();
 }
 

@@ -54,6 +54,11 @@ struct ProgramSize {
 
 struct MonetResult {
   bool found = false;  // a plan within the budget was found
+  /// The plan is segment keeping's: within the budget by the simulator, and faster than any
+  /// the program found (whose memory rows, an upper bound on the simulated peak, may reject
+  /// it). objective_seconds and solve.gap are then its simulated seconds and its gap to the
+  /// program's bound.
+  bool from_segment_keeping = false;
   Plan plan;
   SimulationResult predicted;  // the simulator's replay of the plan
   MilpResult solve;            // of the last solve

@@ -51,9 +51,11 @@ class MonetProgram {
   const Milp& milp() const { return milp_; }
   /// A plan as a column assignment when the program can express it (its recomputations
   /// out of place, in the stage of the next backward instruction; dominated
-  /// implementations replaced by their dominators), else empty. For warm starts: check
-  /// milp().satisfies() before use.
-  std::vector<double> assignment_of(const Plan& plan) const;
+  /// implementations replaced by their dominators), else empty. `nearest`: a recomputation
+  /// with an implementation the program leaves out of recomputations (one that emits an
+  /// intermediate) becomes the program's fastest in no more workspace, so the assignment is
+  /// a nearby plan rather than this one. For warm starts: check milp().satisfies() before use.
+  std::vector<double> assignment_of(const Plan& plan, bool nearest = false) const;
   /// Per column, the topological position of the node it is about (schedule columns:
   /// the node kept or recomputed; implementation choices: their node), -1 for the
   /// continuous columns. Neighbourhood search frees windows of consecutive positions.

@@ -8,7 +8,7 @@
 
 namespace monet {
 
-std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
+std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) const {
   std::vector<double> x(milp_.columns(), 0);
   // The choice named `name`, or one that does the same no slower and in no more workspace
   // (the program leaves dominated implementations out).
@@ -65,7 +65,24 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan) const {
         for (a = 0; a < impls.size(); ++a)
           if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, in.impl)))
             break;
-        if (a == impls.size()) return {};
+      }
+      // One the program does not recompute with (it emits an intermediate the recomputation
+      // does not need): the fastest of the program's recomputations in no more workspace,
+      // else the one of least workspace.
+      if (a == impls.size() && !nearest) return {};
+      if (a == impls.size()) {
+        const int64_t workspace = costs_.forward(g_, n.id, in.impl).workspace_bytes;
+        auto better = [&](size_t b, size_t c) {
+          const ImplCost &x = costs_.forward(g_, n.id, impls[b]),
+                         &y = costs_.forward(g_, n.id, impls[c]);
+          const bool x_fits = x.workspace_bytes <= workspace,
+                     y_fits = y.workspace_bytes <= workspace;
+          if (x_fits != y_fits) return x_fits;
+          return x_fits ? x.seconds < y.seconds : x.workspace_bytes < y.workspace_bytes;
+        };
+        a = 0;
+        for (size_t b = 1; b < impls.size(); ++b)
+          if (better(b, a)) a = b;
       }
       x[r_[t][p]] = 1;
       if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 
 #include "plan/simulator.h"
@@ -45,10 +46,58 @@ std::vector<Segment> segments_of(const Graph& g, const CostModel& costs, const S
   return segments;
 }
 
+// Bytes over `budget`, summed over the instructions of a simulated plan.
+double excess_over(const SimulationResult& sim, int64_t budget) {
+  double excess = 0;
+  for (const SimulatedStep& step : sim.steps)
+    excess += static_cast<double>(std::max<int64_t>(0, step.peak_bytes - budget));
+  return excess;
+}
+
+// Profiled seconds of node `id`'s forward and backward under `c`.
+double node_seconds(const Graph& g, const CostModel& costs, const ScheduleChoices& c, int id) {
+  double seconds = costs.forward(g, id, c.forward[id]).seconds;
+  const auto parts = backward_parts(g, g.node(id));
+  for (size_t k = 0; k < parts.size() && k < c.backward[id].size(); ++k)
+    seconds += costs.backward(g, id, parts[k], c.backward[id][k]).seconds;
+  return seconds;
+}
+
+// Switches nodes of `c` to the implementations of `fastest`, the most seconds saved first,
+// each only where the simulated peak stays within `budget` (bytes) and the plan gets
+// faster. `plan` and `sim` are `c`'s and are replaced by the result's.
+void upgrade_implementations(const Graph& g, const CostModel& costs, const ScheduleChoices& fastest,
+                             int64_t budget, const std::function<bool()>& out_of_time,
+                             ScheduleChoices* c, Plan* plan, SimulationResult* sim) {
+  const int64_t peak_allowed = std::max(budget, sim->peak_bytes);
+  double excess = excess_over(*sim, budget);
+  std::vector<std::pair<double, int>> savings;
+  for (const auto& n : g.nodes()) {
+    if (c->forward[n.id] == fastest.forward[n.id] && c->backward[n.id] == fastest.backward[n.id])
+      continue;
+    const double saved = node_seconds(g, costs, *c, n.id) - node_seconds(g, costs, fastest, n.id);
+    if (saved > 0) savings.push_back({saved, n.id});
+  }
+  std::stable_sort(savings.begin(), savings.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [saved, id] : savings) {
+    if (out_of_time()) break;
+    ScheduleChoices trial = *c;
+    trial.forward[id] = fastest.forward[id];
+    trial.backward[id] = fastest.backward[id];
+    Plan p = build_schedule(g, trial, plan->planner);
+    const SimulationResult s = simulate(g, p, costs);
+    if (s.peak_bytes > peak_allowed || s.seconds >= sim->seconds) continue;
+    const double e = excess_over(s, budget);
+    if (e > excess) continue;
+    excess = e, *c = std::move(trial), *plan = std::move(p), *sim = s;
+  }
+}
+
 }  // namespace
 
-std::vector<Plan> segment_keeping_plans(const Graph& g, const CostModel& costs,
-                                        const SegmentKeepingOptions& o) {
+SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs,
+                                          const SegmentKeepingOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   const auto out_of_time = [&] {
@@ -65,16 +114,22 @@ std::vector<Plan> segment_keeping_plans(const Graph& g, const CostModel& costs,
       mixed.forward[n.id] = fastest.forward[n.id];
       mixed.backward[n.id] = fastest.backward[n.id];
     }
-  std::vector<Plan> best_plans;
+  SegmentKeepingPlans out;
   for (const ScheduleChoices& family : {mixed, lean, fastest}) {
-    Plan best;
-    double best_seconds = 0;
-    for (size_t k : checkpoint_counts(g)) {
+    Plan best, smallest;
+    ScheduleChoices best_choices, smallest_choices;
+    SimulationResult best_sim, smallest_sim;
+    // Store-all (nothing dropped), then checkpointing at each count.
+    std::vector<std::vector<bool>> drops = {std::vector<bool>(g.values().size(), false)};
+    for (size_t k : checkpoint_counts(g)) drops.push_back(checkpoint_drops(g, k));
+    for (std::vector<bool>& drop : drops) {
       if (out_of_time()) break;
       ScheduleChoices c = family;
-      c.drop_after_forward = checkpoint_drops(g, k);
+      c.drop_after_forward = std::move(drop);
       Plan plan = build_schedule(g, c, "segment-keeping");
       SimulationResult sim = simulate(g, plan, costs);
+      if (smallest.program.empty() || sim.peak_bytes < smallest_sim.peak_bytes)
+        smallest = plan, smallest_choices = c, smallest_sim = sim;
       if (sim.peak_bytes > o.budget_bytes) continue;
       // Whole segments first, then single activations of the segments that did not fit.
       for (const bool single : {false, true})
@@ -89,12 +144,20 @@ std::vector<Plan> segment_keeping_plans(const Graph& g, const CostModel& costs,
             for (int v : s.values) c.drop_after_forward[v] = true;
           }
         }
-      if (best.program.empty() || sim.seconds < best_seconds)
-        best = std::move(plan), best_seconds = sim.seconds;
+      if (best.program.empty() || sim.seconds < best_sim.seconds)
+        best = std::move(plan), best_choices = c, best_sim = sim;
     }
-    if (!best.program.empty()) best_plans.push_back(std::move(best));
+    if (best.program.empty() && !smallest.program.empty()) {
+      upgrade_implementations(g, costs, fastest, o.budget_bytes, out_of_time, &smallest_choices,
+                              &smallest, &smallest_sim);
+      out.over_budget.push_back(std::move(smallest));
+    }
+    if (best.program.empty()) continue;
+    upgrade_implementations(g, costs, fastest, o.budget_bytes, out_of_time, &best_choices, &best,
+                            &best_sim);
+    out.within_budget.push_back(std::move(best));
   }
-  return best_plans;
+  return out;
 }
 
 }  // namespace monet

@@ -1,11 +1,15 @@
 // Segment keeping: a fast heuristic for plans under a budget. Checkpointing recomputes
 // every segment between two kept activations once; where the budget leaves room, keeping
-// a whole segment from the forward pass instead saves its recomputation. Starting from each
-// checkpointing plan (checkpoint_family's schedules, with memory-lean and with fastest
-// implementations) whose simulated peak fits the budget, segments are kept one at a time,
-// the most recomputation time saved per byte first, each only if the simulated peak stays
-// within the budget. The plans it returns serve as warm starts of the MONeT program at
-// budgets where uniform checkpointing recomputes far more than it must.
+// a whole segment from the forward pass instead saves its recomputation. Starting from
+// store-all and each checkpointing plan (checkpoint_family's schedules, with memory-lean,
+// fastest, and memory-lean-but-fastest-convolution implementations) whose simulated peak
+// fits the budget, segments are kept one at a time, the most recomputation time saved per
+// byte first, each only if the simulated peak stays within the budget. Then implementation
+// upgrading: operators switch to their fastest implementations, the most seconds saved
+// first, each only if the peak stays within the budget. The plans it returns serve as warm
+// starts of the MONeT program at budgets where uniform checkpointing recomputes far more
+// than it must, and (upgraded without raising the peak) as starting points where no
+// checkpointing plan fits.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +26,18 @@ struct SegmentKeepingOptions {
   double time_limit_seconds = 10;  // wall-clock limit of the whole search (seconds)
 };
 
-/// For each implementation family, the fastest (simulated seconds) plan found; empty when
-/// no checkpointing plan fits the budget.
-std::vector<Plan> segment_keeping_plans(const Graph& graph, const CostModel& costs,
-                                        const SegmentKeepingOptions& options);
+struct SegmentKeepingPlans {
+  /// For each implementation family, the fastest (simulated seconds) plan found within the
+  /// budget; empty when no checkpointing plan fits.
+  std::vector<Plan> within_budget;
+  /// For each family none of whose checkpointing plans fits: the one of smallest peak, its
+  /// implementations upgraded as above without raising the peak or the bytes over the
+  /// budget. Starting points for a search that lowers the excess (the elastic program).
+  std::vector<Plan> over_budget;
+};
+
+/// Segment keeping and implementation upgrading for each implementation family.
+SegmentKeepingPlans segment_keeping_plans(const Graph& graph, const CostModel& costs,
+                                          const SegmentKeepingOptions& options);
 
 }  // namespace monet
