@@ -179,21 +179,22 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     for (Plan& p : keeping.over_budget) elastic_starts.push_back(std::move(p));
     const double keeping_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tk).count();
-    solver.time_limit_seconds -= keeping_seconds;
     if (o.solver.progress)
       std::fprintf(stderr, "planner: segment keeping took %.1f s\n", keeping_seconds);
     std::string warm_name = warm_start(program, g, costs, &solver, warm_plans);
     if (warm_name.empty() && neighbourhood_search_applies(program.milp(), o.solver)) {
-      const auto t = std::chrono::steady_clock::now();
       for (const Plan& p : plan_within(g, costs, o.mode, budget, o.solver, elastic_starts)) {
         std::vector<double> x = program.assignment_of(p, /*nearest=*/true);
         if (x.empty() || !program.milp().satisfies(x)) continue;
         solver.warm_start = std::move(x);
         warm_name = "the elastic search's plan";
       }
-      solver.time_limit_seconds -=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     }
+    // What is left of the time limit after building the program, segment keeping and the
+    // elastic search, less a second for decoding and simulating the solution.
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    solver.time_limit_seconds = std::max(1.0, o.solver.time_limit_seconds - elapsed - 1.0);
     if (o.solver.progress)
       std::fprintf(
           stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
