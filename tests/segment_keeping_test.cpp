@@ -1,10 +1,14 @@
 // Segment keeping and the elastic MONeT program on tiny zoo models: segment-keeping plans
 // fit their budget as simulated and as measured, match autograd, and are no slower than
-// the lean planner's at the same budget; the elastic program accepts every plan, charges
-// the excess of one above the budget, and its optimum has no excess where a plan fits.
+// the lean planner's at the same budget; below every checkpointing plan's peak, its
+// upgraded starting points are no larger and no slower than the smallest lean plan; the
+// elastic program accepts every plan, charges the excess of one above the budget, and its
+// optimum has no excess where a plan fits; nearest assignments express GoogLeNet's
+// checkpointing plans, and the MONeT planner is no slower than segment keeping.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
@@ -88,14 +92,30 @@ INSTANTIATE_TEST_SUITE_P(Zoo, SegmentKeepingOnTinyModel,
                              {"resnet18", "vgg11", "unet", "googlenet", "mobilenet_v2"})),
                          [](const auto& info) { return info.param.name; });
 
+// A tiny zoo model, its quick profile, the halfway budget, and the elastic program at it.
+struct TinyElasticProgram {
+  explicit TinyElasticProgram(const std::string& name)
+      : g(graph_of(name)),
+        costs(testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1))),
+        budget(testing::halfway_budget(g, costs)),
+        program(g, costs, MonetMode::kAll, budget, /*elastic=*/true) {}
+  static Graph graph_of(const std::string& name) {
+    MemoryTracker::install();
+    const auto tiny = testing::tiny_models_named({name});
+    return build_zoo_model(tiny[0].name, tiny[0].config);
+  }
+  const Graph g;
+  const CostModel costs;
+  const int64_t budget;
+  const MonetProgram program;
+};
+
 TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
-  MemoryTracker::install();
-  const auto tiny = testing::tiny_models_named({"unet"});
-  const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
-  const ModelState state = ModelState::initialize(g, 0);
-  const CostModel costs = testing::quick_profile(g, state, make_batch(g, 1));
-  const int64_t budget = testing::halfway_budget(g, costs);
-  const MonetProgram program(g, costs, MonetMode::kAll, budget, /*elastic=*/true);
+  const TinyElasticProgram t("unet");
+  const Graph& g = t.g;
+  const CostModel& costs = t.costs;
+  const int64_t budget = t.budget;
+  const MonetProgram& program = t.program;
 
   // Store-all is above the budget: feasible, with excess.
   const std::vector<double> above = program.assignment_of(store_all_plan(g));
@@ -125,25 +145,17 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
     EXPECT_LE(simulate(g, program.decode(r.values), costs).peak_bytes, budget);
 }
 
-}  // namespace
-}  // namespace monet
-
-namespace monet {
-namespace {
-
 // GoogLeNet's inception branches recompute max-pools whose chosen forward emits an
 // intermediate (argmax indices), which the program never recomputes with: the exact
 // assignment is empty, the nearest one (the program's own recomputation) is a plan the
 // program accepts. The MONeT planner starts from it, and returns no slower a plan than
 // segment keeping's.
 TEST(MonetProgram, NearestAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
-  MemoryTracker::install();
-  const auto tiny = testing::tiny_models_named({"googlenet"});
-  const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
-  const ModelState state = ModelState::initialize(g, 0);
-  const CostModel costs = testing::quick_profile(g, state, make_batch(g, 1));
-  const int64_t budget = testing::halfway_budget(g, costs);
-  const MonetProgram program(g, costs, MonetMode::kAll, budget, /*elastic=*/true);
+  const TinyElasticProgram t("googlenet");
+  const Graph& g = t.g;
+  const CostModel& costs = t.costs;
+  const int64_t budget = t.budget;
+  const MonetProgram& program = t.program;
   int inexact = 0;
   for (const Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) {
     const std::vector<double> nearest = program.assignment_of(p, /*nearest=*/true);
