@@ -40,10 +40,11 @@ TEST_P(SegmentKeepingOnTinyModel, FitsTheBudgetBeatsLeanAndMatchesAutograd) {
   const SimulationResult lean = simulate(g, best_lean_plan(g, costs, budget), costs);
   ASSERT_LE(lean.peak_bytes, budget);
 
-  const std::vector<Plan> plans = segment_keeping_plans(g, costs, {budget, 60}).within_budget;
+  const std::vector<SimulatedPlan> plans =
+      segment_keeping_plans(g, costs, {budget, 60}).within_budget;
   ASSERT_FALSE(plans.empty());
   double fastest = 1e300;
-  for (const Plan& plan : plans) {
+  for (const auto& [plan, simulated] : plans) {
     const SimulationResult sim = simulate(g, plan, costs);
     EXPECT_LE(sim.peak_bytes, budget);
     fastest = std::min(fastest, sim.seconds);
@@ -112,10 +113,7 @@ struct TinyElasticProgram {
 
 TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   const TinyElasticProgram t("unet");
-  const Graph& g = t.g;
-  const CostModel& costs = t.costs;
-  const int64_t budget = t.budget;
-  const MonetProgram& program = t.program;
+  const auto& [g, costs, budget, program] = t;
 
   // Store-all is above the budget: feasible, with excess.
   const std::vector<double> above = program.assignment_of(store_all_plan(g));
@@ -124,7 +122,9 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   EXPECT_GT(program.excess_of(above), 0);
   // A plan within the budget that the program can express: little or no excess (the
   // program's rows are upper bounds).
-  std::vector<Plan> candidates = segment_keeping_plans(g, costs, {budget, 60}).within_budget;
+  std::vector<Plan> candidates;
+  for (SimulatedPlan& k : segment_keeping_plans(g, costs, {budget, 60}).within_budget)
+    candidates.push_back(std::move(k.plan));
   for (Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) candidates.push_back(p);
   std::vector<double> within;
   for (const Plan& p : candidates)
@@ -152,10 +152,7 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
 // segment keeping's.
 TEST(MonetProgram, NearestAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
   const TinyElasticProgram t("googlenet");
-  const Graph& g = t.g;
-  const CostModel& costs = t.costs;
-  const int64_t budget = t.budget;
-  const MonetProgram& program = t.program;
+  const auto& [g, costs, budget, program] = t;
   int inexact = 0;
   for (const Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) {
     const std::vector<double> nearest = program.assignment_of(p, /*nearest=*/true);
@@ -171,7 +168,7 @@ TEST(MonetProgram, NearestAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);
   EXPECT_LE(r.predicted.peak_bytes, budget);
-  for (const Plan& p : segment_keeping_plans(g, costs, {budget, 60}).within_budget)
+  for (const auto& [p, simulated] : segment_keeping_plans(g, costs, {budget, 60}).within_budget)
     EXPECT_LE(r.predicted.seconds, simulate(g, p, costs).seconds * (1 + 1e-9));
   EXPECT_LT(testing::max_gradient_error(g, r.plan), 1e-9);
 }

@@ -137,22 +137,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
   // The fastest segment-keeping plan within the budget (by the simulator), returned when
   // the program finds none faster: the program's memory rows bound the simulated peak from
   // above, so they may reject it. Only in the mode that allows every implementation (its
-  // plans use any).
-  Plan heuristic;
-  SimulationResult heuristic_sim;
-  const auto prefer_heuristic = [&] {
-    if (heuristic.program.empty() ||
-        (result.found && result.predicted.seconds <= heuristic_sim.seconds))
-      return;
-    result.found = true;
-    result.from_segment_keeping = true;
-    result.plan = heuristic;
-    result.plan.planner = monet_mode_name(o.mode);
-    result.predicted = heuristic_sim;
-    result.objective_seconds = heuristic_sim.seconds;
-    if (std::isfinite(result.solve.bound))
-      result.solve.gap = (heuristic_sim.seconds - result.solve.bound) / heuristic_sim.seconds;
-  };
+  // plans use any). Segment keeping's budget never exceeds options.budget_bytes.
+  SimulatedPlan heuristic;
   int64_t budget = o.budget_bytes;
   for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
     MonetProgram program(g, costs, o.mode, budget);
@@ -166,23 +152,22 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     const auto tk = std::chrono::steady_clock::now();
     SegmentKeepingPlans keeping =
         segment_keeping_plans(g, costs, {budget, o.solver.time_limit_seconds / 10});
-    for (Plan& p : keeping.within_budget) {
-      SimulationResult sim = simulate(g, p, costs);
-      if (o.mode == MonetMode::kAll && sim.peak_bytes <= o.budget_bytes &&
-          (heuristic.program.empty() || sim.seconds < heuristic_sim.seconds))
-        heuristic = p, heuristic_sim = std::move(sim);
-      warm_plans.push_back(std::move(p));
+    for (SimulatedPlan& k : keeping.within_budget) {
+      if (o.mode == MonetMode::kAll &&
+          (heuristic.plan.program.empty() || k.simulated.seconds < heuristic.simulated.seconds))
+        heuristic = k;
+      warm_plans.push_back(std::move(k.plan));
     }
-    // Starting points of the elastic program: every plan above (the program's memory rows
-    // may reject what the simulator accepts) and those over the budget.
-    std::vector<Plan> elastic_starts = warm_plans;
-    for (Plan& p : keeping.over_budget) elastic_starts.push_back(std::move(p));
     const double keeping_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tk).count();
     if (o.solver.progress)
       std::fprintf(stderr, "planner: segment keeping took %.1f s\n", keeping_seconds);
     std::string warm_name = warm_start(program, g, costs, &solver, warm_plans);
     if (warm_name.empty() && neighbourhood_search_applies(program.milp(), o.solver)) {
+      // Starting points of the elastic program: the plans above (the program's memory rows
+      // may reject what the simulator accepts) and those over the budget.
+      std::vector<Plan> elastic_starts = std::move(warm_plans);
+      for (Plan& p : keeping.over_budget) elastic_starts.push_back(std::move(p));
       for (const Plan& p : plan_within(g, costs, o.mode, budget, o.solver, elastic_starts)) {
         std::vector<double> x = program.assignment_of(p, /*nearest=*/true);
         if (x.empty() || !program.milp().satisfies(x)) continue;
@@ -203,18 +188,14 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
           warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
     result.solve = solve_milp(program.milp(), solver);
     ++result.solves;
-    if (result.solve.values.empty()) {
-      prefer_heuristic();
-      return finish();
-    }
+    if (result.solve.values.empty()) break;
     result.plan = program.decode(result.solve.values);
     result.plan.planner = monet_mode_name(o.mode);
     result.objective_seconds = program.seconds_of(result.solve.values);
     result.predicted = simulate(g, result.plan, costs);
     if (result.predicted.peak_bytes <= o.budget_bytes) {
       result.found = true;
-      prefer_heuristic();
-      return finish();
+      break;
     }
     // The program's memory rows are upper bounds except where the simulator knows
     // better; lower the program's budget by the excess and solve again.
@@ -224,7 +205,17 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
                    static_cast<long long>(excess));
     budget -= excess + 4096;
   }
-  prefer_heuristic();
+  if (!heuristic.plan.program.empty() &&
+      (!result.found || heuristic.simulated.seconds < result.predicted.seconds)) {
+    result.found = true;
+    result.from_segment_keeping = true;
+    result.plan = std::move(heuristic.plan);
+    result.plan.planner = monet_mode_name(o.mode);
+    result.predicted = std::move(heuristic.simulated);
+    result.objective_seconds = result.predicted.seconds;
+    if (std::isfinite(result.solve.bound))
+      result.solve.gap = (result.objective_seconds - result.solve.bound) / result.objective_seconds;
+  }
   return finish();
 }
 

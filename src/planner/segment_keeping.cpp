@@ -5,7 +5,6 @@
 #include <functional>
 #include <map>
 
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/schedule_builder.h"
@@ -147,15 +146,16 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
       if (best.program.empty() || sim.seconds < best_sim.seconds)
         best = std::move(plan), best_choices = c, best_sim = sim;
     }
-    if (best.program.empty() && !smallest.program.empty()) {
+    if (best.program.empty()) {
+      if (smallest.program.empty()) continue;
       upgrade_implementations(g, costs, fastest, o.budget_bytes, out_of_time, &smallest_choices,
                               &smallest, &smallest_sim);
       out.over_budget.push_back(std::move(smallest));
+      continue;
     }
-    if (best.program.empty()) continue;
     upgrade_implementations(g, costs, fastest, o.budget_bytes, out_of_time, &best_choices, &best,
                             &best_sim);
-    out.within_budget.push_back(std::move(best));
+    out.within_budget.push_back({std::move(best), std::move(best_sim)});
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include "cost/cost_model.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
+#include "plan/simulator.h"
 
 namespace monet {
 
@@ -26,10 +27,16 @@ struct SegmentKeepingOptions {
   double time_limit_seconds = 10;  // wall-clock limit of the whole search (seconds)
 };
 
+/// A plan with its simulator replay.
+struct SimulatedPlan {
+  Plan plan;
+  SimulationResult simulated;
+};
+
 struct SegmentKeepingPlans {
   /// For each implementation family, the fastest (simulated seconds) plan found within the
   /// budget; empty when no checkpointing plan fits.
-  std::vector<Plan> within_budget;
+  std::vector<SimulatedPlan> within_budget;
   /// For each family none of whose checkpointing plans fits: the one of smallest peak, its
   /// implementations upgraded as above without raising the peak or the bytes over the
   /// budget. Starting points for a search that lowers the excess (the elastic program).
