@@ -155,4 +155,11 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
   return result;
 }
 
+double SimulationResult::bytes_over(int64_t budget_bytes) const {
+  double over = 0;
+  for (const SimulatedStep& step : steps)
+    over += static_cast<double>(std::max<int64_t>(0, step.peak_bytes - budget_bytes));
+  return over;
+}
+
 }  // namespace monet

@@ -35,6 +35,9 @@ struct SimulationResult {
   double forward_seconds = 0, recompute_seconds = 0, backward_seconds = 0;
   std::vector<SimulatedStep> steps;  // one per instruction
   int64_t peak_above_start() const { return peak_bytes - start_bytes; }
+  /// Bytes the instructions' peaks exceed `budget_bytes` by, summed over the instructions:
+  /// how far a plan is from a budget when several instructions reach its peak.
+  double bytes_over(int64_t budget_bytes) const;
 };
 
 /// Bytes live before an iteration: parameters, buffers, inputs and targets.

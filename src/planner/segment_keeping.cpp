@@ -6,6 +6,7 @@
 #include <map>
 
 #include "planner/baseline_plans.h"
+#include "planner/greedy_descent.h"
 #include "planner/lean_plans.h"
 #include "planner/schedule_builder.h"
 
@@ -45,14 +46,6 @@ std::vector<Segment> segments_of(const Graph& g, const CostModel& costs, const S
   return segments;
 }
 
-// Bytes over `budget`, summed over the instructions of a simulated plan.
-double excess_over(const SimulationResult& sim, int64_t budget) {
-  double excess = 0;
-  for (const SimulatedStep& step : sim.steps)
-    excess += static_cast<double>(std::max<int64_t>(0, step.peak_bytes - budget));
-  return excess;
-}
-
 // Profiled seconds of node `id`'s forward and backward under `c`.
 double node_seconds(const Graph& g, const CostModel& costs, const ScheduleChoices& c, int id) {
   double seconds = costs.forward(g, id, c.forward[id]).seconds;
@@ -69,7 +62,7 @@ void upgrade_implementations(const Graph& g, const CostModel& costs, const Sched
                              int64_t budget, const std::function<bool()>& out_of_time,
                              ScheduleChoices* c, Plan* plan, SimulationResult* sim) {
   const int64_t peak_allowed = std::max(budget, sim->peak_bytes);
-  double excess = excess_over(*sim, budget);
+  double excess = sim->bytes_over(budget);
   std::vector<std::pair<double, int>> savings;
   for (const auto& n : g.nodes()) {
     if (c->forward[n.id] == fastest.forward[n.id] && c->backward[n.id] == fastest.backward[n.id])
@@ -87,7 +80,7 @@ void upgrade_implementations(const Graph& g, const CostModel& costs, const Sched
     Plan p = build_schedule(g, trial, plan->planner);
     const SimulationResult s = simulate(g, p, costs);
     if (s.peak_bytes > peak_allowed || s.seconds >= sim->seconds) continue;
-    const double e = excess_over(s, budget);
+    const double e = s.bytes_over(budget);
     if (e > excess) continue;
     excess = e, *c = std::move(trial), *plan = std::move(p), *sim = s;
   }
@@ -99,9 +92,10 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
                                           const SegmentKeepingOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  const auto out_of_time = [&] {
-    return std::chrono::duration<double>(Clock::now() - t0).count() > o.time_limit_seconds;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
   };
+  const auto out_of_time = [&] { return seconds_since(t0) > o.time_limit_seconds; };
   const ScheduleChoices lean = lean_choices(g, costs);
   const ScheduleChoices fastest =
       implementation_choices(g, costs, ImplementationPreference::kFastest);
@@ -114,17 +108,34 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
       mixed.backward[n.id] = fastest.backward[n.id];
     }
   SegmentKeepingPlans out;
-  for (const ScheduleChoices& family : {mixed, lean, fastest}) {
+  const std::vector<const ScheduleChoices*> families = {&mixed, &lean, &fastest};
+  for (size_t f = 0; f < families.size(); ++f) {
+    const ScheduleChoices& family = *families[f];
+    // Greedy descent may take this family's share of the time left.
+    const double share = (o.time_limit_seconds - seconds_since(t0)) / double(families.size() - f);
+    const auto family_t0 = Clock::now();
+    const auto descent_out_of_time = [&] { return seconds_since(family_t0) > share; };
     Plan best, smallest;
     ScheduleChoices best_choices, smallest_choices;
     SimulationResult best_sim, smallest_sim;
-    // Store-all (nothing dropped), then checkpointing at each count.
-    std::vector<std::vector<bool>> drops = {std::vector<bool>(g.values().size(), false)};
-    for (size_t k : checkpoint_counts(g)) drops.push_back(checkpoint_drops(g, k));
-    for (std::vector<bool>& drop : drops) {
+    // Store-all (nothing dropped), then checkpointing at each count, then greedy descent
+    // (where store-all exceeds the budget).
+    std::vector<ScheduleChoices> starts = {family};
+    starts.front().drop_after_forward.assign(g.values().size(), false);
+    for (size_t k : checkpoint_counts(g)) {
+      starts.push_back(family);
+      starts.back().drop_after_forward = checkpoint_drops(g, k);
+    }
+    if (!out_of_time()) {
+      ScheduleChoices descent =
+          greedy_descent(g, costs, family, lean, o.budget_bytes, descent_out_of_time);
+      if (descent.forward != starts.front().forward ||
+          descent.backward != starts.front().backward ||
+          descent.drop_after_forward != starts.front().drop_after_forward)
+        starts.push_back(std::move(descent));
+    }
+    for (ScheduleChoices& c : starts) {
       if (out_of_time()) break;
-      ScheduleChoices c = family;
-      c.drop_after_forward = std::move(drop);
       Plan plan = build_schedule(g, c, "segment-keeping");
       SimulationResult sim = simulate(g, plan, costs);
       if (smallest.program.empty() || sim.peak_bytes < smallest_sim.peak_bytes)

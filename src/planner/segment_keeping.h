@@ -1,15 +1,16 @@
 // Segment keeping: a fast heuristic for plans under a budget. Checkpointing recomputes
 // every segment between two kept activations once; where the budget leaves room, keeping
-// a whole segment from the forward pass instead saves its recomputation. Starting from
-// store-all and each checkpointing plan (checkpoint_family's schedules, with memory-lean,
-// fastest, and memory-lean-but-fastest-convolution implementations) whose simulated peak
-// fits the budget, segments are kept one at a time, the most recomputation time saved per
-// byte first, each only if the simulated peak stays within the budget. Then implementation
-// upgrading: operators switch to their fastest implementations, the most seconds saved
-// first, each only if the peak stays within the budget. The plans it returns serve as warm
-// starts of the MONeT program at budgets where uniform checkpointing recomputes far more
-// than it must, and (upgraded without raising the peak) as starting points where no
-// checkpointing plan fits.
+// a whole segment from the forward pass instead saves its recomputation. For each family of
+// implementations (memory-lean, fastest, and memory-lean but fastest convolutions), it starts
+// from store-all, each checkpointing plan (checkpoint_family's schedules) and the plan greedy
+// descent reaches (greedy_descent.h; in a third of the time left per family). From those whose
+// simulated peak fits the budget, segments are kept one at a time, the most recomputation time
+// saved per byte first, each only if the simulated peak stays within the budget. Then
+// implementation upgrading: operators switch to their fastest implementations, the most
+// seconds saved first, each only if the peak stays within the budget. The plans it returns
+// serve as warm starts of the MONeT program at budgets where uniform checkpointing recomputes
+// far more than it must, and (upgraded without raising the peak) as starting points where no
+// plan of a family fits.
 #pragma once
 
 #include <cstdint>
