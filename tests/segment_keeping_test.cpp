@@ -72,7 +72,7 @@ TEST_P(SegmentKeepingOnTinyModel, OverBudgetStartsAreNoLargerThanLeanCheckpointi
   const int64_t budget = iteration_start_bytes(g);
 
   const SegmentKeepingPlans plans = segment_keeping_plans(g, costs, {budget, 60});
-  ASSERT_EQ(plans.over_budget.size(), 3u);  // one per family
+  ASSERT_GE(plans.over_budget.size(), 3u);  // one per family, and greedy descent's
   ASSERT_TRUE(plans.within_budget.empty());
   bool no_larger = false;  // the memory-lean family's start: no larger than its checkpointing
   for (const Plan& plan : plans.over_budget) {

@@ -243,7 +243,44 @@ class RelaxationStop : public ClpEventHandler {
   const std::atomic<bool>* stop_;
 };
 
+// Solves the LP relaxation loaded into `lp` within `limit` seconds (wall) or until `*stop`
+// (when not null) is set.
+RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, double limit,
+                                        const std::atomic<bool>* stop) {
+  const auto t0 = Clock::now();
+  lp->getModelPtr()->setMaximumWallSeconds(std::max(1.0, limit));
+  RelaxationStop handler(stop);
+  if (stop) lp->getModelPtr()->passInEventHandler(&handler);
+  lp->initialSolve();
+  lp->getModelPtr()->setMaximumWallSeconds(-1);
+  RelaxationBound r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.solved = lp->isProvenOptimal();
+  r.infeasible = lp->isProvenPrimalInfeasible();
+  if (r.solved) r.bound = lp->getObjValue();
+  return r;
+}
+
 }  // namespace
+
+void load_program(const Milp& m, OsiClpSolverInterface* lp) {
+  lp->messageHandler()->setLogLevel(0);
+  std::vector<int> starts = m.row_start_, lengths;
+  starts.push_back(static_cast<int>(m.indices_.size()));
+  for (int r = 0; r < m.rows(); ++r) lengths.push_back(starts[r + 1] - starts[r]);
+  const CoinPackedMatrix matrix(false, m.columns(), m.rows(), static_cast<int>(m.elements_.size()),
+                                m.elements_.data(), m.indices_.data(), starts.data(),
+                                lengths.data());
+  lp->loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
+                  m.row_ub_.data());
+}
+
+RelaxationBound solve_relaxation(const Milp& m, double time_limit_seconds,
+                                 const std::atomic<bool>* stop) {
+  OsiClpSolverInterface lp;
+  load_program(m, &lp);
+  return solve_loaded_relaxation(&lp, time_limit_seconds, stop);
+}
 
 bool neighbourhood_search_applies(const Milp& m, const MilpOptions& o) {
   return o.search == MilpSearch::kNeighbourhood ||
@@ -253,35 +290,30 @@ bool neighbourhood_search_applies(const Milp& m, const MilpOptions& o) {
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const auto t0 = Clock::now();
   MilpResult result;
+  bool lp_solved = false;
   OsiClpSolverInterface lp;
   std::atomic<bool> stop_relaxation(false);
-  // Loads the program into `lp` and solves its LP relaxation with CLP within the time
-  // limit (or until stop_relaxation is set); records bound and time. Returns whether the
+  // Solves the LP relaxation into `lp` within the time limit (or until stop_relaxation is
+  // set), or awaits the one under way; records bound and time. Returns whether the
   // relaxation is infeasible.
   const auto solve_relaxation = [&] {
-    lp.messageHandler()->setLogLevel(0);
-    std::vector<int> starts = m.row_start_, lengths;
-    starts.push_back(static_cast<int>(m.indices_.size()));
-    for (int r = 0; r < m.rows(); ++r) lengths.push_back(starts[r + 1] - starts[r]);
-    const CoinPackedMatrix matrix(false, m.columns(), m.rows(),
-                                  static_cast<int>(m.elements_.size()), m.elements_.data(),
-                                  m.indices_.data(), starts.data(), lengths.data());
-    lp.loadProblem(matrix, m.col_lb_.data(), m.col_ub_.data(), m.cost_.data(), m.row_lb_.data(),
-                   m.row_ub_.data());
-    lp.getModelPtr()->setMaximumWallSeconds(std::max(1.0, o.time_limit_seconds));
-    RelaxationStop stop(&stop_relaxation);
-    lp.getModelPtr()->passInEventHandler(&stop);
-    lp.initialSolve();
-    lp.getModelPtr()->setMaximumWallSeconds(-1);
-    result.lp_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (lp.isProvenOptimal()) result.lp_bound = lp.getObjValue();
-    return lp.isProvenPrimalInfeasible();
+    RelaxationBound r;
+    if (o.relaxation.valid()) {
+      r = o.relaxation.get();
+    } else {
+      load_program(m, &lp);
+      r = solve_loaded_relaxation(&lp, o.time_limit_seconds, &stop_relaxation);
+    }
+    result.lp_seconds = r.seconds;
+    if (r.solved) result.lp_bound = r.bound;
+    lp_solved = r.solved;
+    return r.infeasible;
   };
   const auto report_relaxation = [&](bool infeasible) {
     if (!o.progress) return;
     std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s, bound %.6g\n", result.lp_seconds,
                  infeasible               ? "infeasible"
-                 : lp.isProvenOptimal()   ? "solved"
+                 : lp_solved              ? "solved"
                  : stop_relaxation.load() ? "stopped with the search"
                                           : "stopped at the time limit",
                  result.lp_bound);
@@ -297,7 +329,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     std::atomic<double> bound(-std::numeric_limits<double>::infinity());
     auto relaxation = std::async(std::launch::async, [&] {
       const bool infeasible = solve_relaxation();
-      if (lp.isProvenOptimal()) bound = result.lp_bound;
+      if (lp_solved) bound = result.lp_bound;
       report_relaxation(infeasible);
     });
     NeighbourhoodSearch s =
@@ -314,15 +346,21 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   }
   // The LP relaxation first, with CLP: it is the certified lower bound, and CBC starts
   // its root from this basis (CBC's own initial solve of these programs spent minutes in
-  // primal clean-up; CLP's default solve takes seconds).
-  const bool infeasible = solve_relaxation();
+  // primal clean-up; CLP's default solve takes seconds). A relaxation under way elsewhere
+  // has no basis to give CBC: this one is solved here.
+  load_program(m, &lp);
+  const RelaxationBound root = solve_loaded_relaxation(&lp, o.time_limit_seconds, nullptr);
+  result.lp_seconds = root.seconds;
+  if (root.solved) result.lp_bound = root.bound;
+  lp_solved = root.solved;
+  const bool infeasible = root.infeasible;
   report_relaxation(infeasible);
   if (infeasible) {
     result.status = MilpStatus::kInfeasible;
     result.seconds = result.lp_seconds;
     return result;
   }
-  if (!lp.isProvenOptimal()) {
+  if (!lp_solved) {
     // The relaxation used the whole time limit. CBC would solve it again from scratch,
     // with no time limit on that solve (minutes on DenseNet-sized programs): stop here
     // with the warm start, if any.

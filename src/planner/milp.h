@@ -6,15 +6,20 @@
 // solution with the solve statistics.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
+
+class OsiClpSolverInterface;  // CLP's solver interface (COIN-OR)
 
 namespace monet {
 
 struct MilpOptions;
 struct MilpResult;
+struct RelaxationBound;
 
 class Milp {
  public:
@@ -52,6 +57,7 @@ class Milp {
 
  private:
   friend MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
+  friend void load_program(const Milp& milp, OsiClpSolverInterface* lp);
 
   /// Whether solve_milp() searches `milp` by neighbourhood search under `options.search`
   /// (the warm start aside): kNeighbourhood, or kAuto on a large program.
@@ -77,6 +83,19 @@ enum class MilpSearch {
                    // agree on are fixed (see neighbourhood_search.h)
 };
 
+/// The optimum of a Milp's LP relaxation: a certified lower bound on its optimum.
+struct RelaxationBound {
+  bool solved = false;      // to optimality (else: time limit, stopped or infeasible)
+  bool infeasible = false;  // proven primal infeasible
+  double bound = 0;         // the LP optimum when solved
+  double seconds = 0;       // wall time of the solve
+};
+
+/// Solves the LP relaxation of `milp` with CLP within `time_limit_seconds` (wall clock), or
+/// until `*stop` (when not null) is set.
+RelaxationBound solve_relaxation(const Milp& milp, double time_limit_seconds,
+                                 const std::atomic<bool>* stop);
+
 struct MilpOptions {
   double time_limit_seconds = 60;  // wall-clock limit of LP relaxation and branch and bound
   double relative_gap = 1e-4;      // stop when (incumbent - bound) / |incumbent| <= this
@@ -91,6 +110,10 @@ struct MilpOptions {
   double stop_objective = -1e300;
   /// A feasible assignment of every column to start from (empty: none).
   std::vector<double> warm_start;
+  /// Neighbourhood search only: the LP relaxation, already under way (e.g. started beside
+  /// the heuristics that found the warm start), whose bound the search awaits instead of
+  /// solving the relaxation itself. Invalid: solve_milp solves it.
+  std::shared_future<RelaxationBound> relaxation;
 };
 
 enum class MilpStatus { kOptimal, kFeasible, kInfeasible, kNoSolution };

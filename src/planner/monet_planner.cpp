@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <stdexcept>
 #include <string>
 
@@ -74,6 +75,10 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, MonetMode 
   o.search = MilpSearch::kNeighbourhood;
   o.time_limit_seconds = solver.time_limit_seconds / 2;
   o.column_positions = program.column_positions();
+  // No bound wanted (the search stops at excess 0): no LP relaxation beside it.
+  std::promise<RelaxationBound> none;
+  none.set_value({});
+  o.relaxation = none.get_future().share();
   const std::string warm = warm_start(program, g, costs, &o, starts);
   if (warm.empty()) return {};
   // Stop at excess 0 (the objective is then the time term alone), allowing for a plan up to
@@ -129,9 +134,12 @@ const char* monet_mode_name(MonetMode mode) {
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
+  const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   MonetResult result;
   const auto finish = [&] {
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result.seconds = seconds_since(t0);
     return result;
   };
   // The fastest segment-keeping plan within the budget (by the simulator), returned when
@@ -146,20 +154,28 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.program_budget = budget;
     MilpOptions solver = o.solver;
     solver.column_positions = program.column_positions();
+    // The LP relaxation (the certified bound; 17 to 50 s on the largest programs) on a
+    // thread of its own from now, beside the heuristics below, when the solve will be a
+    // neighbourhood search (which only needs its bound).
+    if (neighbourhood_search_applies(program.milp(), o.solver)) {
+      const double limit = std::max(1.0, o.solver.time_limit_seconds - seconds_since(t0) - 1.0);
+      solver.relaxation = std::async(std::launch::async, [&program, limit] {
+                            return solve_relaxation(program.milp(), limit, nullptr);
+                          }).share();
+    }
     // Heuristic plans that keep whole segments where the budget leaves room, in at most a
     // tenth of the time limit.
     std::vector<Plan> warm_plans = o.warm_plans;
     const auto tk = std::chrono::steady_clock::now();
     SegmentKeepingPlans keeping =
-        segment_keeping_plans(g, costs, {budget, o.solver.time_limit_seconds / 10});
+        segment_keeping_plans(g, costs, {budget, o.solver.time_limit_seconds / 6});
     for (SimulatedPlan& k : keeping.within_budget) {
       if (o.mode == MonetMode::kAll &&
           (heuristic.plan.program.empty() || k.simulated.seconds < heuristic.simulated.seconds))
         heuristic = k;
       warm_plans.push_back(std::move(k.plan));
     }
-    const double keeping_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - tk).count();
+    const double keeping_seconds = seconds_since(tk);
     if (o.solver.progress)
       std::fprintf(stderr, "planner: segment keeping took %.1f s\n", keeping_seconds);
     std::string warm_name = warm_start(program, g, costs, &solver, warm_plans);
@@ -177,9 +193,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     }
     // What is left of the time limit after building the program, segment keeping and the
     // elastic search, less a second for decoding and simulating the solution.
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    solver.time_limit_seconds = std::max(1.0, o.solver.time_limit_seconds - elapsed - 1.0);
+    solver.time_limit_seconds =
+        std::max(1.0, o.solver.time_limit_seconds - seconds_since(t0) - 1.0);
     if (o.solver.progress)
       std::fprintf(
           stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -86,6 +88,49 @@ void upgrade_implementations(const Graph& g, const CostModel& costs, const Sched
   }
 }
 
+// Segment keeping from `starts` (choices of one implementation family), then implementation
+// upgrading towards `fastest`: adds to `out` the fastest plan within `budget`, or when none
+// of the starts fits, the one of smallest peak.
+void search_from(const Graph& g, const CostModel& costs, const ScheduleChoices& fastest,
+                 int64_t budget, std::vector<ScheduleChoices> starts,
+                 const std::function<bool()>& out_of_time, SegmentKeepingPlans* out) {
+  Plan best, smallest;
+  ScheduleChoices best_choices, smallest_choices;
+  SimulationResult best_sim, smallest_sim;
+  for (ScheduleChoices& c : starts) {
+    if (out_of_time()) break;
+    Plan plan = build_schedule(g, c, "segment-keeping");
+    SimulationResult sim = simulate(g, plan, costs);
+    if (smallest.program.empty() || sim.peak_bytes < smallest_sim.peak_bytes)
+      smallest = plan, smallest_choices = c, smallest_sim = sim;
+    if (sim.peak_bytes > budget) continue;
+    // Whole segments first, then single activations of the segments that did not fit.
+    for (const bool single : {false, true})
+      for (const Segment& s : segments_of(g, costs, c, single)) {
+        if (out_of_time()) break;
+        for (int v : s.values) c.drop_after_forward[v] = false;
+        Plan kept = build_schedule(g, c, "segment-keeping");
+        const SimulationResult ks = simulate(g, kept, costs);
+        if (ks.peak_bytes <= budget) {
+          plan = std::move(kept), sim = ks;
+        } else {
+          for (int v : s.values) c.drop_after_forward[v] = true;
+        }
+      }
+    if (best.program.empty() || sim.seconds < best_sim.seconds)
+      best = std::move(plan), best_choices = c, best_sim = sim;
+  }
+  if (best.program.empty()) {
+    if (smallest.program.empty()) return;
+    upgrade_implementations(g, costs, fastest, budget, out_of_time, &smallest_choices, &smallest,
+                            &smallest_sim);
+    out->over_budget.push_back(std::move(smallest));
+    return;
+  }
+  upgrade_implementations(g, costs, fastest, budget, out_of_time, &best_choices, &best, &best_sim);
+  out->within_budget.push_back({std::move(best), std::move(best_sim)});
+}
+
 }  // namespace
 
 SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs,
@@ -96,6 +141,7 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto out_of_time = [&] { return seconds_since(t0) > o.time_limit_seconds; };
+  const auto first_out_of_time = [&] { return seconds_since(t0) > 0.6 * o.time_limit_seconds; };
   const ScheduleChoices lean = lean_choices(g, costs);
   const ScheduleChoices fastest =
       implementation_choices(g, costs, ImplementationPreference::kFastest);
@@ -109,64 +155,27 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
     }
   SegmentKeepingPlans out;
   const std::vector<const ScheduleChoices*> families = {&mixed, &lean, &fastest};
-  for (size_t f = 0; f < families.size(); ++f) {
-    const ScheduleChoices& family = *families[f];
-    // Greedy descent may take this family's share of the time left.
-    const double share = (o.time_limit_seconds - seconds_since(t0)) / double(families.size() - f);
-    const auto family_t0 = Clock::now();
-    const auto descent_out_of_time = [&] { return seconds_since(family_t0) > share; };
-    Plan best, smallest;
-    ScheduleChoices best_choices, smallest_choices;
-    SimulationResult best_sim, smallest_sim;
-    // Store-all (nothing dropped), then checkpointing at each count, then greedy descent
-    // (where store-all exceeds the budget).
-    std::vector<ScheduleChoices> starts = {family};
+  // Store-all (nothing dropped) and checkpointing at each count, per family.
+  for (const ScheduleChoices* family : families) {
+    std::vector<ScheduleChoices> starts = {*family};
     starts.front().drop_after_forward.assign(g.values().size(), false);
     for (size_t k : checkpoint_counts(g)) {
-      starts.push_back(family);
+      starts.push_back(*family);
       starts.back().drop_after_forward = checkpoint_drops(g, k);
     }
-    if (!out_of_time()) {
-      ScheduleChoices descent =
-          greedy_descent(g, costs, family, lean, o.budget_bytes, descent_out_of_time);
-      if (descent.forward != starts.front().forward ||
-          descent.backward != starts.front().backward ||
-          descent.drop_after_forward != starts.front().drop_after_forward)
-        starts.push_back(std::move(descent));
-    }
-    for (ScheduleChoices& c : starts) {
-      if (out_of_time()) break;
-      Plan plan = build_schedule(g, c, "segment-keeping");
-      SimulationResult sim = simulate(g, plan, costs);
-      if (smallest.program.empty() || sim.peak_bytes < smallest_sim.peak_bytes)
-        smallest = plan, smallest_choices = c, smallest_sim = sim;
-      if (sim.peak_bytes > o.budget_bytes) continue;
-      // Whole segments first, then single activations of the segments that did not fit.
-      for (const bool single : {false, true})
-        for (const Segment& s : segments_of(g, costs, c, single)) {
-          if (out_of_time()) break;
-          for (int v : s.values) c.drop_after_forward[v] = false;
-          Plan kept = build_schedule(g, c, "segment-keeping");
-          const SimulationResult ks = simulate(g, kept, costs);
-          if (ks.peak_bytes <= o.budget_bytes) {
-            plan = std::move(kept), sim = ks;
-          } else {
-            for (int v : s.values) c.drop_after_forward[v] = true;
-          }
-        }
-      if (best.program.empty() || sim.seconds < best_sim.seconds)
-        best = std::move(plan), best_choices = c, best_sim = sim;
-    }
-    if (best.program.empty()) {
-      if (smallest.program.empty()) continue;
-      upgrade_implementations(g, costs, fastest, o.budget_bytes, out_of_time, &smallest_choices,
-                              &smallest, &smallest_sim);
-      out.over_budget.push_back(std::move(smallest));
-      continue;
-    }
-    upgrade_implementations(g, costs, fastest, o.budget_bytes, out_of_time, &best_choices, &best,
-                            &best_sim);
-    out.within_budget.push_back({std::move(best), std::move(best_sim)});
+    search_from(g, costs, fastest, o.budget_bytes, starts, first_out_of_time, &out);
+  }
+  // Then greedy descent from store-all, per family, in a share of the time left.
+  for (size_t f = 0; f < families.size() && !out_of_time(); ++f) {
+    const double share = (o.time_limit_seconds - seconds_since(t0)) / double(families.size() - f);
+    const auto family_t0 = Clock::now();
+    ScheduleChoices descent = greedy_descent(g, costs, *families[f], lean, o.budget_bytes,
+                                             [&] { return seconds_since(family_t0) > share; });
+    ScheduleChoices store_all = *families[f];
+    store_all.drop_after_forward.assign(g.values().size(), false);
+    if (descent.forward != store_all.forward || descent.backward != store_all.backward ||
+        descent.drop_after_forward != store_all.drop_after_forward)
+      search_from(g, costs, fastest, o.budget_bytes, {descent}, out_of_time, &out);
   }
   return out;
 }

@@ -2,15 +2,15 @@
 // every segment between two kept activations once; where the budget leaves room, keeping
 // a whole segment from the forward pass instead saves its recomputation. For each family of
 // implementations (memory-lean, fastest, and memory-lean but fastest convolutions), it starts
-// from store-all, each checkpointing plan (checkpoint_family's schedules) and the plan greedy
-// descent reaches (greedy_descent.h; in a third of the time left per family). From those whose
-// simulated peak fits the budget, segments are kept one at a time, the most recomputation time
-// saved per byte first, each only if the simulated peak stays within the budget. Then
-// implementation upgrading: operators switch to their fastest implementations, the most
-// seconds saved first, each only if the peak stays within the budget. The plans it returns
-// serve as warm starts of the MONeT program at budgets where uniform checkpointing recomputes
-// far more than it must, and (upgraded without raising the peak) as starting points where no
-// plan of a family fits.
+// from store-all and each checkpointing plan (checkpoint_family's schedules), in at most 60%
+// of the time limit; then, per family, from the plan greedy descent reaches (greedy_descent.h;
+// in an equal share of the time left). From the starts whose simulated peak fits the budget,
+// segments are kept one at a time, the most recomputation time saved per byte first, each
+// only if the simulated peak stays within the budget. Then implementation upgrading:
+// operators switch to their fastest implementations, the most seconds saved first, each only
+// if the peak stays within the budget. The plans it returns serve as warm starts of the MONeT
+// program at budgets where uniform checkpointing recomputes far more than it must, and
+// (upgraded without raising the peak) as starting points where none of a search's starts fits.
 #pragma once
 
 #include <cstdint>
@@ -35,10 +35,11 @@ struct SimulatedPlan {
 };
 
 struct SegmentKeepingPlans {
-  /// For each implementation family, the fastest (simulated seconds) plan found within the
-  /// budget; empty when no checkpointing plan fits.
+  /// For each implementation family, and for each greedy descent, the fastest (simulated
+  /// seconds) plan found within the budget.
   std::vector<SimulatedPlan> within_budget;
-  /// For each family none of whose checkpointing plans fits: the one of smallest peak, its
+  /// For each family none of whose checkpointing plans fits, and each greedy descent that
+  /// ends above the budget: the plan of smallest peak, its
   /// implementations upgraded as above without raising the peak or the bytes over the
   /// budget. Starting points for a search that lowers the excess (the elastic program).
   std::vector<Plan> over_budget;
