@@ -293,16 +293,16 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   bool lp_solved = false;
   OsiClpSolverInterface lp;
   std::atomic<bool> stop_relaxation(false);
-  // Solves the LP relaxation into `lp` within the time limit (or until stop_relaxation is
-  // set), or awaits the one under way; records bound and time. Returns whether the
-  // relaxation is infeasible.
-  const auto solve_relaxation = [&] {
+  // Loads the program into `lp` and solves its LP relaxation within the time limit (or
+  // until `stop`, when not null, is set); records bound and time. Returns whether the
+  // relaxation is infeasible. `awaited`: the relaxation under way elsewhere, if any, instead.
+  const auto solve_lp = [&](const std::atomic<bool>* stop, bool awaited) {
     RelaxationBound r;
-    if (o.relaxation.valid()) {
+    if (awaited && o.relaxation.valid()) {
       r = o.relaxation.get();
     } else {
       load_program(m, &lp);
-      r = solve_loaded_relaxation(&lp, o.time_limit_seconds, &stop_relaxation);
+      r = solve_loaded_relaxation(&lp, o.time_limit_seconds, stop);
     }
     result.lp_seconds = r.seconds;
     if (r.solved) result.lp_bound = r.bound;
@@ -328,7 +328,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     // neighbourhood search improves the warm start on this one.
     std::atomic<double> bound(-std::numeric_limits<double>::infinity());
     auto relaxation = std::async(std::launch::async, [&] {
-      const bool infeasible = solve_relaxation();
+      const bool infeasible = solve_lp(&stop_relaxation, /*awaited=*/true);
       if (lp_solved) bound = result.lp_bound;
       report_relaxation(infeasible);
     });
@@ -348,12 +348,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   // its root from this basis (CBC's own initial solve of these programs spent minutes in
   // primal clean-up; CLP's default solve takes seconds). A relaxation under way elsewhere
   // has no basis to give CBC: this one is solved here.
-  load_program(m, &lp);
-  const RelaxationBound root = solve_loaded_relaxation(&lp, o.time_limit_seconds, nullptr);
-  result.lp_seconds = root.seconds;
-  if (root.solved) result.lp_bound = root.bound;
-  lp_solved = root.solved;
-  const bool infeasible = root.infeasible;
+  const bool infeasible = solve_lp(nullptr, /*awaited=*/false);
   report_relaxation(infeasible);
   if (infeasible) {
     result.status = MilpStatus::kInfeasible;
