@@ -1,5 +1,6 @@
 // max_gradient_error: the executor's gradients under a plan against the autograd
-// baseline's, from the same weights and batch.
+// baseline's, from the same weights and batch; expect_runs_as_simulated: that, and the
+// measured peak against the simulator's.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/simulator.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
 
@@ -78,6 +80,17 @@ inline double max_gradient_error(const Graph& g, const Plan& plan,
     worst = std::max(worst, err);
   }
   return worst;
+}
+
+/// Runs `plan` once from `state` on `batch` and expects its measured peak above the
+/// iteration start to be `simulated`'s (bytes), and its gradients to match autograd's.
+inline void expect_runs_as_simulated(const Graph& g, const ModelState& state, const Batch& batch,
+                                     const Plan& plan, const SimulationResult& simulated) {
+  ModelState s = state.clone();
+  Executor executor(g, s, plan);
+  const ExecutionResult run = executor.run(batch);
+  EXPECT_EQ(run.peak_bytes - run.start_bytes, simulated.peak_above_start()) << plan.planner;
+  EXPECT_LT(max_gradient_error(g, plan), 1e-9) << plan.planner;
 }
 
 }  // namespace monet::testing

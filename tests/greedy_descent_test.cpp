@@ -15,7 +15,6 @@
 #include "planner/greedy_descent.h"
 #include "planner/lean_plans.h"
 #include "quick_profile.h"
-#include "runtime/executor.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -50,11 +49,7 @@ TEST_P(GreedyDescentOnTinyModel, ReachesTheBudgetAndMatchesAutograd) {
       build_schedule(g, greedy_descent(g, costs, fastest, lean, budget, kNever), "descent");
   const SimulationResult sim = simulate(g, plan, costs);
   EXPECT_LE(sim.peak_bytes, budget);
-  ModelState s = state.clone();
-  Executor executor(g, s, plan);
-  const ExecutionResult run = executor.run(batch);
-  EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start());
-  EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
+  testing::expect_runs_as_simulated(g, state, batch, plan, sim);
   std::cout << GetParam().name << ": budget " << budget << " B, store-all " << all.peak_bytes
             << " B " << all.seconds << " s; descent " << sim.peak_bytes << " B " << sim.seconds
             << " s\n";

@@ -11,7 +11,6 @@
 #include "planner/lean_plans.h"
 #include "planner/monet_program.h"
 #include "quick_profile.h"
-#include "runtime/executor.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -41,11 +40,7 @@ TEST_P(LeanOnTinyModel, SavesMemoryFitsBudgetsAndMatchesAutograd) {
     const Plan plan = best_lean_plan(g, costs, budget);
     const SimulationResult sim = simulate(g, plan, costs);
     EXPECT_LE(sim.peak_bytes, budget);
-    ModelState s = state.clone();
-    Executor executor(g, s, plan);
-    const ExecutionResult run = executor.run(batch);
-    EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start());
-    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
+    testing::expect_runs_as_simulated(g, state, batch, plan, sim);
     // Where the program can express the plan (assignment_of does not cover every
     // in-place pattern), it accepts it at the plan's own peak: a valid warm start. Known
     // discrepancy: on some plans (tiny ResNet-50/101/152, depending on which plan the

@@ -20,7 +20,6 @@
 #include "planner/monet_program.h"
 #include "planner/segment_keeping.h"
 #include "quick_profile.h"
-#include "runtime/executor.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -48,11 +47,7 @@ TEST_P(SegmentKeepingOnTinyModel, FitsTheBudgetBeatsLeanAndMatchesAutograd) {
     const SimulationResult sim = simulate(g, plan, costs);
     EXPECT_LE(sim.peak_bytes, budget);
     fastest = std::min(fastest, sim.seconds);
-    ModelState s = state.clone();
-    Executor executor(g, s, plan);
-    const ExecutionResult run = executor.run(batch);
-    EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start());
-    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
+    testing::expect_runs_as_simulated(g, state, batch, plan, sim);
   }
   // The lean planner's plan is a starting point of the search, which only removes
   // recomputations.
@@ -79,11 +74,7 @@ TEST_P(SegmentKeepingOnTinyModel, OverBudgetStartsAreNoLargerThanLeanCheckpointi
     const SimulationResult sim = simulate(g, plan, costs);
     EXPECT_GT(sim.peak_bytes, budget);
     no_larger = no_larger || sim.peak_bytes <= smallest.peak_bytes;
-    ModelState s = state.clone();
-    Executor executor(g, s, plan);
-    const ExecutionResult run = executor.run(batch);
-    EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start());
-    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
+    testing::expect_runs_as_simulated(g, state, batch, plan, sim);
   }
   EXPECT_TRUE(no_larger);
 }
