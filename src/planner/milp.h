@@ -112,7 +112,8 @@ struct MilpOptions {
   std::vector<double> warm_start;
   /// Neighbourhood search only: the LP relaxation, already under way (e.g. started beside
   /// the heuristics that found the warm start), whose bound the search awaits instead of
-  /// solving the relaxation itself. Invalid: solve_milp solves it.
+  /// solving the relaxation itself. Invalid: solve_milp solves it. Ready and unsolved: the
+  /// search runs without a bound (e.g. one that stops at a given objective).
   std::shared_future<RelaxationBound> relaxation;
 };
 

@@ -164,7 +164,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
                           }).share();
     }
     // Heuristic plans that keep whole segments where the budget leaves room, in at most a
-    // tenth of the time limit.
+    // sixth of the time limit.
     std::vector<Plan> warm_plans = o.warm_plans;
     const auto tk = std::chrono::steady_clock::now();
     SegmentKeepingPlans keeping =
