@@ -11,7 +11,7 @@
 
 namespace monet {
 MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mode,
-                           int64_t budget_bytes, bool elastic)
+                           int64_t budget_bytes, bool elastic, bool availability_rows)
     : g_(g),
       costs_(costs),
       mode_(mode),
@@ -43,6 +43,7 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mod
   add_schedule_rows();
   add_forward_memory_rows();
   for (size_t t = 0; t < stages_.size(); ++t) add_stage_memory_rows(t);
+  if (availability_rows && !elastic_) add_availability_rows();
   time_.resize(milp_.columns(), 0);
 }
 
@@ -86,6 +87,11 @@ void MonetProgram::complete(std::vector<double>& x) const {
       v = d.sums.size() == 1 ? s : std::max(v, s);
     }
     x[d.col] = std::max(0.0, v);
+  }
+  for (const auto& [col, recomputations] : recomputed_) {
+    double sum = 0;
+    for (int c : recomputations) sum += x[c];
+    x[col] = std::min(1.0, sum);
   }
 }
 
@@ -297,6 +303,30 @@ void MonetProgram::add_schedule_rows() {
         if (b.reads_intermediate) milp_.add_row(producers, -1e30, 0);
       }
   }
+}
+
+void MonetProgram::add_availability_rows() {
+  if (stages_.empty()) return;
+  const int n_pos = static_cast<int>(s_[0].size());  // positions with a keep column
+  std::vector<int> u(n_pos, -1);
+  for (int p = 0; p < n_pos; ++p) {
+    u[p] = milp_.add_continuous(0, 0, 1);
+    std::vector<int> recomputations;
+    for (size_t t = 0; t < stages_.size() && p < static_cast<int>(r_[t].size()); ++t)
+      recomputations.push_back(r_[t][p]);
+    Terms row = {{u[p], 1}};
+    for (int c : recomputations) row.push_back({c, -1});
+    milp_.add_row(row, -1e30, 0);
+    recomputed_.push_back({u[p], std::move(recomputations)});
+    for (int v : g_.node(order_[p]).inputs) {
+      if (g_.value(v).kind != ValueKind::kActivation) continue;
+      const int q = pos_[g_.value(v).producer];
+      milp_.add_row({{u[p], 1}, {s_[0][q], -1}, {u[q], -1}}, -1e30, 0);
+    }
+  }
+  for (size_t t = 0; t < stages_.size(); ++t)
+    for (int p : stage_reads(stages_[t], 0))
+      milp_.add_row({{s_[t][p], 1}, {r_[t][p], 1}, {s_[0][p], -1}, {u[p], -1}}, -1e30, 0);
 }
 
 void MonetProgram::memory_row(const Terms& byte_terms, const std::vector<int>& mib_columns,

@@ -26,6 +26,15 @@
 // the program O(N^2) non-zeros. Every count is an upper bound of what the executor holds
 // (checked exactly by the simulator afterwards). Implementations dominated in both time
 // and workspace by an equivalent one are left out (no optimal plan needs them).
+//
+// Availability rows (valid for every 0-1 solution, so the program's optimum is unchanged)
+// tighten the LP relaxation, the certified bound. Without them the relaxation keeps a few
+// per cent of a tensor, recomputes its consumer by that fraction in each of many stages,
+// and carries the sum along (s[t+1] <= s[t] + r[t]) until the consumer is whole, so a
+// recomputation costs almost no memory for its input. With u_p ("node p is recomputed in
+// some stage"): u_p <= sum_t r[t][p]; u_p <= s[0][q] + u_q for each activation input q (a
+// recomputation needs q kept from the forward pass or recomputed); and wherever the stage
+// backward may read x_p, s[t][p] + r[t][p] <= s[0][p] + u_p.
 #pragma once
 
 #include <map>
@@ -45,8 +54,10 @@ class MonetProgram {
   /// budget in MiB plus a tiny multiple of the time, to pick a fast plan among equals).
   /// `elastic` (with budget_bytes >= 0): the elastic program (objective: total excess in
   /// MiB plus a tiny multiple of the time).
+  /// `availability_rows`: add the availability rows (never in the elastic program, which
+  /// needs no bound); false only to measure what they add.
   MonetProgram(const Graph& graph, const CostModel& costs, MonetMode mode, int64_t budget_bytes,
-               bool elastic = false);
+               bool elastic = false, bool availability_rows = true);
 
   const Milp& milp() const { return milp_; }
   /// A plan as a column assignment when the program can express it (its recomputations
@@ -88,6 +99,7 @@ class MonetProgram {
   void add_variables();
   void add_recompute_choices(int id);
   void add_schedule_rows();
+  void add_availability_rows();
   void add_forward_memory_rows();
   void add_stage_memory_rows(size_t t);
   void compute_gradient_memory();
@@ -119,6 +131,8 @@ class MonetProgram {
   std::vector<std::pair<int, int>> excess_;  // elastic program: (memory row, its excess column)
   std::vector<double> time_;                 // per column: profiled seconds it costs
   std::vector<Definition> definitions_;
+  // Availability columns u_p with the r[t][p] columns they are completed from: min(1, sum).
+  std::vector<std::pair<int, std::vector<int>>> recomputed_;
 
   std::vector<int> order_, pos_;              // topological order; position of each node
   std::vector<int> stages_;                   // node ids with a backward, in backward order
