@@ -88,11 +88,17 @@ void MonetProgram::complete(std::vector<double>& x) const {
     }
     x[d.col] = std::max(0.0, v);
   }
-  for (const auto& [col, recomputations] : recomputed_) {
+  for (size_t p = 0; p < recomputed_.size(); ++p) {
     double sum = 0;
-    for (int c : recomputations) sum += x[c];
-    x[col] = std::min(1.0, sum);
+    for (int c : recomputations_of(p)) sum += x[c];
+    x[recomputed_[p]] = std::min(1.0, sum);
   }
+}
+
+std::vector<int> MonetProgram::recomputations_of(size_t p) const {
+  std::vector<int> out;  // stages cover ever fewer positions
+  for (size_t t = 0; t < r_.size() && p < r_[t].size(); ++t) out.push_back(r_[t][p]);
+  return out;
 }
 
 int MonetProgram::next_keep(size_t t, int p) const {
@@ -308,16 +314,13 @@ void MonetProgram::add_schedule_rows() {
 void MonetProgram::add_availability_rows() {
   if (stages_.empty()) return;
   const int n_pos = static_cast<int>(s_[0].size());  // positions with a keep column
-  std::vector<int> u(n_pos, -1);
+  std::vector<int>& u = recomputed_;
+  u.assign(n_pos, -1);
   for (int p = 0; p < n_pos; ++p) {
     u[p] = milp_.add_continuous(0, 0, 1);
-    std::vector<int> recomputations;
-    for (size_t t = 0; t < stages_.size() && p < static_cast<int>(r_[t].size()); ++t)
-      recomputations.push_back(r_[t][p]);
     Terms row = {{u[p], 1}};
-    for (int c : recomputations) row.push_back({c, -1});
+    for (int c : recomputations_of(p)) row.push_back({c, -1});
     milp_.add_row(row, -1e30, 0);
-    recomputed_.push_back({u[p], std::move(recomputations)});
     for (int v : g_.node(order_[p]).inputs) {
       if (g_.value(v).kind != ValueKind::kActivation) continue;
       const int q = pos_[g_.value(v).producer];

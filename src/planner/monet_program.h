@@ -115,6 +115,8 @@ class MonetProgram {
   /// 1) <= budget - constant_bytes.
   void memory_row(const Terms& byte_terms, const std::vector<int>& mib_columns,
                   double constant_bytes);
+  /// The r[t][p] columns of position p, over the stages that have it.
+  std::vector<int> recomputations_of(size_t p) const;
   /// s[t+1][p] when the next stage has position p, else -1.
   int next_keep(size_t t, int p) const;
   /// Positions of the activations any allowed implementation of parts >= `part` of the
@@ -131,8 +133,9 @@ class MonetProgram {
   std::vector<std::pair<int, int>> excess_;  // elastic program: (memory row, its excess column)
   std::vector<double> time_;                 // per column: profiled seconds it costs
   std::vector<Definition> definitions_;
-  // Availability columns u_p with the r[t][p] columns they are completed from: min(1, sum).
-  std::vector<std::pair<int, std::vector<int>>> recomputed_;
+  // By position: the availability column u_p, completed as min(1, sum_t r[t][p]) (empty
+  // without availability rows).
+  std::vector<int> recomputed_;
 
   std::vector<int> order_, pos_;              // topological order; position of each node
   std::vector<int> stages_;                   // node ids with a backward, in backward order

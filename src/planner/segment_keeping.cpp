@@ -153,10 +153,14 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
     }
   SegmentKeepingPlans out;
   const std::vector<const ScheduleChoices*> families = {&mixed, &lean, &fastest};
+  const auto store_all = [&](const ScheduleChoices& family) {
+    ScheduleChoices c = family;
+    c.drop_after_forward.assign(g.values().size(), false);
+    return c;
+  };
   // Store-all (nothing dropped) and checkpointing at each count, per family.
   for (const ScheduleChoices* family : families) {
-    std::vector<ScheduleChoices> starts = {*family};
-    starts.front().drop_after_forward.assign(g.values().size(), false);
+    std::vector<ScheduleChoices> starts = {store_all(*family)};
     for (size_t k : checkpoint_counts(g)) {
       starts.push_back(*family);
       starts.back().drop_after_forward = checkpoint_drops(g, k);
@@ -169,10 +173,9 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
     const auto family_t0 = Clock::now();
     ScheduleChoices descent = greedy_descent(g, costs, *families[f], lean, o.budget_bytes,
                                              [&] { return seconds_since(family_t0) > share; });
-    ScheduleChoices store_all = *families[f];
-    store_all.drop_after_forward.assign(g.values().size(), false);
-    if (descent.forward != store_all.forward || descent.backward != store_all.backward ||
-        descent.drop_after_forward != store_all.drop_after_forward)
+    const ScheduleChoices start = store_all(*families[f]);
+    if (descent.forward != start.forward || descent.backward != start.backward ||
+        descent.drop_after_forward != start.drop_after_forward)
       search_from(g, costs, fastest, o.budget_bytes, {descent}, out_of_time, &out);
   }
   return out;
