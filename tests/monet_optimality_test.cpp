@@ -142,8 +142,11 @@ struct Case {
   const char* graph;
   MonetMode mode;
   // Relative excess of the program's optimum allowed over the enumerated one. 0 where
-  // the memory rows are exact; in-place choices on a skip connection are bounded more
-  // loosely (measured: 0.6% slower at the two tightest of five budgets).
+  // the memory rows are exact. In-place choices are bounded more loosely: the program
+  // rejects some plans that fit (chain: 352 of the 1,296 at the tightest budget; residual:
+  // 18,576 of 46,224), so a noisy profile can make one of them the fastest (measured: 1.6%
+  // faster on the chain in one CI run, 0.6% on the residual graph). The program's optimum
+  // is always checked against the fastest plan it accepts, to 1e-6.
   double tolerance = 1e-6;
 };
 
@@ -179,19 +182,22 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
     const MonetProgram program(g, costs, c.mode, budget);
     // Soundness: every enumerated plan the program accepts fits the budget.
     int accepted = 0, fitting = 0;
+    double best_accepted = -1;  // the fastest plan the program accepts (profiled seconds)
     for (const auto& e : plans) {
       fitting += e.peak <= budget;
       const auto x = program.assignment_of(e.plan);
       if (x.empty() || !program.milp().satisfies(x)) continue;
       ++accepted;
       EXPECT_LE(e.peak, budget) << "the program accepts a plan over the budget";
+      if (best_accepted < 0 || e.seconds < best_accepted) best_accepted = e.seconds;
     }
     MilpOptions o;
     o.relative_gap = 0;
     o.time_limit_seconds = 60;
     const MilpResult r = solve_milp(program.milp(), o);
     std::cout << "  budget " << budget << " B: enumerated optimum " << best << " s (" << fitting
-              << " plans fit, the program accepts " << accepted << "), program "
+              << " plans fit, the program accepts " << accepted << ", the fastest of them "
+              << best_accepted << " s), program "
               << (r.values.empty() ? -1.0 : program.seconds_of(r.values)) << " s\n";
     if (best < 0) {
       EXPECT_TRUE(r.values.empty());
@@ -203,6 +209,10 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
     EXPECT_NEAR(sim.seconds, program.seconds_of(r.values), 1e-9);
     // The enumeration is a superset of what the program expresses: never better than it.
     EXPECT_GE(sim.seconds, best * (1 - 1e-6)) << "budget " << budget;
+    // The solver's optimum is the fastest plan the program accepts, and that is within the
+    // case's tolerance of the fastest plan that fits.
+    if (best_accepted >= 0)
+      EXPECT_LE(sim.seconds, best_accepted * (1 + 1e-6)) << "budget " << budget;
     EXPECT_LE(sim.seconds, best * (1 + c.tolerance)) << "budget " << budget;
   }
 }
@@ -210,9 +220,9 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
 INSTANTIATE_TEST_SUITE_P(
     Small, ProgramOptimality,
     ::testing::Values(Case{"chain", MonetMode::kNoOp}, Case{"chain", MonetMode::kOutput},
-                      Case{"chain", MonetMode::kIntermediate}, Case{"chain", MonetMode::kInplace},
-                      Case{"residual", MonetMode::kNoOp},
-                      Case{"residual", MonetMode::kInplace, 0.01}),
+                      Case{"chain", MonetMode::kIntermediate},
+                      Case{"chain", MonetMode::kInplace, 0.03}, Case{"residual", MonetMode::kNoOp},
+                      Case{"residual", MonetMode::kInplace, 0.03}),
     [](const auto& info) {
       std::string name = std::string(info.param.graph) + "_" + monet_mode_name(info.param.mode);
       std::replace(name.begin(), name.end(), '-', '_');
