@@ -211,8 +211,9 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
     EXPECT_GE(sim.seconds, best * (1 - 1e-6)) << "budget " << budget;
     // The solver's optimum is the fastest plan the program accepts, and that is within the
     // case's tolerance of the fastest plan that fits.
-    if (best_accepted >= 0)
+    if (best_accepted >= 0) {
       EXPECT_LE(sim.seconds, best_accepted * (1 + 1e-6)) << "budget " << budget;
+    }
     EXPECT_LE(sim.seconds, best * (1 + c.tolerance)) << "budget " << budget;
   }
 }

@@ -105,7 +105,9 @@ TEST_P(NeighbourhoodOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
     ASSERT_TRUE(r.found) << "budget " << budget;
     EXPECT_GT(r.size.columns, 20000);
     EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
-    if (budget == warm.peak_bytes) EXPECT_LE(r.predicted.seconds, warm.seconds * (1 + 1e-9));
+    if (budget == warm.peak_bytes) {
+      EXPECT_LE(r.predicted.seconds, warm.seconds * (1 + 1e-9));
+    }
     if (r.solve.lp_bound > -1e300) {
       EXPECT_LE(r.solve.lp_bound, r.objective_seconds * (1 + 1e-9));
     }

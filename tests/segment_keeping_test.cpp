@@ -132,8 +132,9 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   const MilpResult r = solve_milp(program.milp(), o);
   ASSERT_FALSE(r.values.empty());
   EXPECT_LE(program.excess_of(r.values), program.excess_of(within) + 1e-6);
-  if (program.excess_of(r.values) <= 1e-6)
+  if (program.excess_of(r.values) <= 1e-6) {
     EXPECT_LE(simulate(g, program.decode(r.values), costs).peak_bytes, budget);
+  }
 }
 
 // GoogLeNet's inception branches recompute max-pools whose chosen forward emits an

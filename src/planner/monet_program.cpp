@@ -43,7 +43,10 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mod
   add_schedule_rows();
   add_forward_memory_rows();
   for (size_t t = 0; t < stages_.size(); ++t) add_stage_memory_rows(t);
-  if (availability_rows && !elastic_) add_availability_rows();
+  if (availability_rows && !elastic_) {
+    add_availability_rows();
+    add_span_rows();
+  }
   time_.resize(milp_.columns(), 0);
 }
 
@@ -309,27 +312,6 @@ void MonetProgram::add_schedule_rows() {
         if (b.reads_intermediate) milp_.add_row(producers, -1e30, 0);
       }
   }
-}
-
-void MonetProgram::add_availability_rows() {
-  if (stages_.empty()) return;
-  const int n_pos = static_cast<int>(s_[0].size());  // positions with a keep column
-  std::vector<int>& u = recomputed_;
-  u.assign(n_pos, -1);
-  for (int p = 0; p < n_pos; ++p) {
-    u[p] = milp_.add_continuous(0, 0, 1);
-    Terms row = {{u[p], 1}};
-    for (int c : recomputations_of(p)) row.push_back({c, -1});
-    milp_.add_row(row, -1e30, 0);
-    for (int v : g_.node(order_[p]).inputs) {
-      if (g_.value(v).kind != ValueKind::kActivation) continue;
-      const int q = pos_[g_.value(v).producer];
-      milp_.add_row({{u[p], 1}, {s_[0][q], -1}, {u[q], -1}}, -1e30, 0);
-    }
-  }
-  for (size_t t = 0; t < stages_.size(); ++t)
-    for (int p : stage_reads(stages_[t], 0))
-      milp_.add_row({{s_[t][p], 1}, {r_[t][p], 1}, {s_[0][p], -1}, {u[p], -1}}, -1e30, 0);
 }
 
 void MonetProgram::memory_row(const Terms& byte_terms, const std::vector<int>& mib_columns,

@@ -35,6 +35,17 @@
 // some stage"): u_p <= sum_t r[t][p]; u_p <= s[0][q] + u_q for each activation input q (a
 // recomputation needs q kept from the forward pass or recomputed); and wherever the stage
 // backward may read x_p, s[t][p] + r[t][p] <= s[0][p] + u_p.
+// Two refinements, valid for the same reason:
+//  - alternative reads: where a backward part's implementations read different tensors S
+//    (a batch norm's input or its output), the chosen one's tensor is available, and a
+//    member of S recomputed from another member adds nothing: sum of the choices reading S
+//    <= sum over S of s[0][p] + u_p of S's roots (no activation input in S), and the same
+//    in the stage with s[t][p] and r[t][p];
+//  - spans (only in programs small enough for branch and cut, under 20,000 columns with
+//    them): x_p available in stage T, which reads it, was alive at an earlier stage a or
+//    recomputed from an input q alive then or recomputed since: s[T][p] + r[T][p] <=
+//    s[a][p] + s[a][q] + sum over a <= t <= T of r[t][q], for every a < T. Without them
+//    the relaxation keeps a tenth of q and recomputes a tenth of p in each of ten stages.
 #pragma once
 
 #include <map>
@@ -100,6 +111,7 @@ class MonetProgram {
   void add_recompute_choices(int id);
   void add_schedule_rows();
   void add_availability_rows();
+  void add_span_rows();
   void add_forward_memory_rows();
   void add_stage_memory_rows(size_t t);
   void compute_gradient_memory();
@@ -119,6 +131,9 @@ class MonetProgram {
   std::vector<int> recomputations_of(size_t p) const;
   /// s[t+1][p] when the next stage has position p, else -1.
   int next_keep(size_t t, int p) const;
+  /// Positions of the activations backward implementation `impl` of part index `part` of
+  /// node `k` reads.
+  std::vector<int> choice_reads(int k, size_t part, const std::string& impl) const;
   /// Positions of the activations any allowed implementation of parts >= `part` of the
   /// stage node reads.
   std::vector<int> stage_reads(int k, size_t part) const;

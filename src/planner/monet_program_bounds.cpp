@@ -1,0 +1,105 @@
+// MonetProgram's rows that tighten its LP relaxation (the certified bound) without
+// changing its optimum: availability, alternative reads and spans (monet_program.h).
+#include <set>
+
+#include "planner/monet_program.h"
+
+namespace monet {
+
+void MonetProgram::add_availability_rows() {
+  if (stages_.empty()) return;
+  const int n_pos = static_cast<int>(s_[0].size());  // positions with a keep column
+  std::vector<int>& u = recomputed_;
+  u.assign(n_pos, -1);
+  for (int p = 0; p < n_pos; ++p) {
+    u[p] = milp_.add_continuous(0, 0, 1);
+    Terms row = {{u[p], 1}};
+    for (int c : recomputations_of(p)) row.push_back({c, -1});
+    milp_.add_row(row, -1e30, 0);
+    for (int v : g_.node(order_[p]).inputs) {
+      if (g_.value(v).kind != ValueKind::kActivation) continue;
+      const int q = pos_[g_.value(v).producer];
+      milp_.add_row({{u[p], 1}, {s_[0][q], -1}, {u[q], -1}}, -1e30, 0);
+    }
+  }
+  for (size_t t = 0; t < stages_.size(); ++t)
+    for (int p : stage_reads(stages_[t], 0))
+      milp_.add_row({{s_[t][p], 1}, {r_[t][p], 1}, {s_[0][p], -1}, {u[p], -1}}, -1e30, 0);
+  // Alternative reads: a backward part whose implementations read different tensors S
+  // (e.g. a batch norm's input or its output) needs one of S available; a member of S
+  // recomputed from another member adds nothing, so only S's roots (no activation input in
+  // S) count as recomputed.
+  for (size_t t = 0; t < stages_.size(); ++t) {
+    const int k = stages_[t];
+    for (size_t pi = 0; pi < parts_[k].size(); ++pi) {
+      Terms chosen;
+      std::set<int> reads;
+      for (const auto& c : backward_[k][pi]) {
+        const std::vector<int> r = choice_reads(k, pi, c.name);
+        if (r.empty()) continue;
+        chosen.push_back({c.col, 1});
+        reads.insert(r.begin(), r.end());
+      }
+      if (reads.size() < 2) continue;
+      Terms ever = chosen, now = chosen;
+      bool any_derived = false;
+      for (int p : reads) {
+        bool root = true;
+        for (int v : g_.node(order_[p]).inputs)
+          root &= g_.value(v).kind != ValueKind::kActivation ||
+                  !reads.count(pos_[g_.value(v).producer]);
+        any_derived |= !root;
+        ever.push_back({s_[0][p], -1});
+        now.push_back({s_[t][p], -1});
+        if (root) ever.push_back({u[p], -1}), now.push_back({r_[t][p], -1});
+      }
+      if (!any_derived) continue;
+      milp_.add_row(ever, -1e30, 0);
+      milp_.add_row(now, -1e30, 0);
+    }
+  }
+}
+
+void MonetProgram::add_span_rows() {
+  if (stages_.size() < 2) return;
+  // Only where CBC's branch and cut will search (the rows need a column per stage and
+  // position, and make the LP of the largest programs two to three times slower).
+  const size_t cumulative = stages_.size() * s_[0].size();  // an upper bound
+  if (milp_.columns() + cumulative > static_cast<size_t>(kLargeProgramColumns)) return;
+  // recomputed_before[t][q] = sum of r[t'][q] over stages t' <= t.
+  std::vector<std::vector<int>> recomputed_before(stages_.size());
+  for (size_t t = 0; t < stages_.size(); ++t)
+    for (size_t q = 0; q < r_[t].size(); ++q) {
+      Terms sum = {{r_[t][q], 1}};
+      if (t > 0) sum.push_back({recomputed_before[t - 1][q], 1});
+      recomputed_before[t].push_back(define({sum}));
+    }
+  for (size_t T = 1; T < stages_.size(); ++T)
+    for (int p : stage_reads(stages_[T], 0))
+      for (int v : g_.node(order_[p]).inputs) {
+        if (g_.value(v).kind != ValueKind::kActivation) continue;
+        const int q = pos_[g_.value(v).producer];
+        for (size_t a = 0; a < T; ++a) {
+          Terms row = {{s_[T][p], 1},
+                       {r_[T][p], 1},
+                       {s_[a][p], -1},
+                       {s_[a][q], -1},
+                       {recomputed_before[T][q], -1}};
+          if (a > 0) row.push_back({recomputed_before[a - 1][q], 1});
+          milp_.add_row(row, -1e30, 0);
+        }
+      }
+}
+
+std::vector<int> MonetProgram::choice_reads(int k, size_t part, const std::string& impl) const {
+  const Node& n = g_.node(k);
+  const auto b = find_backward_impl(backward_impls(g_, n), n, parts_[k][part], impl);
+  std::vector<int> reads;
+  for (int i : b.reads_inputs)
+    if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
+      reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
+  if (b.reads_output) reads.push_back(pos_[k]);
+  return reads;
+}
+
+}  // namespace monet
