@@ -110,16 +110,11 @@ int MonetProgram::next_keep(size_t t, int p) const {
 }
 
 std::vector<int> MonetProgram::stage_reads(int k, size_t part) const {
-  const Node& n = g_.node(k);
-  const auto bs = backward_impls(g_, n);
   std::set<int> reads;
   for (size_t pi = part; pi < parts_[k].size(); ++pi)
     for (const auto& c : backward_[k][pi]) {
-      const auto b = find_backward_impl(bs, n, parts_[k][pi], c.name);
-      for (int i : b.reads_inputs)
-        if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
-          reads.insert(pos_[g_.value(n.inputs[i]).producer]);
-      if (b.reads_output) reads.insert(pos_[k]);
+      const std::vector<int> r = choice_reads(k, pi, c.name);
+      reads.insert(r.begin(), r.end());
     }
   return {reads.begin(), reads.end()};
 }
@@ -295,12 +290,8 @@ void MonetProgram::add_schedule_rows() {
     for (size_t pi = 0; pi < parts_[k].size(); ++pi)
       for (const auto& c : backward_[k][pi]) {
         const auto b = find_backward_impl(bs, n, parts_[k][pi], c.name);
-        std::vector<int> reads;
-        for (int i : b.reads_inputs)
-          if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
-            reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
-        if (b.reads_output) reads.push_back(pk);
-        for (int q : reads) milp_.add_row({{c.col, 1}, {s_[t][q], -1}, {r_[t][q], -1}}, -1e30, 0);
+        for (int q : choice_reads(k, pi, c.name))
+          milp_.add_row({{c.col, 1}, {s_[t][q], -1}, {r_[t][q], -1}}, -1e30, 0);
         Terms producers = {{c.col, 1}};
         for (const auto& fc : forward_[k]) {
           const auto f = find_forward_impl(fs, n, fc.name);
@@ -408,8 +399,6 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
   }
   // alive[part][q]: x_q is held during backward part `part` (a chosen implementation of
   // it or of a later part reads it, or the next stage keeps it): max of those binaries.
-  const Node& n = g_.node(k);
-  const auto bs = backward_impls(g_, n);
   std::vector<std::map<int, int>> alive(parts_[k].size());
   for (size_t part = 0; part < parts_[k].size(); ++part)
     for (int q : stage_reads(k, part)) {
@@ -418,12 +407,8 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
       for (size_t pi = part; pi < parts_[k].size(); ++pi) {
         Terms reading;
         for (const auto& c : backward_[k][pi]) {
-          const auto b = find_backward_impl(bs, n, parts_[k][pi], c.name);
-          bool reads = b.reads_output && q == pk;
-          for (int i : b.reads_inputs)
-            reads |= g_.value(n.inputs[i]).kind == ValueKind::kActivation &&
-                     pos_[g_.value(n.inputs[i]).producer] == q;
-          if (reads) reading.push_back({c.col, 1});
+          const std::vector<int> r = choice_reads(k, pi, c.name);
+          if (std::count(r.begin(), r.end(), q)) reading.push_back({c.col, 1});
         }
         if (!reading.empty()) sums.push_back(reading);
       }
