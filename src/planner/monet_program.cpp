@@ -45,6 +45,7 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mod
   for (size_t t = 0; t < stages_.size(); ++t) add_stage_memory_rows(t);
   if (availability_rows && !elastic_) {
     add_availability_rows();
+    add_alternative_read_rows();
     add_span_rows();
   }
   time_.resize(milp_.columns(), 0);

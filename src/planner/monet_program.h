@@ -36,11 +36,12 @@
 // recomputation needs q kept from the forward pass or recomputed); and wherever the stage
 // backward may read x_p, s[t][p] + r[t][p] <= s[0][p] + u_p.
 // Two refinements, valid for the same reason:
-//  - alternative reads: where a backward part's implementations read different tensors S
-//    (a batch norm's input or its output), the chosen one's tensor is available, and a
-//    member of S recomputed from another member adds nothing: sum of the choices reading S
-//    <= sum over S of s[0][p] + u_p of S's roots (no activation input in S), and the same
-//    in the stage with s[t][p] and r[t][p];
+//  - alternative reads (only in programs of at most 75,000 columns; on larger ones they
+//    made the LP slower than the time limit): where a backward part's implementations
+//    read different tensors S (a batch norm's input or its output), the chosen one's
+//    tensor is available, and a member of S recomputed from another member adds nothing:
+//    sum of the choices reading S <= sum over S of s[0][p], plus u_p of S's roots (no
+//    activation input in S);
 //  - spans (only in programs small enough for branch and cut, under 20,000 columns with
 //    them): x_p available in stage T, which reads it, was alive at an earlier stage a or
 //    recomputed from an input q alive then or recomputed since: s[T][p] + r[T][p] <=
@@ -92,6 +93,8 @@ class MonetProgram {
   double excess_of(const std::vector<double>& values) const;
   /// Weight of the time (per second) in the objectives that minimise memory.
   static constexpr double kTimeWeight = 1e-6;
+  /// Programs with more columns than this get no alternative-read rows (see above).
+  static constexpr int kAlternativeReadColumns = 75000;
 
  private:
   static constexpr double kMiB = 1024.0 * 1024.0;  // memory rows and sums are in MiB
@@ -111,6 +114,7 @@ class MonetProgram {
   void add_recompute_choices(int id);
   void add_schedule_rows();
   void add_availability_rows();
+  void add_alternative_read_rows();
   void add_span_rows();
   void add_forward_memory_rows();
   void add_stage_memory_rows(size_t t);
