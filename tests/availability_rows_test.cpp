@@ -1,7 +1,7 @@
 // The MONeT program's availability rows and their refinements, alternative reads and
 // spans (monet_program.h): every plan the program accepts without them it accepts with
-// them (they hold for every 0-1 solution), and its LP
-// relaxation with them is a bound between the plain relaxation's and the best plan found.
+// them (they hold for every 0-1 solution), and its LP relaxation with them is a bound
+// between the plain relaxation's and the best plan found.
 #include <gtest/gtest.h>
 
 #include <iostream>

@@ -113,10 +113,7 @@ int MonetProgram::next_keep(size_t t, int p) const {
 std::vector<int> MonetProgram::stage_reads(int k, size_t part) const {
   std::set<int> reads;
   for (size_t pi = part; pi < parts_[k].size(); ++pi)
-    for (const auto& c : backward_[k][pi]) {
-      const std::vector<int> r = choice_reads(k, pi, c.name);
-      reads.insert(r.begin(), r.end());
-    }
+    for (const auto& c : backward_[k][pi]) reads.insert(c.reads.begin(), c.reads.end());
   return {reads.begin(), reads.end()};
 }
 
@@ -155,7 +152,7 @@ void MonetProgram::add_variables() {
       if (forward_allowed(n, fs[a], a == 0)) allowed.push_back(fs[a]);
     auto forward_cost = [&](const ForwardImplInfo& f) { return costs_.forward(g_, id, f.name); };
     for (size_t i : pareto(allowed, same_forward, forward_cost))
-      forward_[id].push_back({allowed[i].name, binary(forward_cost(allowed[i]).seconds)});
+      forward_[id].push_back({allowed[i].name, binary(forward_cost(allowed[i]).seconds), {}});
     add_recompute_choices(id);
     if (!needs_backward_[id]) continue;
     parts_[id] = backward_parts(g_, n);
@@ -172,8 +169,14 @@ void MonetProgram::add_variables() {
         return costs_.backward(g_, id, part, b.name);
       };
       std::vector<Choice> choices;
-      for (size_t i : pareto(candidates, same_backward, backward_cost))
-        choices.push_back({candidates[i].name, binary(backward_cost(candidates[i]).seconds)});
+      for (size_t i : pareto(candidates, same_backward, backward_cost)) {
+        const BackwardImplInfo& b = candidates[i];
+        choices.push_back({b.name, binary(backward_cost(b).seconds), {}});
+        for (int in : b.reads_inputs)
+          if (g_.value(n.inputs[in]).kind == ValueKind::kActivation)
+            choices.back().reads.push_back(pos_[g_.value(n.inputs[in]).producer]);
+        if (b.reads_output) choices.back().reads.push_back(pos_[id]);
+      }
       backward_[id].push_back(choices);
     }
   }
@@ -291,8 +294,7 @@ void MonetProgram::add_schedule_rows() {
     for (size_t pi = 0; pi < parts_[k].size(); ++pi)
       for (const auto& c : backward_[k][pi]) {
         const auto b = find_backward_impl(bs, n, parts_[k][pi], c.name);
-        for (int q : choice_reads(k, pi, c.name))
-          milp_.add_row({{c.col, 1}, {s_[t][q], -1}, {r_[t][q], -1}}, -1e30, 0);
+        for (int q : c.reads) milp_.add_row({{c.col, 1}, {s_[t][q], -1}, {r_[t][q], -1}}, -1e30, 0);
         Terms producers = {{c.col, 1}};
         for (const auto& fc : forward_[k]) {
           const auto f = find_forward_impl(fs, n, fc.name);
@@ -407,10 +409,8 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
       if (const int next = next_keep(t, q); next >= 0) sums.push_back({{next, 1}});
       for (size_t pi = part; pi < parts_[k].size(); ++pi) {
         Terms reading;
-        for (const auto& c : backward_[k][pi]) {
-          const std::vector<int> r = choice_reads(k, pi, c.name);
-          if (std::count(r.begin(), r.end(), q)) reading.push_back({c.col, 1});
-        }
+        for (const auto& c : backward_[k][pi])
+          if (std::count(c.reads.begin(), c.reads.end(), q)) reading.push_back({c.col, 1});
         if (!reading.empty()) sums.push_back(reading);
       }
       alive[part][q] = define(sums);

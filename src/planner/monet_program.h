@@ -102,6 +102,7 @@ class MonetProgram {
   struct Choice {
     std::string name;
     int col = -1;
+    std::vector<int> reads;  // backward choices: positions of the activations it reads
   };
   // A continuous column (MiB) defined from earlier columns: the sum of one term list
   // (an equality row), or the largest of several (>= rows; memory rows push it down).
@@ -135,9 +136,6 @@ class MonetProgram {
   std::vector<int> recomputations_of(size_t p) const;
   /// s[t+1][p] when the next stage has position p, else -1.
   int next_keep(size_t t, int p) const;
-  /// Positions of the activations backward implementation `impl` of part index `part` of
-  /// node `k` reads.
-  std::vector<int> choice_reads(int k, size_t part, const std::string& impl) const;
   /// Positions of the activations any allowed implementation of parts >= `part` of the
   /// stage node reads.
   std::vector<int> stage_reads(int k, size_t part) const;

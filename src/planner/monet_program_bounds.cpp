@@ -36,10 +36,9 @@ void MonetProgram::add_alternative_read_rows() {
       Terms row;            // the choices reading some tensor of S, less S's availability
       std::set<int> reads;  // S
       for (const auto& c : backward_[k][pi]) {
-        const std::vector<int> r = choice_reads(k, pi, c.name);
-        if (r.empty()) continue;
+        if (c.reads.empty()) continue;
         row.push_back({c.col, 1});
-        reads.insert(r.begin(), r.end());
+        reads.insert(c.reads.begin(), c.reads.end());
       }
       bool any_derived = false;
       for (int p : reads) {
@@ -84,17 +83,6 @@ void MonetProgram::add_span_rows() {
           milp_.add_row(row, -1e30, 0);
         }
       }
-}
-
-std::vector<int> MonetProgram::choice_reads(int k, size_t part, const std::string& impl) const {
-  const Node& n = g_.node(k);
-  const auto b = find_backward_impl(backward_impls(g_, n), n, parts_[k][part], impl);
-  std::vector<int> reads;
-  for (int i : b.reads_inputs)
-    if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
-      reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
-  if (b.reads_output) reads.push_back(pos_[k]);
-  return reads;
 }
 
 }  // namespace monet
