@@ -231,16 +231,29 @@ MilpResult finish(MilpResult& result, Clock::time_point t0, const MilpOptions& o
   return std::move(result);
 }
 
-// Stops CLP's simplex at the end of an iteration once `stop` is set: the neighbourhood
-// search beside it has finished, and its bound is no longer wanted.
-class RelaxationStop : public ClpEventHandler {
+// Stops CLP's simplex at the end of an iteration once `stop` is set (the neighbourhood
+// search beside it has finished, and its bound is no longer wanted) or once the wall clock
+// passes `deadline`; records the latter in `*deadline_hit`.
+class SimplexStop : public ClpEventHandler {
  public:
-  explicit RelaxationStop(const std::atomic<bool>* stop) : stop_(stop) {}
-  ClpEventHandler* clone() const override { return new RelaxationStop(*this); }
-  int event(Event which) override { return which == endOfIteration && stop_->load() ? 0 : -1; }
+  SimplexStop(const std::atomic<bool>* stop, Clock::time_point deadline,
+              std::atomic<bool>* deadline_hit)
+      : stop_(stop), deadline_(deadline), deadline_hit_(deadline_hit) {}
+  ClpEventHandler* clone() const override { return new SimplexStop(*this); }
+  int event(Event which) override {
+    if (which != endOfIteration) return -1;
+    if (stop_ && stop_->load()) return 0;
+    if (deadline_hit_ && Clock::now() > deadline_) {
+      *deadline_hit_ = true;
+      return 0;
+    }
+    return -1;
+  }
 
  private:
   const std::atomic<bool>* stop_;
+  Clock::time_point deadline_;
+  std::atomic<bool>* deadline_hit_;
 };
 
 // Solves the LP relaxation loaded into `lp` within `limit` seconds (wall) or until `*stop`
@@ -249,7 +262,7 @@ RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, double limit,
                                         const std::atomic<bool>* stop) {
   const auto t0 = Clock::now();
   lp->getModelPtr()->setMaximumWallSeconds(std::max(1.0, limit));
-  RelaxationStop handler(stop);
+  SimplexStop handler(stop, Clock::time_point::max(), nullptr);
   if (stop) lp->getModelPtr()->passInEventHandler(&handler);
   lp->initialSolve();
   lp->getModelPtr()->setMaximumWallSeconds(-1);
@@ -375,6 +388,16 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   }
   ProgressHandler handler(o.progress, t0, o.time_limit_seconds, &result);
   model.passInEventHandler(&handler);
+  // CBC checks its own limit only between nodes, and CbcMain1 solves the root LP again
+  // from a basis it no longer takes as optimal (50-90 s of primal simplex on ResNet-50):
+  // every simplex iteration inside CBC, its heuristics' included, stops at the deadline.
+  std::atomic<bool> deadline_hit(false);
+  const SimplexStop clock(nullptr,
+                          t0 + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(o.time_limit_seconds)),
+                          &deadline_hit);
+  if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
+    clp->getModelPtr()->passInEventHandler(&clock);
   CbcSolverUsefulData data;
   CbcMain0(model, data);
   model.messageHandler()->setLogLevel(0);
@@ -409,7 +432,13 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
         std::min(std::max(model.getBestPossibleObjValue(), result.lp_bound), result.objective);
   }
   if (!has_solution && result.lp_bound > -1e300) result.bound = result.lp_bound;
-  if (model.isProvenOptimal() && has_solution) {
+  if (deadline_hit) {
+    // An LP stopped at the deadline reads to CBC as infeasible (and then any incumbent as
+    // optimal): only the incumbent and the relaxation's bound stand.
+    if (o.progress) std::fprintf(stderr, "solver: CBC stopped at the time limit\n");
+    result.bound = has_solution ? std::min(result.lp_bound, result.objective) : result.lp_bound;
+    result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
+  } else if (model.isProvenOptimal() && has_solution) {
     result.status = MilpStatus::kOptimal;
   } else if (model.isProvenInfeasible()) {
     result.status = MilpStatus::kInfeasible;
