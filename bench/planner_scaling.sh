@@ -2,8 +2,9 @@
 # Issue 6's table: the MONeT planner on full-size models, fast (neighbourhood search
 # beside the LP relaxation, the default) and exact (CBC's branch and cut over the whole
 # program, --exact), each under the same wall-clock limit: planner wall time, objective
-# (profiled s/iter), certified bound (LP relaxation), gap, predicted peak; the fast plans
-# are then run interleaved with the autograd baseline for the measured peak and overhead.
+# (profiled s/iter), certified bound (LP relaxation), gap, predicted peak; the plans of
+# both searches are then run interleaved with the autograd baseline for the measured peak
+# and overhead.
 # Budgets are ratios of the measured autograd peak. Profiles are cached (~/.cache/monet).
 # Writes results/planner_scaling.csv and prints a markdown table.
 #
@@ -11,7 +12,7 @@
 # Environment: CASES ("model batch [image]" lines; default: the sizes of the paper
 # benchmarks on this CPU, docs/RESULTS.md issue 5), RATIOS (default "0.3 0.5 0.7 0.9"),
 # SEARCHES (default "fast exact"), TIME_LIMIT (s, default 60), RUN_ITERS (timed iterations
-# of each fast plan and of autograd, interleaved; default 3; 0: no runs), RUN_WARMUP
+# of each plan and of autograd, interleaved; default 3; 0: no runs), RUN_WARMUP
 # (untimed iterations of each first; default 1), OUT (CSV path, default
 # results/planner_scaling.csv).
 set -euo pipefail
@@ -50,7 +51,7 @@ while read -r model batch image; do
            --time-limit "$time_limit" $flag -o "$tmp/plan.json" --json > "$tmp/plan.out" 2>"$tmp/plan.err"; then
         p=$(cat "$tmp/plan.out")
         measured=""; mratio=""; overhead=""
-        if [ "$search" = fast ] && [ "$run_iters" -gt 0 ]; then
+        if [ "$run_iters" -gt 0 ]; then
           r=$("$monet" run --plan "$tmp/plan.json" --warmup "$run_warmup" --iters "$run_iters" --json 2>/dev/null)
           measured=$(jq -r .peak_bytes <<< "$r")
           mratio=$(jq -r '.peak_bytes / .baseline_peak_bytes' <<< "$r")
