@@ -377,6 +377,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
       result.objective = m.objective_of(o.warm_start);
     }
     result.status = warm ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
+    result.bound = -std::numeric_limits<double>::infinity();  // none: gap unknown
     return finish(result, t0, o);
   }
   for (int c = 0; c < m.columns(); ++c)
@@ -427,7 +428,9 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const bool has_solution = model.bestSolution() != nullptr;
   if (has_solution) {
     result.values.assign(model.bestSolution(), model.bestSolution() + m.columns());
-    result.objective = model.getObjValue();
+    // Evaluated here: CBC's own value is 1e50 once an LP stopped at the deadline has
+    // made it declare the program infeasible.
+    result.objective = m.objective_of(result.values);
     result.bound =
         std::min(std::max(model.getBestPossibleObjValue(), result.lp_bound), result.objective);
   }
