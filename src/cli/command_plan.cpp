@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli/cli_common.h"
 #include "graph/torchscript_import.h"
@@ -53,10 +54,12 @@ nlohmann::json solve_json(const MonetResult& r) {
 // budget as its objective).
 [[noreturn]] void explain_infeasible(const Graph& g, const CostModel& costs, const PlanOptions& o,
                                      int64_t budget, const MonetResult& r, int64_t baseline_peak) {
-  if (r.solve.status == MilpStatus::kNoSolution)
-    throw std::runtime_error("the solver found no plan within " + std::to_string(o.time_limit) +
-                             " s for a budget of " + format_bytes(budget, true) +
-                             "; raise --time-limit or the budget");
+  if (r.solve.status == MilpStatus::kNoSolution) {
+    std::ostringstream why;
+    why << "the solver found no plan within " << o.time_limit << " s for a budget of "
+        << format_bytes(budget, true) << "; raise --time-limit or the budget";
+    throw std::runtime_error(why.str());
+  }
   std::cerr << "planner: no plan fits " << format_bytes(budget, true)
             << "; computing the smallest budget that has one ...\n";
   MilpOptions so;

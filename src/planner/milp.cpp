@@ -173,11 +173,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reports incumbent, bound and gap on stderr as CBC finds solutions and explores nodes.
+// Reports incumbent, bound and gap on stderr as CBC finds solutions and explores nodes,
+// and keeps a copy of each new incumbent in `incumbent` and the best bound of the search
+// before the deadline in `bound` (CBC drops its incumbent, and its final bound means
+// nothing, once an LP stopped at the deadline ends the search).
 class ProgressHandler : public CbcEventHandler {
  public:
-  ProgressHandler(bool print, Clock::time_point t0, double deadline, MilpResult* result)
-      : print_(print), t0_(t0), deadline_(deadline), result_(result) {}
+  ProgressHandler(bool print, Clock::time_point t0, double deadline, MilpResult* result,
+                  std::vector<double>* incumbent, double* bound)
+      : print_(print),
+        t0_(t0),
+        deadline_(deadline),
+        result_(result),
+        incumbent_(incumbent),
+        bound_(bound) {}
   CbcEventHandler* clone() const override { return new ProgressHandler(*this); }
 
   CbcAction event(CbcEvent which) override {
@@ -186,10 +195,15 @@ class ProgressHandler : public CbcEventHandler {
       const double obj = model_->getObjValue();
       if (result_->first_incumbent_seconds < 0) result_->first_incumbent_seconds = t;
       result_->incumbent_trace.push_back({t, obj});
+      if (const double* x = model_->bestSolution()) incumbent_->assign(x, x + model_->getNumCols());
       report(t, "solution");
     } else if (which == node && t - last_ >= 2.0) {
       report(t, "search");
     }
+    // The tree's bound at a node of the whole program's search (a heuristic's sub-search
+    // has a parent model, and bounds only its restriction) while every LP is still whole.
+    if (which == node && !model_->parentModel() && t <= deadline_)
+      *bound_ = std::max(*bound_, model_->getBestPossibleObjValue());
     // CBC checks its own limit between nodes only; root cuts and heuristics can run on.
     if (t <= deadline_ || which == solution || which == heuristicSolution) return noAction;
     return stop;
@@ -215,6 +229,8 @@ class ProgressHandler : public CbcEventHandler {
   Clock::time_point t0_;
   double deadline_;  // seconds after t0_
   MilpResult* result_;
+  std::vector<double>* incumbent_;
+  double* bound_;
   double last_ = 0;
 };
 
@@ -387,7 +403,9 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   if (warm) {
     model.setBestSolution(o.warm_start.data(), m.columns(), m.objective_of(o.warm_start), true);
   }
-  ProgressHandler handler(o.progress, t0, o.time_limit_seconds, &result);
+  std::vector<double> incumbent = warm ? o.warm_start : std::vector<double>();
+  double cbc_bound = result.lp_bound;
+  ProgressHandler handler(o.progress, t0, o.time_limit_seconds, &result, &incumbent, &cbc_bound);
   model.passInEventHandler(&handler);
   // CBC checks its own limit only between nodes, and CbcMain1 solves the root LP again
   // from a basis it no longer takes as optimal (50-90 s of primal simplex on ResNet-50):
@@ -425,9 +443,11 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   argv.push_back("-quit");
   CbcMain1(
       static_cast<int>(argv.size()), argv.data(), model, [](CbcModel*, int) { return 0; }, data);
-  const bool has_solution = model.bestSolution() != nullptr;
+  if (model.bestSolution())
+    incumbent.assign(model.bestSolution(), model.bestSolution() + m.columns());
+  const bool has_solution = static_cast<int>(incumbent.size()) == m.columns();
   if (has_solution) {
-    result.values.assign(model.bestSolution(), model.bestSolution() + m.columns());
+    result.values = std::move(incumbent);
     // Evaluated here: CBC's own value is 1e50 once an LP stopped at the deadline has
     // made it declare the program infeasible.
     result.objective = m.objective_of(result.values);
@@ -437,9 +457,9 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   if (!has_solution && result.lp_bound > -1e300) result.bound = result.lp_bound;
   if (deadline_hit) {
     // An LP stopped at the deadline reads to CBC as infeasible (and then any incumbent as
-    // optimal): only the incumbent and the relaxation's bound stand.
+    // optimal): only the incumbents and the bounds seen before it stand.
     if (o.progress) std::fprintf(stderr, "solver: CBC stopped at the time limit\n");
-    result.bound = has_solution ? std::min(result.lp_bound, result.objective) : result.lp_bound;
+    result.bound = has_solution ? std::min(cbc_bound, result.objective) : cbc_bound;
     result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
   } else if (model.isProvenOptimal() && has_solution) {
     result.status = MilpStatus::kOptimal;
