@@ -174,9 +174,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Reports incumbent, bound and gap on stderr as CBC finds solutions and explores nodes,
-// and keeps a copy of each new incumbent in `incumbent` and the best bound of the search
-// before the deadline in `bound` (CBC drops its incumbent, and its final bound means
-// nothing, once an LP stopped at the deadline ends the search).
+// and keeps a copy of each new incumbent of the whole program's search in `incumbent` and
+// its best bound before the deadline in `bound` (CBC drops its incumbent, and its final
+// bound means nothing, once an LP stopped at the deadline ends the search). A heuristic's
+// sub-search has a parent model: its solutions and bounds are its restriction's.
 class ProgressHandler : public CbcEventHandler {
  public:
   ProgressHandler(bool print, Clock::time_point t0, double deadline, MilpResult* result,
@@ -195,13 +196,13 @@ class ProgressHandler : public CbcEventHandler {
       const double obj = model_->getObjValue();
       if (result_->first_incumbent_seconds < 0) result_->first_incumbent_seconds = t;
       result_->incumbent_trace.push_back({t, obj});
-      if (const double* x = model_->bestSolution()) incumbent_->assign(x, x + model_->getNumCols());
+      const double* x = model_->bestSolution();
+      if (x && !model_->parentModel()) incumbent_->assign(x, x + model_->getNumCols());
       report(t, "solution");
     } else if (which == node && t - last_ >= 2.0) {
       report(t, "search");
     }
-    // The tree's bound at a node of the whole program's search (a heuristic's sub-search
-    // has a parent model, and bounds only its restriction) while every LP is still whole.
+    // The tree's bound at a node of the whole search, while every LP is still whole.
     if (which == node && !model_->parentModel() && t <= deadline_)
       *bound_ = std::max(*bound_, model_->getBestPossibleObjValue());
     // CBC checks its own limit between nodes only; root cuts and heuristics can run on.
@@ -445,6 +446,9 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
       static_cast<int>(argv.size()), argv.data(), model, [](CbcModel*, int) { return 0; }, data);
   if (model.bestSolution())
     incumbent.assign(model.bestSolution(), model.bestSolution() + m.columns());
+  else if (!incumbent.empty() &&
+           (static_cast<int>(incumbent.size()) != m.columns() || !m.satisfies(incumbent)))
+    incumbent = warm ? o.warm_start : std::vector<double>();
   const bool has_solution = static_cast<int>(incumbent.size()) == m.columns();
   if (has_solution) {
     result.values = std::move(incumbent);
