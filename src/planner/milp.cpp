@@ -450,20 +450,21 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
            (static_cast<int>(incumbent.size()) != m.columns() || !m.satisfies(incumbent)))
     incumbent = warm ? o.warm_start : std::vector<double>();
   const bool has_solution = static_cast<int>(incumbent.size()) == m.columns();
+  // An LP stopped at the deadline reads to CBC as infeasible (and then any incumbent as
+  // optimal): only the incumbents and the bounds seen before it stand.
+  const double search_bound =
+      deadline_hit ? cbc_bound : std::max(model.getBestPossibleObjValue(), result.lp_bound);
   if (has_solution) {
     result.values = std::move(incumbent);
     // Evaluated here: CBC's own value is 1e50 once an LP stopped at the deadline has
     // made it declare the program infeasible.
     result.objective = m.objective_of(result.values);
-    result.bound =
-        std::min(std::max(model.getBestPossibleObjValue(), result.lp_bound), result.objective);
+    result.bound = std::min(search_bound, result.objective);
+  } else {  // CBC's own bound is only its tree's; the relaxation here is always solved
+    result.bound = deadline_hit ? cbc_bound : result.lp_bound;
   }
-  if (!has_solution && result.lp_bound > -1e300) result.bound = result.lp_bound;
   if (deadline_hit) {
-    // An LP stopped at the deadline reads to CBC as infeasible (and then any incumbent as
-    // optimal): only the incumbents and the bounds seen before it stand.
     if (o.progress) std::fprintf(stderr, "solver: CBC stopped at the time limit\n");
-    result.bound = has_solution ? std::min(cbc_bound, result.objective) : cbc_bound;
     result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
   } else if (model.isProvenOptimal() && has_solution) {
     result.status = MilpStatus::kOptimal;
