@@ -65,13 +65,38 @@ TEST(MilpRelaxation, SolvedOrAwaitedWhenUnderWay) {
   // A relaxation under way elsewhere is awaited, not solved again: its bound is the one
   // reported (a made-up one here, to tell them apart).
   std::promise<RelaxationBound> elsewhere;
-  elsewhere.set_value({true, false, -1.25, 0.5});
+  elsewhere.set_value({true, false, -1.25, 0.5, {}});
   o.relaxation = elsewhere.get_future().share();
   const MilpResult awaited = solve_milp(m, o);
   EXPECT_DOUBLE_EQ(awaited.lp_bound, -1.25);
   EXPECT_DOUBLE_EQ(awaited.bound, -1.25);
   EXPECT_DOUBLE_EQ(awaited.lp_seconds, 0.5);
   EXPECT_NEAR(awaited.objective, -1, 1e-9);
+}
+
+TEST(RelaxationNeighbourhood, FixesWhatTheRelaxationSetsWholeAndSearchesTheRest) {
+  // min -6 x0 - 4 x1 - x2 with 2 (x0 + x1 + x2) <= 5: the LP optimum is x = (1, 1, 0.5),
+  // -10.5; the integer optimum (1, 1, 0), -10. From the warm start (0, 0, 1), 90% above the
+  // bound, with no windows (no column has a position), only the relaxation neighbourhood
+  // (x0 = x1 = 1 fixed, x2 free) can improve it, and it finds the optimum.
+  Milp m;
+  const int x0 = m.add_binary(-6), x1 = m.add_binary(-4), x2 = m.add_binary(-1);
+  m.add_row({{x0, 2}, {x1, 2}, {x2, 2}}, -1e30, 5);
+  MilpOptions o;
+  o.search = MilpSearch::kNeighbourhood;
+  o.warm_start = {0, 0, 1};
+  o.column_positions = {-1, -1, -1};
+  std::promise<RelaxationBound> solved;
+  solved.set_value(solve_relaxation(m, 10, nullptr));
+  o.relaxation = solved.get_future().share();
+  const MilpResult r = solve_milp(m, o);
+  EXPECT_NEAR(r.lp_bound, -10.5, 1e-9);
+  EXPECT_NEAR(r.objective, -10, 1e-9);
+  EXPECT_EQ(r.values, (std::vector<double>{1, 1, 0}));
+  EXPECT_EQ(r.neighbourhoods, 1);
+  // Within 10% of the bound (the optimum, 5% above it), no relaxation neighbourhood.
+  o.warm_start = {1, 1, 0};
+  EXPECT_EQ(solve_milp(m, o).neighbourhoods, 0);
 }
 
 // Large programs (over 20,000 columns): the planner's default search is the

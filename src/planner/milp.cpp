@@ -287,7 +287,10 @@ RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, double limit,
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.solved = lp->isProvenOptimal();
   r.infeasible = lp->isProvenPrimalInfeasible();
-  if (r.solved) r.bound = lp->getObjValue();
+  if (r.solved) {
+    r.bound = lp->getObjValue();
+    r.values.assign(lp->getColSolution(), lp->getColSolution() + lp->getNumCols());
+  }
   return r;
 }
 
@@ -323,21 +326,11 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   bool lp_solved = false;
   OsiClpSolverInterface lp;
   std::atomic<bool> stop_relaxation(false);
-  // Loads the program into `lp` and solves its LP relaxation within the time limit (or
-  // until `stop`, when not null, is set); records bound and time. Returns whether the
-  // relaxation is infeasible. `awaited`: the relaxation under way elsewhere, if any, instead.
-  const auto solve_lp = [&](const std::atomic<bool>* stop, bool awaited) {
-    RelaxationBound r;
-    if (awaited && o.relaxation.valid()) {
-      r = o.relaxation.get();
-    } else {
-      load_program(m, &lp);
-      r = solve_loaded_relaxation(&lp, o.time_limit_seconds, stop);
-    }
+  // Records the LP relaxation's bound and time.
+  const auto record_relaxation = [&](const RelaxationBound& r) {
     result.lp_seconds = r.seconds;
     if (r.solved) result.lp_bound = r.bound;
     lp_solved = r.solved;
-    return r.infeasible;
   };
   const auto report_relaxation = [&](bool infeasible) {
     if (!o.progress) return;
@@ -354,18 +347,22 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     result.first_incumbent_seconds = 0;
   }
   if (warm && neighbourhood_search_applies(m, o)) {
-    // The LP relaxation (the certified bound) on a thread of its own while the
-    // neighbourhood search improves the warm start on this one.
-    std::atomic<double> bound(-std::numeric_limits<double>::infinity());
-    auto relaxation = std::async(std::launch::async, [&] {
-      const bool infeasible = solve_lp(&stop_relaxation, /*awaited=*/true);
-      if (lp_solved) bound = result.lp_bound;
-      report_relaxation(infeasible);
-    });
+    // The LP relaxation (the certified bound, and the relaxation neighbourhood's fixings)
+    // on a thread of its own while the neighbourhood search improves the warm start on
+    // this one.
+    std::shared_future<RelaxationBound> relaxation =
+        std::async(std::launch::async, [&] {
+          RelaxationBound r = o.relaxation.valid()
+                                  ? o.relaxation.get()
+                                  : solve_relaxation(m, o.time_limit_seconds, &stop_relaxation);
+          record_relaxation(r);
+          report_relaxation(r.infeasible);
+          return r;
+        }).share();
     NeighbourhoodSearch s =
-        neighbourhood_search(m, o.warm_start, bound, t0, o.time_limit_seconds, o, &result);
+        neighbourhood_search(m, o.warm_start, relaxation, t0, o.time_limit_seconds, o, &result);
     stop_relaxation = true;  // e.g. at options.stop_objective
-    relaxation.get();
+    relaxation.wait();
     result.values = std::move(s.values);
     result.objective = s.objective;
     result.neighbourhoods = s.rounds;
@@ -378,7 +375,10 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   // its root from this basis (CBC's own initial solve of these programs spent minutes in
   // primal clean-up; CLP's default solve takes seconds). A relaxation under way elsewhere
   // has no basis to give CBC: this one is solved here.
-  const bool infeasible = solve_lp(nullptr, /*awaited=*/false);
+  load_program(m, &lp);
+  const RelaxationBound root = solve_loaded_relaxation(&lp, o.time_limit_seconds, nullptr);
+  record_relaxation(root);
+  const bool infeasible = root.infeasible;
   report_relaxation(infeasible);
   if (infeasible) {
     result.status = MilpStatus::kInfeasible;

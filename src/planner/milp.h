@@ -85,10 +85,11 @@ enum class MilpSearch {
 
 /// The optimum of a Milp's LP relaxation: a certified lower bound on its optimum.
 struct RelaxationBound {
-  bool solved = false;      // to optimality (else: time limit, stopped or infeasible)
-  bool infeasible = false;  // proven primal infeasible
-  double bound = 0;         // the LP optimum when solved
-  double seconds = 0;       // wall time of the solve
+  bool solved = false;         // to optimality (else: time limit, stopped or infeasible)
+  bool infeasible = false;     // proven primal infeasible
+  double bound = 0;            // the LP optimum when solved
+  double seconds = 0;          // wall time of the solve
+  std::vector<double> values;  // the LP optimum, per column (when solved)
 };
 
 /// Solves the LP relaxation of `milp` with CLP within `time_limit_seconds` (wall clock), or
