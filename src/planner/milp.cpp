@@ -356,7 +356,8 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
                                   ? o.relaxation.get()
                                   : solve_relaxation(m, o.time_limit_seconds, &stop_relaxation);
           record_relaxation(r);
-          report_relaxation(r.infeasible);
+          // A given relaxation that is ready, unsolved and took no time: none is wanted.
+          if (r.solved || r.infeasible || r.seconds > 0) report_relaxation(r.infeasible);
           return r;
         }).share();
     NeighbourhoodSearch s =
