@@ -323,20 +323,17 @@ bool neighbourhood_search_applies(const Milp& m, const MilpOptions& o) {
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const auto t0 = Clock::now();
   MilpResult result;
-  bool lp_solved = false;
   OsiClpSolverInterface lp;
   std::atomic<bool> stop_relaxation(false);
-  // Records the LP relaxation's bound and time.
+  // Records the LP relaxation's bound and time, and reports it (not one given ready,
+  // unsolved and taking no time: none was wanted).
   const auto record_relaxation = [&](const RelaxationBound& r) {
     result.lp_seconds = r.seconds;
     if (r.solved) result.lp_bound = r.bound;
-    lp_solved = r.solved;
-  };
-  const auto report_relaxation = [&](bool infeasible) {
-    if (!o.progress) return;
+    if (!o.progress || !(r.solved || r.infeasible || r.seconds > 0)) return;
     std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s, bound %.6g\n", result.lp_seconds,
-                 infeasible               ? "infeasible"
-                 : lp_solved              ? "solved"
+                 r.infeasible             ? "infeasible"
+                 : r.solved               ? "solved"
                  : stop_relaxation.load() ? "stopped with the search"
                                           : "stopped at the time limit",
                  result.lp_bound);
@@ -356,8 +353,6 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
                                   ? o.relaxation.get()
                                   : solve_relaxation(m, o.time_limit_seconds, &stop_relaxation);
           record_relaxation(r);
-          // A given relaxation that is ready, unsolved and took no time: none is wanted.
-          if (r.solved || r.infeasible || r.seconds > 0) report_relaxation(r.infeasible);
           return r;
         }).share();
     NeighbourhoodSearch s =
@@ -379,14 +374,12 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   load_program(m, &lp);
   const RelaxationBound root = solve_loaded_relaxation(&lp, o.time_limit_seconds, nullptr);
   record_relaxation(root);
-  const bool infeasible = root.infeasible;
-  report_relaxation(infeasible);
-  if (infeasible) {
+  if (root.infeasible) {
     result.status = MilpStatus::kInfeasible;
     result.seconds = result.lp_seconds;
     return result;
   }
-  if (!lp_solved) {
+  if (!root.solved) {
     // The relaxation used the whole time limit. CBC would solve it again from scratch,
     // with no time limit on that solve (minutes on DenseNet-sized programs): stop here
     // with the warm start, if any.

@@ -52,16 +52,17 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
                                          const MilpOptions& options, MilpResult* result) {
   using Clock = std::chrono::steady_clock;
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  const auto ready = [&] {
+    return relaxation.valid() &&
+           relaxation.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
   // The solved relaxation, once it is ready; null before and when it did not solve.
   const auto lp = [&]() -> const RelaxationBound* {
-    if (!relaxation.valid() ||
-        relaxation.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
-      return nullptr;
-    const RelaxationBound& r = relaxation.get();
-    return r.solved ? &r : nullptr;
+    return ready() && relaxation.get().solved ? &relaxation.get() : nullptr;
   };
   const auto gap = [&](double objective) {
-    const double bound = lp() ? lp()->bound : -std::numeric_limits<double>::infinity();
+    const RelaxationBound* r = lp();
+    const double bound = r ? r->bound : -std::numeric_limits<double>::infinity();
     return (objective - bound) / std::max(1e-12, std::fabs(objective));
   };
   NeighbourhoodSearch out;
@@ -140,9 +141,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     const std::vector<int> free = windows.next(milp);
     if (free.empty()) {
       // Windows exhausted: only the relaxation neighbourhood is left, once the LP is solved.
-      if (relaxation_neighbourhood_done || !relaxation.valid() ||
-          relaxation.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
-        break;
+      if (relaxation_neighbourhood_done || !relaxation.valid() || ready()) break;
       relaxation.wait_for(std::chrono::duration<double>(left - 1.0));
       continue;
     }
