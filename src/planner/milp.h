@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <string>
 #include <utility>
@@ -116,6 +117,9 @@ struct MilpOptions {
   /// solving the relaxation itself. Invalid: solve_milp solves it. Ready and unsolved: the
   /// search runs without a bound (e.g. one that stops at a given objective).
   std::shared_future<RelaxationBound> relaxation;
+  /// Branch and cut only: called with each new incumbent of the search over the whole
+  /// program (its heuristics' included; not the warm start), as CBC finds it.
+  std::function<void(const std::vector<double>& values)> on_incumbent;
 };
 
 enum class MilpStatus { kOptimal, kFeasible, kInfeasible, kNoSolution };

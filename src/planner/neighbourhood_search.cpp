@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
+#include <thread>
+
+#include "planner/child_solve.h"
 
 namespace monet {
 namespace {
@@ -15,7 +19,7 @@ class WindowSequence {
  public:
   explicit WindowSequence(const std::vector<int>& positions) : positions_(positions) {
     for (int p : positions_) places_ = std::max(places_, p + 1);
-    width_ = std::max(2, places_ / 48);
+    width_ = initial_width_ = std::max(2, places_ / 48);
   }
 
   /// Columns to free (integer columns only); empty when the sequence is exhausted.
@@ -26,6 +30,16 @@ class WindowSequence {
       if (milp.is_integer(c) && positions_[c] >= start_ && positions_[c] < start_ + width_)
         out.push_back(c);
     return out;
+  }
+
+  /// Notes a better solution from a window handed out earlier.
+  void note_improvement() { improved_in_sweep_ = true; }
+
+  /// Starts again with the narrowest windows (after a better solution from elsewhere).
+  void restart() {
+    width_ = initial_width_;
+    start_ = 0;
+    improved_in_sweep_ = false;
   }
 
   /// Moves on after a sub-program solved with (`improved`) or without a better solution.
@@ -40,7 +54,7 @@ class WindowSequence {
 
  private:
   std::vector<int> positions_;
-  int places_ = 0, width_ = 0, start_ = 0;
+  int places_ = 0, width_ = 0, initial_width_ = 0, start_ = 0;
   bool improved_in_sweep_ = false;
 };
 
@@ -60,14 +74,18 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
   const auto lp = [&]() -> const RelaxationBound* {
     return ready() && relaxation.get().solved ? &relaxation.get() : nullptr;
   };
-  const auto gap = [&](double objective) {
-    const RelaxationBound* r = lp();
-    const double bound = r ? r->bound : -std::numeric_limits<double>::infinity();
-    return (objective - bound) / std::max(1e-12, std::fabs(objective));
-  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
   NeighbourhoodSearch out;
   out.values = std::move(incumbent);
   out.objective = milp.objective_of(out.values);
+  // The best certified bound: the LP relaxation's, or the whole program's branch and cut's.
+  const auto bound = [&] {
+    const RelaxationBound* r = lp();
+    return std::max(out.bound, r ? r->bound : out.bound);
+  };
+  const auto gap = [&](double objective) {
+    return (objective - bound()) / std::max(1e-12, std::fabs(objective));
+  };
   int integers = 0;
   for (int c = 0; c < milp.columns(); ++c) integers += milp.is_integer(c);
   std::vector<int> positions = options.column_positions;
@@ -75,52 +93,145 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     positions.resize(milp.columns());
     for (int c = 0; c < milp.columns(); ++c) positions[c] = c;
   }
-  // Solves the restriction to the columns `fixed` leaves NaN (started from the incumbent
-  // when `from_incumbent`) in at most `seconds`; keeps a better solution. Returns whether
-  // it found one.
-  const auto search = [&](const char* what, std::vector<double> fixed, double seconds,
-                          bool from_incumbent) {
+  // A restriction of the program: the columns `fixed` leaves NaN are free.
+  struct Restriction {
+    std::vector<double> fixed;  // as without_fixed() leaves it
+    Milp sub;
+    double offset = 0;  // the fixed columns' share of the objective
     int free_integers = 0;
+    MilpOptions options;
+  };
+  // The restriction to the columns `fixed` leaves NaN, to solve in at most `seconds`
+  // (started from the incumbent when `from_incumbent`).
+  const auto sub_options = [&](double seconds) {
+    MilpOptions o;
+    o.time_limit_seconds = seconds;
+    o.relative_gap = options.relative_gap;
+    o.threads = options.threads;
+    o.search = MilpSearch::kBranchAndCut;
+    return o;
+  };
+  const auto restrict = [&](std::vector<double> fixed, double seconds, bool from_incumbent) {
+    Restriction r;
     for (int c = 0; c < milp.columns(); ++c)
-      free_integers += milp.is_integer(c) && std::isnan(fixed[c]);
-    double offset = 0;
-    const Milp sub = milp.without_fixed(&fixed, &offset);
-    MilpOptions so;
-    so.time_limit_seconds = seconds;
-    so.relative_gap = options.relative_gap;
-    so.threads = options.threads;
-    so.search = MilpSearch::kBranchAndCut;
+      r.free_integers += milp.is_integer(c) && std::isnan(fixed[c]);
+    r.sub = milp.without_fixed(&fixed, &r.offset);
+    r.options = sub_options(seconds);
     if (from_incumbent)
       for (int c = 0; c < milp.columns(); ++c)
-        if (std::isnan(fixed[c])) so.warm_start.push_back(out.values[c]);
-    const MilpResult r = solve_milp(sub, so);
+        if (std::isnan(fixed[c])) r.options.warm_start.push_back(out.values[c]);
+    r.fixed = std::move(fixed);
+    return r;
+  };
+  // The whole solution a restriction's solution `values` stands for.
+  const auto whole = [&](const Restriction& r, const std::vector<double>& values) {
+    std::vector<double> x = r.fixed;
+    for (int c = 0, s = 0; c < milp.columns(); ++c)
+      if (std::isnan(r.fixed[c])) x[c] = values[s++];
+    return x;
+  };
+  const auto better_than_incumbent = [&](double objective) {
+    return objective < out.objective - 1e-9 * std::fabs(out.objective);
+  };
+  const auto accept = [&](std::vector<double> x) {
+    out.values = std::move(x);
+    out.objective = milp.objective_of(out.values);
+    result->incumbent_trace.push_back({elapsed(), out.objective});
+  };
+  const auto report = [&](const char* what, const Restriction& r, const char* outcome) {
+    if (!options.progress) return;
+    char gap_text[48] = "no bound yet";
+    if (std::isfinite(gap(out.objective)))
+      std::snprintf(gap_text, sizeof gap_text, "gap %.2f%%", 100 * gap(out.objective));
+    std::fprintf(stderr,
+                 "solver: %7.1f s  %s %d: %d of %d binaries free (%d columns), %s, "
+                 "incumbent %.6g  %s\n",
+                 elapsed(), what, out.rounds, r.free_integers, integers, r.sub.columns(), outcome,
+                 out.objective, gap_text);
+  };
+  // Solves a restriction here; keeps a better solution. Returns whether it found one.
+  const auto search = [&](const char* what, Restriction r) {
+    const MilpResult s = solve_milp(r.sub, r.options);
     ++out.rounds;
-    const bool better =
-        !r.values.empty() && r.objective + offset < out.objective - 1e-9 * std::fabs(out.objective);
-    if (better) {
-      for (int c = 0, s = 0; c < milp.columns(); ++c)
-        out.values[c] = std::isnan(fixed[c]) ? r.values[s++] : fixed[c];
-      out.objective = milp.objective_of(out.values);
-      result->incumbent_trace.push_back({elapsed(), out.objective});
-    }
-    if (options.progress) {
-      char gap_text[48] = "no bound yet";
-      if (std::isfinite(gap(out.objective)))
-        std::snprintf(gap_text, sizeof gap_text, "gap %.2f%%", 100 * gap(out.objective));
-      std::fprintf(stderr,
-                   "solver: %7.1f s  %s %d: %d of %d binaries free (%d columns), %s, "
-                   "incumbent %.6g  %s\n",
-                   elapsed(), what, out.rounds, free_integers, integers, sub.columns(),
-                   better ? "better" : milp_status_name(r.status), out.objective, gap_text);
-    }
+    const bool better = !s.values.empty() && better_than_incumbent(s.objective + r.offset);
+    if (better) accept(whole(r, s.values));
+    report(what, r, better ? "better" : milp_status_name(s.status));
     return better;
   };
-  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // The search on the second core (free once the LP relaxation is ready), in a child
+  // process: a window, or the branch and cut over the whole program. `base` is the
+  // incumbent it started from (this core's windows may have changed the incumbent since).
+  struct ChildSearch {
+    Restriction restriction;
+    std::vector<double> base;
+    bool whole = false;
+    std::unique_ptr<ChildSolve> solve;
+  };
+  std::unique_ptr<ChildSearch> child;
+  // The incumbent with the integer columns where `x` differs from `base` set to x's, and the
+  // continuous columns that follows (an LP, when fixing does not determine them all); empty
+  // when that is infeasible.
+  const auto with_changes = [&](const std::vector<double>& x, const std::vector<double>& base) {
+    std::vector<double> fixed(milp.columns(), nan);
+    for (int c = 0; c < milp.columns(); ++c)
+      if (milp.is_integer(c)) fixed[c] = std::round(x[c] != base[c] ? x[c] : out.values[c]);
+    double offset = 0;
+    const Milp rest = milp.without_fixed(&fixed, &offset);
+    if (rest.columns() > 0) {
+      const RelaxationBound lp = solve_relaxation(rest, 5.0, nullptr);
+      if (!lp.solved) return std::vector<double>();
+      for (int c = 0, s = 0; c < milp.columns(); ++c)
+        if (std::isnan(fixed[c])) fixed[c] = lp.values[s++];
+    }
+    return milp.satisfies(fixed) ? fixed : std::vector<double>();
+  };
+  // Takes the child's solution `values` (of its restriction): its changes to the incumbent
+  // it started from, applied to the incumbent, or the whole solution when that is better
+  // still. Returns whether the incumbent improved.
+  const auto take = [&](const std::vector<double>& values) {
+    const std::vector<double> x = whole(child->restriction, values);
+    const double objective = milp.objective_of(x);
+    if (!(objective < milp.objective_of(child->base) - 1e-9 * std::fabs(objective))) return false;
+    std::vector<double> merged = child->base == out.values ? x : with_changes(x, child->base);
+    if (!merged.empty() && better_than_incumbent(milp.objective_of(merged))) {
+      accept(std::move(merged));
+      return true;
+    }
+    if (!better_than_incumbent(objective)) return false;
+    accept(x);
+    return true;
+  };
+  const char* const whole_search = "branch and cut (second core)";
+  // Takes the child's result (waiting for it). Returns whether the incumbent improved.
+  const auto absorb_child = [&] {
+    const MilpResult s = child->solve->wait();
+    ++out.rounds;
+    // The whole program's bound, proven by its branch and cut (before any deadline).
+    if (child->whole && (s.status == MilpStatus::kOptimal || s.status == MilpStatus::kFeasible))
+      out.bound = std::max(out.bound, s.bound);
+    const bool better = !s.values.empty() && take(s.values);
+    report(child->whole ? whole_search : "neighbourhood (second core)", child->restriction,
+           better ? "better" : milp_status_name(s.status));
+    child.reset();
+    return better;
+  };
+  // Takes a newer incumbent of the child's branch and cut, if any.
+  const auto poll_child = [&] {
+    std::vector<double> values;
+    if (!child || !child->whole || !child->solve->newer_incumbent(&values) || !take(values))
+      return false;
+    report(whole_search, child->restriction, "better (under way)");
+    return true;
+  };
   bool relaxation_neighbourhood_done = false;
   WindowSequence windows(positions);
+  bool out_of_time = false, whole_search_started = false;
   for (;;) {
+    if (poll_child()) windows.restart();
+    if (child && child->solve->finished() && absorb_child()) windows.restart();
     const double left = deadline - elapsed();
-    if (left < 1.0 || gap(out.objective) <= options.relative_gap ||
+    out_of_time = left < 1.0;
+    if (out_of_time || gap(out.objective) <= options.relative_gap ||
         out.objective <= options.stop_objective)
       break;
     if (!relaxation_neighbourhood_done && lp() &&
@@ -133,13 +244,38 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
           const double v = lp()->values[c];
           if (milp.is_integer(c) && std::fabs(v - std::round(v)) <= 1e-6) fixed[c] = std::round(v);
         }
-        search("relaxation neighbourhood", std::move(fixed), std::max(1.0, left / 3),
-               /*from_incumbent=*/false);
+        search("relaxation neighbourhood",
+               restrict(std::move(fixed), std::max(1.0, left / 3), /*from_incumbent=*/false));
         continue;
       }
     }
+    if (!child && !whole_search_started && lp() && left > kWholeSearchRelaxations * lp()->seconds) {
+      whole_search_started = true;
+      // Time for CBC to solve the root again and run its heuristics: the whole program's
+      // branch and cut on the second core for the rest of the time.
+      Restriction all;
+      all.fixed.assign(milp.columns(), nan);
+      all.sub = milp;
+      all.free_integers = integers;
+      all.options = sub_options(left - 0.5);
+      all.options.warm_start = out.values;
+      child.reset(new ChildSearch{std::move(all), out.values, true, nullptr});
+      child->solve.reset(new ChildSolve(child->restriction.sub, child->restriction.options));
+      continue;
+    }
     const std::vector<int> free = windows.next(milp);
     if (free.empty()) {
+      if (child && child->whole) {  // its incumbents may start the windows again
+        if (!child->solve->finished())
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        else if (absorb_child())
+          windows.restart();
+        continue;
+      }
+      if (child) {  // its result may start the windows again
+        if (absorb_child()) windows.note_improvement();
+        continue;
+      }
       // Windows exhausted: only the relaxation neighbourhood is left, once the LP is solved.
       if (relaxation_neighbourhood_done || !relaxation.valid() || ready()) break;
       relaxation.wait_for(std::chrono::duration<double>(left - 1.0));
@@ -150,10 +286,21 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     for (int c = 0; c < milp.columns(); ++c)
       if (milp.is_integer(c)) fixed[c] = std::round(out.values[c]);
     for (int c : free) fixed[c] = nan;
-    windows.advance(search("neighbourhood", std::move(fixed),
-                           std::min(left, std::max(5.0, left / 4)),
-                           /*from_incumbent=*/true));
+    Restriction r = restrict(std::move(fixed), std::min(left, std::max(5.0, left / 4)),
+                             /*from_incumbent=*/true);
+    if (!child && ready()) {
+      child.reset(new ChildSearch{std::move(r), out.values, false, nullptr});
+      child->solve.reset(new ChildSolve(child->restriction.sub, child->restriction.options));
+      windows.advance(false);  // an improvement is noted when its result comes
+      continue;
+    }
+    windows.advance(search("neighbourhood", std::move(r)));
   }
+  if (child && child->whole) {
+    poll_child();  // its last incumbent; the search itself ends with the child
+  } else if (child && out_of_time) {
+    absorb_child();  // a window ends within its own limit
+  }                  // else the search stopped early (gap reached): the child is not needed
   return out;
 }
 

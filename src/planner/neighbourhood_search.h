@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <future>
+#include <limits>
 #include <vector>
 
 #include "planner/milp.h"
@@ -33,10 +34,18 @@ struct NeighbourhoodSearch {
   std::vector<double> values;  // best solution found (the incumbent when none was better)
   double objective = 0;        // its objective
   int rounds = 0;              // sub-programs solved
+  /// The bound the whole program's branch and cut proved (on the second core; -infinity
+  /// when it did not run or end): the certified bound is the larger of it and the LP's.
+  double bound = -std::numeric_limits<double>::infinity();
 };
 
 /// The incumbent's gap to the LP bound above which the relaxation neighbourhood is tried.
 constexpr double kRelaxationNeighbourhoodGap = 0.10;
+
+/// The second core's search (once the LP relaxation is solved) is CBC's branch and cut over
+/// the whole program when the time left is more than this many times the relaxation's
+/// solve time, and windows otherwise.
+constexpr double kWholeSearchRelaxations = 4.0;
 
 /// Improves `incumbent` (feasible for `milp`) until `deadline` (seconds after `t0`) or
 /// until its objective is within `options.relative_gap` of the bound of `relaxation` (the
