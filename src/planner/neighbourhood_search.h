@@ -19,6 +19,17 @@
 // close, the same fixings are mostly infeasible (MobileNetV2 0.5x, GoogLeNet 0.7x, UNet
 // 0.7x) or too large for CBC to find a solution in 40 s (ResNet-50 0.5x, 0.7x: 3,400 to
 // 3,800 binaries free), so it is not tried there.
+//
+// The second core. The LP relaxation runs on one core beside the search until it is
+// solved; that core then runs a second search in a child process (ChildSolve: CbcMain1 is
+// not reentrant). With more than kWholeSearchRelaxations LP solves' time left, it is CBC's
+// branch and cut over the whole program from the incumbent, whose heuristics find plans
+// the windows do not (MobileNetV2 b8 at 0.5x: windows alone stall at 0.7432 s/iter, 2.2%
+// above the bound; beside this search, 0.7375, 1.4%); its incumbents are taken as it
+// finds them, and a proof of optimality ends the search. With less (ResNet-50, GoogLeNet:
+// LPs of 24 to 50 s, whose root CBC would not get past), the child solves windows. A
+// child's solution started from an older incumbent: its changes to that one are applied to
+// the current incumbent when the result is feasible, else the better of the two is kept.
 #pragma once
 
 #include <chrono>
