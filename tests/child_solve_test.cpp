@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "slow_relaxation.h"
+
 #include <future>
 
 namespace monet {
@@ -80,11 +82,7 @@ TEST(NeighbourhoodSearchOnTwoCores, WindowsKeepTheImprovementsOfBothCores) {
   o.relative_gap = 0;
   o.warm_start = warm;
   o.column_positions = positions;
-  RelaxationBound lp = solve_relaxation(m, 10, nullptr);
-  lp.seconds = 1e6;
-  std::promise<RelaxationBound> solved;
-  solved.set_value(lp);
-  o.relaxation = solved.get_future().share();
+  o.relaxation = testing::slow_relaxation(m);
   const MilpResult r = solve_milp(m, o);
   // Each block's best is items 0 and 2 (value 6, weight 4): 32 items in all, within 40.
   EXPECT_TRUE(m.satisfies(r.values));

@@ -16,6 +16,7 @@
 #include "planner/baseline_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
+#include "slow_relaxation.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -86,12 +87,7 @@ TEST(RelaxationNeighbourhood, FixesWhatTheRelaxationSetsWholeAndSearchesTheRest)
   o.search = MilpSearch::kNeighbourhood;
   o.warm_start = {0, 0, 1};
   o.column_positions = {-1, -1, -1};
-  // Taken as slow to solve, so that no whole program's branch and cut runs beside.
-  RelaxationBound lp = solve_relaxation(m, 10, nullptr);
-  lp.seconds = 1e6;
-  std::promise<RelaxationBound> solved;
-  solved.set_value(lp);
-  o.relaxation = solved.get_future().share();
+  o.relaxation = testing::slow_relaxation(m);
   const MilpResult r = solve_milp(m, o);
   EXPECT_NEAR(r.lp_bound, -10.5, 1e-9);
   EXPECT_NEAR(r.objective, -10, 1e-9);
