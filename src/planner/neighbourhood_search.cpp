@@ -32,9 +32,6 @@ class WindowSequence {
     return out;
   }
 
-  /// Notes a better solution from a window handed out earlier.
-  void note_improvement() { improved_in_sweep_ = true; }
-
   /// Starts again with the narrowest windows (after a better solution from elsewhere).
   void restart() {
     width_ = initial_width_;
@@ -103,20 +100,15 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
   };
   // The restriction to the columns `fixed` leaves NaN, to solve in at most `seconds`
   // (started from the incumbent when `from_incumbent`).
-  const auto sub_options = [&](double seconds) {
-    MilpOptions o;
-    o.time_limit_seconds = seconds;
-    o.relative_gap = options.relative_gap;
-    o.threads = options.threads;
-    o.search = MilpSearch::kBranchAndCut;
-    return o;
-  };
   const auto restrict = [&](std::vector<double> fixed, double seconds, bool from_incumbent) {
     Restriction r;
     for (int c = 0; c < milp.columns(); ++c)
       r.free_integers += milp.is_integer(c) && std::isnan(fixed[c]);
     r.sub = milp.without_fixed(&fixed, &r.offset);
-    r.options = sub_options(seconds);
+    r.options.time_limit_seconds = seconds;
+    r.options.relative_gap = options.relative_gap;
+    r.options.threads = options.threads;
+    r.options.search = MilpSearch::kBranchAndCut;
     if (from_incumbent)
       for (int c = 0; c < milp.columns(); ++c)
         if (std::isnan(fixed[c])) r.options.warm_start.push_back(out.values[c]);
@@ -168,6 +160,10 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     std::unique_ptr<ChildSolve> solve;
   };
   std::unique_ptr<ChildSearch> child;
+  const auto launch = [&](Restriction r, bool whole_program) {
+    child.reset(new ChildSearch{std::move(r), out.values, whole_program, nullptr});
+    child->solve.reset(new ChildSolve(child->restriction.sub, child->restriction.options));
+  };
   // The incumbent with the integer columns where `x` differs from `base` set to x's, and the
   // continuous columns that follows (an LP, when fixing does not determine them all); empty
   // when that is infeasible.
@@ -253,14 +249,9 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
       whole_search_started = true;
       // Time for CBC to solve the root again and run its heuristics: the whole program's
       // branch and cut on the second core for the rest of the time.
-      Restriction all;
-      all.fixed.assign(milp.columns(), nan);
-      all.sub = milp;
-      all.free_integers = integers;
-      all.options = sub_options(left - 0.5);
-      all.options.warm_start = out.values;
-      child.reset(new ChildSearch{std::move(all), out.values, true, nullptr});
-      child->solve.reset(new ChildSolve(child->restriction.sub, child->restriction.options));
+      launch(restrict(std::vector<double>(milp.columns(), nan), left - 0.5,
+                      /*from_incumbent=*/true),
+             /*whole_program=*/true);
       continue;
     }
     const std::vector<int> free = windows.next(milp);
@@ -272,8 +263,8 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
           windows.restart();
         continue;
       }
-      if (child) {  // its result may start the windows again
-        if (absorb_child()) windows.note_improvement();
+      if (child) {  // a window: its result, before the search ends
+        absorb_child();
         continue;
       }
       // Windows exhausted: only the relaxation neighbourhood is left, once the LP is solved.
@@ -289,9 +280,8 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     Restriction r = restrict(std::move(fixed), std::min(left, std::max(5.0, left / 4)),
                              /*from_incumbent=*/true);
     if (!child && ready()) {
-      child.reset(new ChildSearch{std::move(r), out.values, false, nullptr});
-      child->solve.reset(new ChildSolve(child->restriction.sub, child->restriction.options));
-      windows.advance(false);  // an improvement is noted when its result comes
+      launch(std::move(r), /*whole_program=*/false);
+      windows.advance(false);  // a better result restarts the windows when it comes
       continue;
     }
     windows.advance(search("neighbourhood", std::move(r)));
