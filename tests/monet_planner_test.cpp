@@ -78,6 +78,17 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   o.solver.time_limit_seconds = 4;
   const MonetResult below = plan_monet(g, costs, o);
   EXPECT_FALSE(below.found && below.predicted.peak_bytes <= o.budget_bytes);
+  // Far below it (no more than the parameters and inputs), the program at that very budget
+  // proves it: its LP relaxation has no solution. `monet plan` then reports a lower bound
+  // above the budget even where the minimum-budget search proves none in its time.
+  o.budget_bytes = store_all.start_bytes;
+  const MonetResult none = plan_monet(g, costs, o);
+  EXPECT_FALSE(none.found);
+  EXPECT_EQ(none.solve.status, MilpStatus::kInfeasible);
+  EXPECT_EQ(none.program_budget, o.budget_bytes);
+  const MinimumBudget above = minimum_budget(g, costs, MonetMode::kAll, solver, o.budget_bytes);
+  EXPECT_GT(above.bound_bytes, o.budget_bytes);
+  EXPECT_GE(above.bytes, above.bound_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, MonetOnTinyModel, ::testing::ValuesIn(plannable()),

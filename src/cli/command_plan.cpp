@@ -67,17 +67,28 @@ nlohmann::json solve_json(const MonetResult& r) {
   so.relative_gap = o.gap;
   so.threads = o.threads;
   so.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
+  // The program at this very budget proven infeasible (its LP relaxation has no solution,
+  // or the search proved none): no budget up to this one has a plan. (Not so when the
+  // simulator made the planner lower the program's budget first.)
+  const int64_t infeasible =
+      r.solve.status == MilpStatus::kInfeasible && r.program_budget == budget ? budget : -1;
   // Checkmate's smallest budget is in its own memory model (no workspace).
   const bool checkmate = o.planner.rfind("checkmate", 0) == 0;
-  const MinimumBudget m = checkmate
-                              ? minimum_budget(g, without_workspace(costs), MonetMode::kNoOp, so)
-                              : minimum_budget(g, costs, monet_mode_from_name(o.planner), so);
+  const MinimumBudget m =
+      checkmate ? minimum_budget(g, without_workspace(costs), MonetMode::kNoOp, so, infeasible)
+                : minimum_budget(g, costs, monet_mode_from_name(o.planner), so, infeasible);
   std::string smallest =
       m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
-  if (m.bytes > 0 && !m.proven)
-    smallest += m.bound_bytes >= 0
-                    ? " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")"
-                    : " (best found; no lower bound proven within the time limit)";
+  if (m.bytes > 0 && !m.proven) {
+    if (infeasible >= 0 && m.bound_bytes == infeasible + 1)
+      smallest +=
+          " (best found; proven lower bound: more than the budget, where the program's LP "
+          "relaxation has no solution)";
+    else if (m.bound_bytes >= 0)
+      smallest += " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")";
+    else
+      smallest += " (best found; no lower bound proven within the time limit)";
+  }
   if (baseline_peak > 0 && m.bytes > 0) {
     char ratio[64];
     std::snprintf(ratio, sizeof ratio, " = %.3fx the baseline peak",

@@ -337,12 +337,15 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     result.lp_seconds = r.seconds;
     if (r.solved) result.lp_bound = r.bound;
     if (!o.progress || !(r.solved || r.infeasible || r.seconds > 0)) return;
-    std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s, bound %.6g\n", result.lp_seconds,
-                 r.infeasible             ? "infeasible"
-                 : r.solved               ? "solved"
-                 : stop_relaxation.load() ? "stopped with the search"
-                                          : "stopped at the time limit",
-                 result.lp_bound);
+    if (r.solved) {
+      std::fprintf(stderr, "solver: %7.1f s  LP relaxation solved, bound %.6g\n", result.lp_seconds,
+                   result.lp_bound);
+      return;
+    }
+    std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s\n", result.lp_seconds,
+                 r.infeasible             ? "infeasible: no plan of the program fits the budget"
+                 : stop_relaxation.load() ? "stopped with the search (no bound)"
+                                          : "stopped at the time limit (no bound)");
   };
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
   if (warm) {  // the warm start is the first incumbent, at the solver's start

@@ -235,7 +235,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
 }
 
 MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode mode,
-                             const MilpOptions& solver) {
+                             const MilpOptions& solver, int64_t infeasible_bytes) {
   MonetProgram program(g, costs, mode, -1);
   MilpOptions o = solver;
   o.column_positions = program.column_positions();
@@ -246,6 +246,7 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   m.bytes = program.budget_of(r.values);
   m.bound_bytes =
       std::isfinite(r.bound) ? static_cast<int64_t>(std::floor(r.bound * 1048576.0)) : -1;
+  if (infeasible_bytes >= 0) m.bound_bytes = std::max(m.bound_bytes, infeasible_bytes + 1);
   m.proven = r.status == MilpStatus::kOptimal;
   m.plan = program.decode(r.values);
   m.plan.planner = monet_mode_name(mode);

@@ -79,8 +79,12 @@ struct MinimumBudget {
   Plan plan;                // a plan with that peak (per the program)
 };
 /// The smallest budget for which the program (in `mode`) has a plan: the same program
-/// with the budget as the variable to minimise.
+/// with the budget as the variable to minimise. `infeasible_bytes`: a budget (bytes)
+/// already proven to have no plan, e.g. by the LP relaxation of the program at that budget
+/// (-1: none); the proven lower bound is then at least one byte above it, where the
+/// search's own bound is lower or missing (its relaxation can take longer than the time
+/// limit on ResNet-50).
 MinimumBudget minimum_budget(const Graph& graph, const CostModel& costs, MonetMode mode,
-                             const MilpOptions& solver);
+                             const MilpOptions& solver, int64_t infeasible_bytes = -1);
 
 }  // namespace monet
