@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cost/profiler.h"
 #include "graph/model_zoo.h"
@@ -246,6 +247,10 @@ int64_t measure_baseline_peak(const Graph& g) {
 }
 
 // "1.5GiB", "800MiB", "123456789", "0.4x" (of the baseline peak) -> bytes.
+int default_solver_threads() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {
   size_t used = 0;
   double v = 0;

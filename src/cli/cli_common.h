@@ -97,6 +97,9 @@ std::string cost_cache_dir(const CostOptions& options);
 /// Peak bytes of one autograd iteration of `graph` (the baseline a ratio budget refers
 /// to), measured now; progress on stderr.
 int64_t measure_baseline_peak(const Graph& graph);
+/// CBC threads for a branch and cut over a whole program when --threads is not given: one
+/// per core (the neighbourhood search's sub-programs use one each whatever this is).
+int default_solver_threads();
 /// "1.5GiB", "800MiB", "123456789", "0.4x" (of `baseline_peak()`) -> bytes; UsageError
 /// for anything else.
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak);

@@ -24,7 +24,7 @@ struct PlanOptions {
   std::string budget;
   double time_limit = 60;
   double gap = 0.01;
-  int threads = 1;
+  int threads = default_solver_threads();
   uint64_t seed = 0;
   std::string output;
   bool json = false;
@@ -219,7 +219,11 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
                 "CBC's branch and cut over the whole program even when it is large (the default "
                 "on programs over 20,000 columns: neighbourhood search from the best heuristic "
                 "plan around the LP relaxation)");
-  cmd->add_option("--threads", o->threads, "solver threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads,
+                  "CBC threads of a branch and cut over the whole program (default: one per "
+                  "core; the neighbourhood search's sub-programs use one each)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "plan file to write")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");

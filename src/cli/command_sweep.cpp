@@ -31,7 +31,7 @@ struct SweepOptions {
   std::string budgets = "0.4x,0.5x,0.6x,0.7x,0.8x,0.9x";
   double time_limit = 60;
   double gap = 0.01;
-  int threads = 1;
+  int threads = default_solver_threads();
   int warmup = 1;
   int iters = 2;
   bool post_optimise = false;
@@ -327,7 +327,11 @@ void add_sweep_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--gap", o->gap, "relative optimality gap at which the solver stops")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "solver threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads,
+                  "CBC threads of a branch and cut over the whole program (default: one per "
+                  "core; the neighbourhood search's sub-programs use one each)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--iters", o->iters, "measured iterations per plan")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

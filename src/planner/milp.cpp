@@ -17,6 +17,8 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 namespace monet {
@@ -194,6 +196,8 @@ class ProgressHandler : public CbcEventHandler {
 
   CbcAction event(CbcEvent which) override {
     const double t = std::chrono::duration<double>(Clock::now() - t0_).count();
+    // CBC's threads each call their own clone; the result, incumbent and bound are shared.
+    const std::lock_guard<std::mutex> lock(*mutex_);
     if (which == solution || which == heuristicSolution) {
       const double obj = model_->getObjValue();
       if (result_->first_incumbent_seconds < 0) result_->first_incumbent_seconds = t;
@@ -239,6 +243,7 @@ class ProgressHandler : public CbcEventHandler {
   double* bound_;
   std::function<void(const std::vector<double>&)> on_incumbent_;
   double last_ = 0;
+  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();  // shared by the clones
 };
 
 // Sets the gap and the wall time; reports the outcome.

@@ -101,8 +101,11 @@ RelaxationBound solve_relaxation(const Milp& milp, double time_limit_seconds,
 struct MilpOptions {
   double time_limit_seconds = 60;  // wall-clock limit of LP relaxation and branch and bound
   double relative_gap = 1e-4;      // stop when (incumbent - bound) / |incumbent| <= this
-  int threads = 1;                 // CBC threads (when CBC was built with them)
-  bool progress = false;           // incumbent / bound / gap lines on stderr
+  /// CBC threads (when CBC was built with them) of a branch and cut over the whole program;
+  /// the neighbourhood search's sub-programs use one each (the LP relaxation or the second
+  /// core's search runs beside them; a second thread there was measured no faster).
+  int threads = 1;
+  bool progress = false;  // incumbent / bound / gap lines on stderr
   MilpSearch search = MilpSearch::kAuto;
   /// Per column, its place along the model (-1: none): neighbourhood search frees the
   /// integer columns of windows of consecutive places. Empty: the columns where the LP

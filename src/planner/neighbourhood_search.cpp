@@ -107,7 +107,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     r.sub = milp.without_fixed(&fixed, &r.offset);
     r.options.time_limit_seconds = seconds;
     r.options.relative_gap = options.relative_gap;
-    r.options.threads = options.threads;
+    r.options.threads = 1;  // the relaxation or the second core's search runs beside it
     r.options.search = MilpSearch::kBranchAndCut;
     if (from_incumbent)
       for (int c = 0; c < milp.columns(); ++c)
