@@ -98,7 +98,8 @@ std::string cost_cache_dir(const CostOptions& options);
 /// to), measured now; progress on stderr.
 int64_t measure_baseline_peak(const Graph& graph);
 /// CBC threads for a branch and cut over a whole program when --threads is not given: one
-/// per core (the neighbourhood search's sub-programs use one each whatever this is).
+/// per core (programs over 20,000 columns and the neighbourhood search's sub-programs use
+/// one whatever this is).
 int default_solver_threads();
 /// "1.5GiB", "800MiB", "123456789", "0.4x" (of `baseline_peak()`) -> bytes; UsageError
 /// for anything else.

@@ -220,8 +220,9 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
                 "on programs over 20,000 columns: neighbourhood search from the best heuristic "
                 "plan around the LP relaxation)");
   cmd->add_option("--threads", o->threads,
-                  "CBC threads of a branch and cut over the whole program (default: one per "
-                  "core; the neighbourhood search's sub-programs use one each)")
+                  "CBC threads of a branch and cut over a whole program of up to 20,000 "
+                  "columns (default: one per core; larger programs and the neighbourhood "
+                  "search's sub-programs use one)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();

@@ -101,9 +101,10 @@ RelaxationBound solve_relaxation(const Milp& milp, double time_limit_seconds,
 struct MilpOptions {
   double time_limit_seconds = 60;  // wall-clock limit of LP relaxation and branch and bound
   double relative_gap = 1e-4;      // stop when (incumbent - bound) / |incumbent| <= this
-  /// CBC threads (when CBC was built with them) of a branch and cut over the whole program;
-  /// the neighbourhood search's sub-programs use one each (the LP relaxation or the second
-  /// core's search runs beside them; a second thread there was measured no faster).
+  /// CBC threads (when CBC was built with them) of a branch and cut over a whole program of
+  /// at most kLargeProgramColumns columns (larger ones spend the limit in their root: one
+  /// thread); the neighbourhood search's sub-programs use one each (the LP relaxation or the
+  /// second core's search runs beside them; a second thread there was measured no faster).
   int threads = 1;
   bool progress = false;  // incumbent / bound / gap lines on stderr
   MilpSearch search = MilpSearch::kAuto;
