@@ -447,8 +447,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     argv.push_back("off");
   }
   // Threads search the tree in parallel. On large programs CbcMain1 spends the time limit
-  // re-solving its root (above), and stopping the threads then took ResNet-50 b8 at 0.7x
-  // past its 60 s (60.15 s): one thread there.
+  // re-solving its root LP (above), which one thread does: one thread there.
   if (o.threads > 1 && m.columns() <= kLargeProgramColumns) {
     argv.push_back("-threads");
     argv.push_back(threads.c_str());
