@@ -247,8 +247,14 @@ int64_t measure_baseline_peak(const Graph& g) {
 }
 
 // "1.5GiB", "800MiB", "123456789", "0.4x" (of the baseline peak) -> bytes.
-int default_solver_threads() {
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+void add_solver_threads_option(CLI::App* cmd, int& threads) {
+  threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cmd->add_option("--threads", threads,
+                  "CBC threads of a branch and cut over a whole program of up to 20,000 "
+                  "columns (default: one per core; larger programs and the neighbourhood "
+                  "search's sub-programs use one)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {

@@ -97,10 +97,10 @@ std::string cost_cache_dir(const CostOptions& options);
 /// Peak bytes of one autograd iteration of `graph` (the baseline a ratio budget refers
 /// to), measured now; progress on stderr.
 int64_t measure_baseline_peak(const Graph& graph);
-/// CBC threads for a branch and cut over a whole program when --threads is not given: one
+/// Adds --threads: CBC threads for a branch and cut over a whole program, by default one
 /// per core (programs over 20,000 columns and the neighbourhood search's sub-programs use
-/// one whatever this is).
-int default_solver_threads();
+/// one whatever this is). Sets `threads` to the default.
+void add_solver_threads_option(CLI::App* cmd, int& threads);
 /// "1.5GiB", "800MiB", "123456789", "0.4x" (of `baseline_peak()`) -> bytes; UsageError
 /// for anything else.
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak);

@@ -24,7 +24,7 @@ struct PlanOptions {
   std::string budget;
   double time_limit = 60;
   double gap = 0.01;
-  int threads = default_solver_threads();
+  int threads = 1;  // set by add_solver_threads_option
   uint64_t seed = 0;
   std::string output;
   bool json = false;
@@ -219,12 +219,7 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
                 "CBC's branch and cut over the whole program even when it is large (the default "
                 "on programs over 20,000 columns: neighbourhood search from the best heuristic "
                 "plan around the LP relaxation)");
-  cmd->add_option("--threads", o->threads,
-                  "CBC threads of a branch and cut over a whole program of up to 20,000 "
-                  "columns (default: one per core; larger programs and the neighbourhood "
-                  "search's sub-programs use one)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_solver_threads_option(cmd, o->threads);
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "plan file to write")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");

@@ -31,7 +31,7 @@ struct SweepOptions {
   std::string budgets = "0.4x,0.5x,0.6x,0.7x,0.8x,0.9x";
   double time_limit = 60;
   double gap = 0.01;
-  int threads = default_solver_threads();
+  int threads = 1;  // set by add_solver_threads_option
   int warmup = 1;
   int iters = 2;
   bool post_optimise = false;
@@ -327,12 +327,7 @@ void add_sweep_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--gap", o->gap, "relative optimality gap at which the solver stops")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads,
-                  "CBC threads of a branch and cut over a whole program of up to 20,000 "
-                  "columns (default: one per core; larger programs and the neighbourhood "
-                  "search's sub-programs use one)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_solver_threads_option(cmd, o->threads);
   cmd->add_option("--iters", o->iters, "measured iterations per plan")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
