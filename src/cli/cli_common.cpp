@@ -246,7 +246,6 @@ int64_t measure_baseline_peak(const Graph& g) {
   return r.peak_bytes;
 }
 
-// "1.5GiB", "800MiB", "123456789", "0.4x" (of the baseline peak) -> bytes.
 void add_solver_threads_option(CLI::App* cmd, int& threads) {
   threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cmd->add_option("--threads", threads,
@@ -257,6 +256,7 @@ void add_solver_threads_option(CLI::App* cmd, int& threads) {
       ->capture_default_str();
 }
 
+// "1.5GiB", "800MiB", "123456789", "0.4x" (of the baseline peak) -> bytes.
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {
   size_t used = 0;
   double v = 0;
