@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and measures a real training
-# iteration of ResNet-50 (batch 8, 224x224) under the autograd baseline.
-# (Becomes plan-and-run once the planner lands.)
+# The main job: installs what is missing, builds, plans ResNet-50 (batch 8, 224x224)
+# for a whole SGD training step under 0.5x of autograd's peak, trains it on synthetic
+# data, and prints each step's loss and measured peak against the budget and autograd's
+# peak, then forward+backward time against autograd's (interleaved).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${MONET_BUILD_DIR:-$root/build}"
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
-"$build/src/monet" baseline --model resnet50 --batch 8 --image 224 --iters 3 "$@"
+"$build/src/monet" train --model resnet50 --batch 8 --image 224 --synthetic \
+  --budget 0.5x --optimizer sgd --lr 0.01 --momentum 0.9 --steps 6 --log-every 1 \
+  --compare-autograd 3 "$@"

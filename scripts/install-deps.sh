@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ccache pkg-config
   libtorch-dev libopenblas-dev coinor-libcbc-dev
   nlohmann-json3-dev libcli11-dev libgtest-dev
+  libpng-dev libjpeg62-turbo-dev     # image decoding for `monet train --data`
   python3-torch python3-torchvision  # test fixtures and the Python comparison only
   gnuplot-nox                        # plots (optional at run time)
 )

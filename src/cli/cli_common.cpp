@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <monet/monet.h>
+
 #include "cost/profiler.h"
 #include "graph/model_zoo.h"
 #include "graph/torchscript_import.h"
@@ -256,33 +258,12 @@ void add_solver_threads_option(CLI::App* cmd, int& threads) {
       ->capture_default_str();
 }
 
-// "1.5GiB", "800MiB", "123456789", "0.4x" (of the baseline peak) -> bytes.
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {
-  size_t used = 0;
-  double v = 0;
   try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw UsageError("--budget '" + text + "': expected bytes, KiB/MiB/GiB or a ratio like 0.4x");
+    return monet::parse_budget(text, baseline_peak);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--") + e.what());
   }
-  std::string unit = text.substr(used);
-  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  double scale = 0;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "KiB" || unit == "K" || unit == "KB")
-    scale = 1024.0;
-  else if (unit == "MiB" || unit == "M" || unit == "MB")
-    scale = 1024.0 * 1024;
-  else if (unit == "GiB" || unit == "G" || unit == "GB")
-    scale = 1024.0 * 1024 * 1024;
-  else if (unit == "x")
-    scale = static_cast<double>(baseline_peak());
-  else
-    throw UsageError("--budget '" + text + "': unknown unit '" + unit +
-                     "' (use B, KiB, MiB, GiB, or x for a ratio of the baseline peak)");
-  if (!(v > 0)) throw UsageError("--budget must be positive");
-  return static_cast<int64_t>(std::floor(v * scale));
 }
 
 }  // namespace monet::cli

@@ -112,5 +112,6 @@ void add_run_commands(CLI::App& root, std::vector<Command>& commands);
 void add_show_command(CLI::App& root, std::vector<Command>& commands);
 void add_baseline_command(CLI::App& root, std::vector<Command>& commands);
 void add_profile_command(CLI::App& root, std::vector<Command>& commands);
+void add_train_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace monet::cli

@@ -20,7 +20,7 @@ namespace {
 struct PlanOptions {
   ModelOptions model;
   CostOptions costs;
-  std::string planner = "storeall";
+  std::string planner;  // default: monet with --budget, else storeall
   std::string budget;
   double time_limit = 60;
   double gap = 0.01;
@@ -99,7 +99,8 @@ nlohmann::json solve_json(const MonetResult& r) {
                    "; the smallest budget with a plan is " + smallest);
 }
 
-int run_plan(const PlanOptions& o) {
+int run_plan(PlanOptions o) {
+  if (o.planner.empty()) o.planner = o.budget.empty() ? "storeall" : "monet";
   const Graph g = build_graph(o.model);
   try {
     check_planner_name(o.planner);
@@ -141,9 +142,12 @@ int run_plan(const PlanOptions& o) {
   if (have_costs) {
     sim = simulate(g, plan, costs);
     base_sim = simulate(g, store_all_plan(g), costs);
+    // A planner that does not take the budget (store-all, Chen, Gist, random) is refused
+    // when its plan does not fit it.
     if (budget > 0 && sim.peak_bytes > budget)
-      std::cerr << "warning: the " << o.planner << " plan's predicted peak "
-                << format_bytes(sim.peak_bytes, true) << " exceeds the budget\n";
+      throw UsageError("the " + o.planner + " plan's predicted peak " +
+                       format_bytes(sim.peak_bytes, true) + " exceeds the budget " +
+                       format_bytes(budget, true) + "; use --planner monet to plan within it");
   }
   write_file_atomically(o.output, plan_to_json(g, plan).dump(1) + "\n");
   const PlanSummary s = summarize(g, plan);
@@ -205,7 +209,7 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   add_cost_options(cmd, o->costs);
   std::string names;
   for (const auto& n : planner_names()) names += (names.empty() ? "" : " | ") + n;
-  cmd->add_option("--planner", o->planner, names)->capture_default_str();
+  cmd->add_option("--planner", o->planner, names + " (default: monet with --budget, else storeall)");
   cmd->add_option(
       "--budget", o->budget,
       "peak memory allowed: bytes, KiB/MiB/GiB, or a ratio of the baseline peak (0.4x)");

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   monet::cli::add_plan_command(app, commands);
   monet::cli::add_sweep_command(app, commands);
   monet::cli::add_run_commands(app, commands);
+  monet::cli::add_train_command(app, commands);
 
   try {
     app.parse(argc, argv);

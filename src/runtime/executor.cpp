@@ -32,6 +32,15 @@ void accumulate(at::Tensor& slot, const at::Tensor& g) {
   }
 }
 
+// Adds `g` to the parameter's .grad() as autograd's AccumulateGrad does: the first
+// gradient becomes .grad(), later ones are added to it in place.
+void accumulate_into_grad(at::Tensor& parameter, at::Tensor g) {
+  if (!parameter.grad().defined())
+    parameter.mutable_grad() = std::move(g);
+  else
+    parameter.mutable_grad().add_(g);
+}
+
 }  // namespace
 
 Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
@@ -59,6 +68,7 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
   const TensorIds ids{static_cast<int>(graph_.values().size()),
                       static_cast<int>(graph_.nodes().size())};
   std::vector<at::Tensor> param_grads(graph_.values().size());
+  const bool into_parameters = options.gradients == GradientDestination::kParameters;
   ExecutionResult result;
   IterationMeter meter(options.record_trace);
   {
@@ -120,7 +130,9 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
         for (size_t k = 0; k < n.inputs.size(); ++k) {
           if (!grads[k].defined()) continue;
           const int v = n.inputs[k];
-          if (graph_.value(v).kind == ValueKind::kParameter)
+          if (graph_.value(v).kind == ValueKind::kParameter && into_parameters)
+            accumulate_into_grad(state_.tensor(v), grads[k]);
+          else if (graph_.value(v).kind == ValueKind::kParameter)
             accumulate(param_grads[v], grads[k]);
           else
             accumulate(tensors[ids.grad(v)], grads[k]);
@@ -138,7 +150,8 @@ ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& option
   result.start_bytes = reading.start_bytes;
   result.peak_bytes = reading.peak_bytes;
   result.trace = std::move(reading.trace);
-  for (int id : graph_.parameters()) result.gradients.push_back(param_grads[id]);
+  if (!into_parameters)
+    for (int id : graph_.parameters()) result.gradients.push_back(param_grads[id]);
   return result;
 }
 

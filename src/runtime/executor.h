@@ -14,14 +14,22 @@
 
 namespace monet {
 
+/// Where the executor puts parameter gradients.
+enum class GradientDestination {
+  kResult,      // ExecutionResult::gradients (the parameters are left untouched)
+  kParameters,  // each parameter tensor's .grad(), accumulated in place as autograd does
+};
+
 struct ExecutionOptions {
   bool record_trace = false;    // sample memory after every instruction
   uint64_t iteration_seed = 0;  // seeds dropout (same meaning as IterationOptions)
+  GradientDestination gradients = GradientDestination::kResult;
 };
 
 struct ExecutionResult {
   double loss = 0;
-  std::vector<at::Tensor> gradients;  // per parameter, in graph.parameters() order
+  /// Per parameter, in graph.parameters() order (empty with GradientDestination::kParameters).
+  std::vector<at::Tensor> gradients;
   int64_t start_bytes = 0;            // bytes live when the iteration began
   int64_t peak_bytes = 0;             // absolute peak during the iteration
   double seconds = 0;

@@ -1,0 +1,248 @@
+// monet: train deep networks in a fraction of the memory.
+//
+// The public C++ API. A `Model` is a network (a zoo model or a TorchScript file) with
+// its parameters and buffers as ordinary torch::Tensors. `PlannedModel` plans it under a
+// memory budget (MONeT's 0-1 program, or another planner; plans cached on disk) and runs
+// training steps under that plan: forward, loss and the planned backward, with every
+// parameter's gradient accumulated into its .grad() as autograd would. Any torch::optim
+// optimizer then steps the same tensors:
+//
+//   monet::Model model = monet::Model::load({"resnet18", /*batch=*/32});
+//   monet::PlanOptions options;
+//   options.budget = "0.5x";  // of autograd's peak for a whole training step
+//   options.optimizer = monet::OptimizerKind::kSGDMomentum;
+//   monet::PlannedModel planned(model, options);
+//   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+//   for (...) {
+//     monet::zero_grad(model.parameters());
+//     monet::StepResult r = planned.step(images, labels);
+//     sgd.step();
+//   }
+//
+// Errors: std::invalid_argument for bad input from the caller (an unknown model or
+// planner, a malformed budget, a batch of the wrong shape, a plan file for another
+// model), monet::BudgetError for a budget no plan fits, std::runtime_error otherwise.
+// Units: bytes for memory, seconds for time.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace monet {
+
+/// What to build: a zoo model (`monet models` lists them) at a size, or a model traced
+/// in Python with torch.jit.trace(...).save(path) and the input shape to plan it for.
+struct ModelSpec {
+  std::string model;                 // zoo name ("resnet50") or TorchScript path (.pt/.pth)
+  int64_t batch = 1;                 // zoo models: samples per step
+  std::vector<int64_t> image;        // zoo models: spatial size (H, W); empty = the model's own
+  double width = 1.0;                // zoo models: channel width multiplier
+  int64_t classes = 0;               // zoo models: output classes; 0 = the model's own
+  std::vector<int64_t> input_shape;  // TorchScript models: input shape, batch first
+};
+
+/// A network and its trainable state. Copies share the same tensors.
+class Model {
+ public:
+  /// Builds the model; parameters come from the TorchScript file, or from the zoo's
+  /// torchvision initialisation seeded by `seed`. Throws std::invalid_argument for an
+  /// unknown model, bad sizes or an unsupported traced operator.
+  static Model load(const ModelSpec& spec, uint64_t seed = 0);
+
+  const ModelSpec& spec() const;
+  /// Parameters in graph order: leaf tensors with requires_grad, the model's own storage
+  /// (an optimizer stepping them changes the model).
+  std::vector<torch::Tensor> parameters() const;
+  /// state_dict-style names with the parameters, and with the buffers (batch-norm
+  /// running statistics), in graph order.
+  std::vector<std::pair<std::string, torch::Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, torch::Tensor>> named_buffers() const;
+  /// Shape and dtype of the input batch and of the targets step() takes.
+  std::vector<int64_t> input_shape() const;
+  std::vector<int64_t> target_shape() const;
+  torch::ScalarType target_dtype() const;
+  /// Graph fingerprint: identifies the computation and its shapes (plans and
+  /// checkpoints record it).
+  std::string fingerprint() const;
+  /// Training steps taken (counts batch-norm updates; saved as num_batches_tracked).
+  int64_t steps() const;
+
+  /// Writes the weights atomically (temporary file + rename). A TorchScript model is
+  /// written as a TorchScript file with the new values (torch.jit.load reads it); a zoo
+  /// model as a state_dict (torch.load reads it; it loads into the torchvision model of
+  /// the same name). Throws std::runtime_error when the file cannot be written.
+  void save(const std::string& path) const;
+
+  struct Impl;
+  std::shared_ptr<Impl> impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+/// The optimizer a training step runs, as far as memory goes: its state lives through
+/// the whole step and its update needs temporaries, both inside the budget.
+enum class OptimizerKind {
+  kNone,         // no optimizer step (gradients only)
+  kSGD,          // plain SGD: no state
+  kSGDMomentum,  // SGD with momentum: one buffer per parameter
+  kAdam,         // Adam: two moments per parameter
+};
+const char* optimizer_kind_name(OptimizerKind kind);
+/// "sgd" (with momentum when `momentum` > 0), "adam"; throws std::invalid_argument.
+OptimizerKind optimizer_kind_from_name(const std::string& name, double momentum);
+
+/// Bytes the optimizer holds (state) and needs at most at once during its update
+/// (temporaries: LibTorch's SGD and Adam update one parameter at a time), for `model`.
+struct OptimizerMemory {
+  int64_t state_bytes = 0;
+  int64_t update_bytes = 0;
+  int64_t total() const { return state_bytes + update_bytes; }
+};
+OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay = 0);
+
+/// How to plan.
+struct PlanOptions {
+  std::string planner = "monet";  // see monet::planner_names(); default MONeT's program
+  /// Peak memory of a whole training step: bytes ("123456789"), "1.5GiB"/"800MiB", or a
+  /// ratio of autograd's measured peak for the same step ("0.4x"). Empty: no budget
+  /// (only planners that take none: storeall, chen, gist).
+  std::string budget;
+  OptimizerKind optimizer = OptimizerKind::kSGDMomentum;
+  double weight_decay = 0;  // the optimizer's (its update then needs one more temporary)
+  /// Other bytes alive during every step that the budget must leave room for (e.g.
+  /// prefetched batches).
+  int64_t reserved_bytes = 0;
+  double time_limit_seconds = 60;  // the planner's wall-clock limit
+  /// Plan file to run instead of planning (must be for this model and shape).
+  std::string plan_file;
+  /// Where plans, profiles and baseline peaks are cached; empty = $MONET_CACHE_DIR or
+  /// ~/.cache/monet.
+  std::string cache_dir;
+  bool use_cache = true;
+  bool progress = true;  // progress lines on stderr
+};
+
+/// What planning decided and predicts.
+struct PlanReport {
+  std::string planner;
+  int64_t budget_bytes = -1;           // the whole step's budget; -1: none
+  int64_t iteration_budget_bytes = -1;  // forward + backward's share given to the planner
+  OptimizerMemory optimizer;            // reserved for the optimizer
+  int64_t reserved_bytes = 0;           // PlanOptions::reserved_bytes
+  int64_t baseline_peak_bytes = -1;     // autograd's measured step peak (-1: not measured)
+  int64_t predicted_peak_bytes = -1;    // forward + backward, simulated (-1: no costs)
+  double predicted_seconds = 0;         // profiled seconds of forward + backward
+  double storeall_predicted_seconds = 0;
+  bool from_cache = false;  // the plan was read from the plan cache (no solve)
+  std::string plan_path;    // the cached plan file, when cached
+};
+
+/// A budget no plan fits. smallest_bytes: the smallest whole-step budget the planner
+/// can meet, when it was computed (else -1).
+class BudgetError : public std::runtime_error {
+ public:
+  BudgetError(const std::string& what, int64_t smallest_bytes)
+      : std::runtime_error(what), smallest_bytes(smallest_bytes) {}
+  int64_t smallest_bytes;
+};
+
+/// One training step's measurement.
+struct StepResult {
+  double loss = 0;
+  int64_t peak_bytes = 0;  // absolute peak during forward and backward (tracked allocator)
+  double seconds = 0;      // wall time of forward, loss and backward
+};
+
+/// A model planned under a budget; runs training steps under its plan.
+class PlannedModel {
+ public:
+  /// Plans `model` (or loads options.plan_file). Throws BudgetError when no plan fits,
+  /// std::invalid_argument for bad options.
+  PlannedModel(Model model, const PlanOptions& options = {});
+  ~PlannedModel();
+  PlannedModel(PlannedModel&&) noexcept;
+  PlannedModel& operator=(PlannedModel&&) noexcept;
+
+  /// Forward, the model's loss against `target`, and the planned backward. Gradients are
+  /// added to each parameter's .grad() (set when undefined), as loss.backward() would.
+  /// `input` and `target` must have the model's input_shape()/target_shape().
+  StepResult step(const torch::Tensor& input, const torch::Tensor& target);
+
+  /// The model's output (e.g. logits) for `input` in evaluation mode (batch norm with
+  /// its running statistics, dropout off), without gradients.
+  torch::Tensor predict(const torch::Tensor& input);
+
+  Model& model();
+  const PlanReport& report() const;
+  /// Writes the plan as JSON (atomically).
+  void save_plan(const std::string& path) const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Training checkpoints: the model's parameters, buffers and step count, the
+/// optimizer's state, and the data order's seed. Written atomically (temporary file +
+/// rename): an interrupted save leaves the previous checkpoint in place.
+void save_checkpoint(const std::string& path, const Model& model,
+                     torch::optim::Optimizer& optimizer, uint64_t data_seed);
+/// Restores a checkpoint into `model` and `optimizer` (made the same way as when it was
+/// saved) and returns its data seed. Throws std::invalid_argument, leaving both
+/// unchanged, when the file is unreadable, truncated, not a checkpoint, or from another
+/// model or shape.
+uint64_t load_checkpoint(const std::string& path, Model& model, torch::optim::Optimizer& optimizer);
+
+/// Forward and backward under the plan against LibTorch autograd, run interleaved
+/// (autograd, plan, autograd, plan, ...) from a copy of the model's weights on one
+/// synthetic batch: the model itself is left unchanged. Peaks are absolute (the copy and
+/// the model are resident for both alike); times are medians over `iters` iterations
+/// after one warm-up.
+struct AutogradComparison {
+  int64_t peak_bytes = 0, autograd_peak_bytes = 0;
+  double seconds = 0, autograd_seconds = 0;
+  double overhead = 0;  // seconds / autograd_seconds - 1
+};
+AutogradComparison compare_with_autograd(PlannedModel& planned, int iters = 3);
+
+/// Sets every tensor's .grad() to undefined (PyTorch's zero_grad(set_to_none=True)):
+/// gradients then take no memory until the next backward.
+void zero_grad(const std::vector<torch::Tensor>& parameters);
+
+/// "1.5GiB", "800MiB", "123456789", "0.4x" (of `baseline_peak()`, called only then) ->
+/// bytes. Throws std::invalid_argument for anything else, including values that are not
+/// finite, not positive or overflow 64 bits.
+int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak);
+
+/// Peak bytes of a whole training step of `model` under LibTorch autograd with
+/// `optimizer` (measured now on a copy of its state, second step: optimizer state
+/// allocated). Cached by fingerprint and optimizer unless `cache_dir` is empty.
+int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer,
+                                   double weight_decay, const std::string& cache_dir);
+
+/// Memory measured by monet's tracking allocator (the CPU analogue of
+/// torch.cuda.max_memory_allocated). install() before creating the tensors to count.
+struct MemoryStats {
+  static void install();
+  static int64_t current_bytes();
+  static int64_t peak_bytes();  // since the last reset_peak()
+  static void reset_peak();
+};
+
+/// The default cache directory: $MONET_CACHE_DIR, else ~/.cache/monet.
+std::string default_cache_dir();
+
+/// Every planner name PlanOptions::planner takes.
+std::vector<std::string> planner_names();
+
+}  // namespace monet

@@ -1,0 +1,160 @@
+// Budgets for a whole training step: parsing, the optimizer's share, and autograd's
+// measured step peak that ratio budgets refer to.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "api/atomic_file.h"
+#include "api/model_impl.h"
+#include "runtime/autograd_baseline.h"
+#include "runtime/memory_tracker.h"
+
+namespace monet {
+namespace {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> params,
+                                                        OptimizerKind kind, double weight_decay) {
+  switch (kind) {
+    case OptimizerKind::kSGD:
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(0.01).weight_decay(weight_decay));
+    case OptimizerKind::kSGDMomentum:
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(weight_decay));
+    case OptimizerKind::kAdam:
+      return std::make_unique<torch::optim::Adam>(
+          params, torch::optim::AdamOptions(1e-3).weight_decay(weight_decay));
+    case OptimizerKind::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* optimizer_kind_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kNone: return "none";
+    case OptimizerKind::kSGD: return "sgd";
+    case OptimizerKind::kSGDMomentum: return "sgd-momentum";
+    case OptimizerKind::kAdam: return "adam";
+  }
+  return "?";
+}
+
+OptimizerKind optimizer_kind_from_name(const std::string& name, double momentum) {
+  if (name == "sgd") return momentum > 0 ? OptimizerKind::kSGDMomentum : OptimizerKind::kSGD;
+  if (name == "adam") return OptimizerKind::kAdam;
+  if (name == "none") return OptimizerKind::kNone;
+  throw std::invalid_argument("unknown optimizer '" + name + "' (known: sgd, adam, none)");
+}
+
+OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay) {
+  int64_t total = 0, largest = 0;
+  for (const auto& p : model.parameters()) {
+    total += p.nbytes();
+    largest = std::max<int64_t>(largest, p.nbytes());
+  }
+  OptimizerMemory m;
+  // LibTorch 1.13's updates, per parameter: SGD's weight decay makes grad + wd * p (one
+  // temporary), momentum's first step clones the gradient into its buffer (state); Adam
+  // makes sqrt(v) and its quotient (two temporaries) besides the decayed gradient.
+  const int64_t decayed = weight_decay != 0 ? largest : 0;
+  switch (kind) {
+    case OptimizerKind::kNone: break;
+    case OptimizerKind::kSGD: m.update_bytes = decayed; break;
+    case OptimizerKind::kSGDMomentum:
+      m.state_bytes = total;
+      m.update_bytes = decayed;
+      break;
+    case OptimizerKind::kAdam:
+      m.state_bytes = 2 * total;
+      m.update_bytes = 2 * largest + decayed;
+      break;
+  }
+  return m;
+}
+
+int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {
+  const std::string usage =
+      "budget '" + text + "': expected bytes, KiB/MiB/GiB or a ratio of autograd's peak like 0.4x";
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(usage);
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB" || unit == "K" || unit == "KB")
+    scale = 1024.0;
+  else if (unit == "MiB" || unit == "M" || unit == "MB")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB" || unit == "G" || unit == "GB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "x")
+    scale = -1;
+  else
+    throw std::invalid_argument("budget '" + text + "': unknown unit '" + unit +
+                                "' (use B, KiB, MiB, GiB, or x for a ratio of autograd's peak)");
+  if (!std::isfinite(v)) throw std::invalid_argument("budget '" + text + "' is not finite");
+  if (!(v > 0)) throw std::invalid_argument("budget '" + text + "' must be positive");
+  if (scale < 0) scale = static_cast<double>(baseline_peak());
+  const double bytes = std::floor(v * scale);
+  if (!(bytes < 9.2e18))
+    throw std::invalid_argument("budget '" + text + "' is too large (over 8 EiB)");
+  if (bytes < 1) throw std::invalid_argument("budget '" + text + "' is under one byte");
+  return static_cast<int64_t>(bytes);
+}
+
+int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer,
+                                   double weight_decay, const std::string& cache_dir) {
+  const Model::Impl& m = *model.impl();
+  const std::string cache =
+      cache_dir.empty() ? ""
+                        : cache_dir + "/baseline-" + m.graph.fingerprint() + "-" +
+                              optimizer_kind_name(optimizer) + (weight_decay != 0 ? "-wd" : "") +
+                              "-t" + std::to_string(at::get_num_threads()) + ".json";
+  if (!cache.empty()) {
+    std::ifstream f(cache);
+    try {
+      if (f) return nlohmann::json::parse(f).at("step_peak_bytes").get<int64_t>();
+    } catch (const std::exception&) {
+      // A corrupt cache entry is measured again and rewritten.
+    }
+  }
+  MemoryTracker::install();
+  int64_t peak = 0;
+  {
+    const int64_t before = MemoryTracker::current();
+    ModelState state = m.state.clone();
+    const Batch batch = make_batch(m.graph, 1);
+    AutogradBaseline baseline(m.graph, state);
+    std::vector<torch::Tensor> params;
+    for (int id : m.graph.parameters()) params.push_back(state.tensor(id));
+    auto opt = make_optimizer(params, optimizer, weight_decay);
+    for (int step = 0; step < 2; ++step) {  // the second step has the optimizer's state
+      baseline.release_gradients();
+      MemoryTracker::reset_peak();
+      baseline.run_iteration(batch);
+      if (opt) opt->step();
+      peak = MemoryTracker::peak() - before;
+    }
+  }
+  if (!cache.empty()) {
+    try {
+      std::filesystem::create_directories(cache_dir);
+      write_text_atomically(cache, nlohmann::json{{"step_peak_bytes", peak}}.dump() + "\n");
+    } catch (const std::exception&) {
+      // The cache is an optimisation: an unwritable directory only costs a measurement.
+    }
+  }
+  return peak;
+}
+
+}  // namespace monet

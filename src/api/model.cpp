@@ -1,0 +1,143 @@
+#include <filesystem>
+#include <fstream>
+
+#include "api/model_impl.h"
+#include "graph/model_zoo.h"
+#include "graph/torchscript_import.h"
+#include "runtime/torchscript_weights.h"
+
+namespace monet {
+
+ModelConfig model_config(const ModelSpec& s) {
+  if (is_traced_model(s)) {
+    ModelConfig c;
+    c.input_shape = s.input_shape;
+    c.batch = s.input_shape.empty() ? 0 : s.input_shape[0];
+    if (s.input_shape.size() > 2) c.image.assign(s.input_shape.begin() + 2, s.input_shape.end());
+    return c;
+  }
+  if (!s.input_shape.empty())
+    throw std::invalid_argument("input_shape applies to traced models (a .pt file); zoo model '" +
+                                s.model + "' takes batch and image");
+  const ModelInfo& info = zoo_model_info(s.model);
+  ModelConfig c;
+  c.batch = s.batch;
+  c.width = s.width;
+  c.classes = s.classes > 0 ? s.classes : info.default_classes;
+  c.image = s.image.empty() ? info.default_image : s.image;
+  return c;
+}
+
+namespace {
+
+Graph build(const ModelSpec& s) {
+  if (!is_traced_model(s)) {
+    const ModelConfig c = model_config(s);
+    try {
+      return build_zoo_model(s.model, c);
+    } catch (const GraphError& e) {
+      throw std::invalid_argument("cannot build " + s.model + " at image size " +
+                                  image_size_string(c.image) + ": " + e.what());
+    }
+  }
+  if (s.input_shape.empty())
+    throw std::invalid_argument("traced model '" + s.model +
+                                "' needs its input shape, batch first (e.g. 8,3,224,224)");
+  if (!std::ifstream(s.model)) throw std::invalid_argument("cannot read traced model '" + s.model + "'");
+  try {
+    return import_torchscript(s.model, s.input_shape);
+  } catch (const ImportError& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+int only_value(const Graph& g, ValueKind kind) {
+  const auto ids = g.values_of_kind(kind);
+  if (ids.size() != 1)
+    throw std::invalid_argument(g.name() + " has " + std::to_string(ids.size()) + " " +
+                                value_kind_name(kind) + " values; the API takes models with one");
+  return ids[0];
+}
+
+at::Tensor checked(const Value& v, const torch::Tensor& t, const char* what) {
+  if (!t.defined()) throw std::invalid_argument(std::string(what) + " is undefined");
+  if (t.sizes().vec() != v.shape)
+    throw std::invalid_argument(std::string(what) + " has shape " + shape_string(t.sizes().vec()) +
+                                ", the model was planned for " + shape_string(v.shape));
+  if (t.is_floating_point() != at::isFloatingType(v.dtype))
+    throw std::invalid_argument(std::string(what) + " has dtype " +
+                                std::string(c10::toString(t.scalar_type())) + ", expected " +
+                                c10::toString(v.dtype));
+  return t.scalar_type() == v.dtype ? t : t.to(v.dtype);
+}
+
+}  // namespace
+
+bool is_traced_model(const ModelSpec& spec) { return is_torchscript_path(spec.model); }
+
+Batch Model::Impl::batch(const torch::Tensor& input, const torch::Tensor& target) const {
+  Batch b = input_batch(input);
+  b[target_value] = checked(graph.value(target_value), target, "the target");
+  return b;
+}
+
+Batch Model::Impl::input_batch(const torch::Tensor& input) const {
+  Batch b;
+  at::Tensor x = checked(graph.value(input_value), input, "the input");
+  // Parameters may have been converted (e.g. to float64): inputs follow them.
+  const auto params = graph.parameters();
+  if (!params.empty() && x.is_floating_point())
+    x = x.to(state.tensor(params[0]).scalar_type());
+  b[input_value] = x;
+  return b;
+}
+
+Model Model::load(const ModelSpec& spec, uint64_t seed) {
+  auto impl = std::make_shared<Impl>();
+  impl->spec = spec;
+  impl->graph = build(spec);
+  impl->state = ModelState::initialize(impl->graph, seed);
+  if (is_traced_model(spec)) load_torchscript_weights(impl->graph, impl->state, spec.model);
+  impl->input_value = only_value(impl->graph, ValueKind::kInput);
+  impl->target_value = only_value(impl->graph, ValueKind::kTarget);
+  for (int id : impl->graph.parameters()) impl->state.tensor(id).requires_grad_(true);
+  Model m;
+  m.impl_ = std::move(impl);
+  return m;
+}
+
+const ModelSpec& Model::spec() const { return impl_->spec; }
+
+std::vector<torch::Tensor> Model::parameters() const {
+  std::vector<torch::Tensor> out;
+  for (int id : impl_->graph.parameters()) out.push_back(impl_->state.tensor(id));
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> Model::named_parameters() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (int id : impl_->graph.parameters())
+    out.emplace_back(impl_->graph.value(id).name, impl_->state.tensor(id));
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> Model::named_buffers() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (int id : impl_->graph.values_of_kind(ValueKind::kBuffer))
+    out.emplace_back(impl_->graph.value(id).name, impl_->state.tensor(id));
+  return out;
+}
+
+std::vector<int64_t> Model::input_shape() const {
+  return impl_->graph.value(impl_->input_value).shape;
+}
+std::vector<int64_t> Model::target_shape() const {
+  return impl_->graph.value(impl_->target_value).shape;
+}
+torch::ScalarType Model::target_dtype() const {
+  return impl_->graph.value(impl_->target_value).dtype;
+}
+std::string Model::fingerprint() const { return impl_->graph.fingerprint(); }
+int64_t Model::steps() const { return impl_->steps; }
+
+}  // namespace monet

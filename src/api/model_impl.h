@@ -1,0 +1,34 @@
+// Model::Impl: what a monet::Model holds (the graph, its trainable state, where it came
+// from), shared by the API's translation units.
+#pragma once
+
+#include <monet/monet.h>
+
+#include "graph/graph.h"
+#include "graph/model_config.h"
+#include "runtime/model_state.h"
+
+namespace monet {
+
+struct Model::Impl {
+  ModelSpec spec;
+  Graph graph;
+  ModelState state;
+  int input_value = -1;   // the graph's kInput value
+  int target_value = -1;  // the graph's kTarget value
+  int64_t steps = 0;      // training steps taken
+
+  /// The batch for one step, checked against the graph's shapes and dtypes (converted
+  /// to the graph's dtype); throws std::invalid_argument naming what is wrong.
+  Batch batch(const torch::Tensor& input, const torch::Tensor& target) const;
+  /// The batch with only the input (for forward passes).
+  Batch input_batch(const torch::Tensor& input) const;
+};
+
+/// Whether `model` names a TorchScript file (.pt / .pth) rather than a zoo model.
+bool is_traced_model(const ModelSpec& spec);
+/// The ModelConfig `spec` describes (zoo defaults filled in); throws std::invalid_argument
+/// for an unknown zoo model.
+ModelConfig model_config(const ModelSpec& spec);
+
+}  // namespace monet

@@ -1,0 +1,232 @@
+// PlannedModel: plans a Model for a whole training step's budget (the optimizer's state
+// and update, and the caller's reserved bytes, taken off before the planner sees it),
+// caches the plan by fingerprint + planner + budget, and runs steps under it.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "api/atomic_file.h"
+#include "api/model_impl.h"
+#include "cost/profiler.h"
+#include "plan/plan_validator.h"
+#include "plan/simulator.h"
+#include "planner/baseline_plans.h"
+#include "planner/named_planner.h"
+#include "runtime/autograd_baseline.h"
+#include "runtime/executor.h"
+#include "runtime/interleaved_measurement.h"
+#include "runtime/memory_tracker.h"
+
+namespace monet {
+
+struct PlannedModel::Impl {
+  Model model;
+  Plan plan;
+  PlanReport report;
+  std::unique_ptr<Executor> executor;
+};
+
+namespace {
+
+std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
+                            int64_t iteration_budget) {
+  return dir + "/plans/" + g.fingerprint() + "-" + planner + "-" +
+         (iteration_budget > 0 ? std::to_string(iteration_budget) : "none") + ".json";
+}
+
+Plan read_plan(const Graph& g, const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::invalid_argument("cannot read plan '" + path + "'");
+  try {
+    Plan plan = plan_from_json(g, nlohmann::json::parse(f));
+    validate_plan(g, plan);
+    return plan;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("plan '" + path + "' is not valid JSON (truncated?): " + e.what());
+  } catch (const PlanError& e) {
+    throw std::invalid_argument("plan '" + path + "': " + e.what());
+  }
+}
+
+std::string bytes_text(int64_t b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+  return buf;
+}
+
+// Plans under the report's iteration budget (or reads the plan cache); fills the plan.
+Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::string& cache_dir,
+                       PlanReport* report, CostModel* costs, bool* have_costs) {
+  const Graph& g = m.graph;
+  const int64_t budget = report->iteration_budget_bytes;
+  const std::string cached =
+      cache_dir.empty() ? "" : plan_cache_path(cache_dir, g, o.planner, budget);
+  if (!cached.empty() && std::filesystem::exists(cached)) {
+    try {
+      Plan plan = read_plan(g, cached);
+      report->from_cache = true;
+      report->plan_path = cached;
+      if (o.progress) std::cerr << "plan: from the cache (" << cached << ")\n";
+      return plan;
+    } catch (const std::invalid_argument& e) {
+      if (o.progress) std::cerr << "plan: ignoring the cached plan: " << e.what() << "\n";
+    }
+  }
+  if (planner_needs_costs(o.planner) || budget > 0) {
+    ProfileOptions po;
+    po.progress = o.progress;
+    *costs = cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po,
+                                  cache_dir);
+    *have_costs = true;
+  }
+  PlannerRequest request;
+  request.planner = o.planner;
+  request.budget_bytes = planner_uses_budget(o.planner) ? budget : -1;
+  request.solver.time_limit_seconds = o.time_limit_seconds;
+  request.solver.relative_gap = 0.01;
+  request.solver.progress = o.progress;
+  const PlannerOutcome outcome = make_plan(g, *have_costs ? costs : nullptr, request);
+  if (!outcome.found)
+    throw BudgetError("no " + o.planner + " plan fits a budget of " +
+                          bytes_text(report->budget_bytes) + " (forward and backward get " +
+                          bytes_text(budget) + " of it after the optimizer's " +
+                          bytes_text(report->optimizer.total()) + " and " +
+                          bytes_text(report->reserved_bytes) + " reserved)",
+                      -1);
+  Plan plan = outcome.plan;
+  if (!cached.empty()) {
+    try {
+      std::filesystem::create_directories(cache_dir + "/plans");
+      write_text_atomically(cached, plan_to_json(g, plan).dump(1) + "\n");
+      report->plan_path = cached;
+    } catch (const std::exception& e) {
+      if (o.progress) std::cerr << "plan: not cached: " << e.what() << "\n";
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_unique<Impl>()) {
+  impl_->model = std::move(model);
+  Model::Impl& m = *impl_->model.impl();
+  check_planner_name(o.planner);
+  if (planner_requires_budget(o.planner) && o.budget.empty() && o.plan_file.empty())
+    throw std::invalid_argument("planner '" + o.planner + "' needs a budget");
+  const std::string cache_dir =
+      o.use_cache ? (o.cache_dir.empty() ? default_cache_dir() : o.cache_dir) : "";
+  PlanReport& r = impl_->report;
+  r.planner = o.planner;
+  r.optimizer = optimizer_memory(impl_->model, o.optimizer, o.weight_decay);
+  r.reserved_bytes = o.reserved_bytes;
+  if (!o.budget.empty()) {
+    r.budget_bytes = parse_budget(o.budget, [&] {
+      if (o.progress) std::cerr << "baseline: measuring autograd's training step ...\n";
+      r.baseline_peak_bytes =
+          measure_autograd_step_peak(impl_->model, o.optimizer, o.weight_decay, cache_dir);
+      return r.baseline_peak_bytes;
+    });
+    r.iteration_budget_bytes = r.budget_bytes - r.optimizer.total() - r.reserved_bytes;
+    const int64_t floor = iteration_start_bytes(m.graph);
+    if (r.iteration_budget_bytes <= floor)
+      throw BudgetError("a budget of " + bytes_text(r.budget_bytes) +
+                            " does not hold the model, its batch and its optimizer (" +
+                            bytes_text(floor + r.optimizer.total() + r.reserved_bytes) + ")",
+                        -1);
+  }
+  CostModel costs;
+  bool have_costs = false;
+  if (!o.plan_file.empty()) {
+    impl_->plan = read_plan(m.graph, o.plan_file);
+  } else {
+    impl_->plan = make_or_read_plan(m, o, cache_dir, &r, &costs, &have_costs);
+  }
+  impl_->plan.model = is_traced_model(m.spec)
+                          ? std::filesystem::absolute(m.spec.model).lexically_normal().string()
+                          : m.spec.model;
+  impl_->plan.config = model_config(m.spec);
+  if (!have_costs && !cache_dir.empty()) have_costs = read_cached_costs(m.graph, cache_dir, &costs);
+  if (have_costs) {
+    const SimulationResult sim = simulate(m.graph, impl_->plan, costs);
+    r.predicted_peak_bytes = sim.peak_bytes;
+    r.predicted_seconds = sim.seconds;
+    r.storeall_predicted_seconds = simulate(m.graph, store_all_plan(m.graph), costs).seconds;
+    // A planner that does not take a budget (store-all, Chen, Gist) may not honour one.
+    if (r.iteration_budget_bytes > 0 && sim.peak_bytes > r.iteration_budget_bytes)
+      throw BudgetError("the " + impl_->plan.planner + " plan's predicted peak " +
+                            bytes_text(sim.peak_bytes) + " exceeds the " +
+                            bytes_text(r.iteration_budget_bytes) +
+                            " forward and backward get of the budget; use planner monet",
+                        -1);
+  }
+  impl_->executor = std::make_unique<Executor>(m.graph, m.state, impl_->plan);
+}
+
+PlannedModel::~PlannedModel() = default;
+PlannedModel::PlannedModel(PlannedModel&&) noexcept = default;
+PlannedModel& PlannedModel::operator=(PlannedModel&&) noexcept = default;
+
+StepResult PlannedModel::step(const torch::Tensor& input, const torch::Tensor& target) {
+  Model::Impl& m = *impl_->model.impl();
+  MemoryTracker::install();
+  const Batch batch = m.batch(input, target);
+  ExecutionOptions eo;
+  eo.gradients = GradientDestination::kParameters;
+  eo.iteration_seed = static_cast<uint64_t>(m.steps);
+  const ExecutionResult run = impl_->executor->run(batch, eo);
+  ++m.steps;
+  StepResult r;
+  r.loss = run.loss;
+  r.peak_bytes = run.peak_bytes;
+  r.seconds = run.seconds;
+  return r;
+}
+
+torch::Tensor PlannedModel::predict(const torch::Tensor& input) {
+  Model::Impl& m = *impl_->model.impl();
+  const int logits = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
+  AutogradBaseline forward(m.graph, m.state);
+  return forward.evaluate(m.input_batch(input), logits, /*training=*/false);
+}
+
+Model& PlannedModel::model() { return impl_->model; }
+const PlanReport& PlannedModel::report() const { return impl_->report; }
+
+void PlannedModel::save_plan(const std::string& path) const {
+  write_text_atomically(path, plan_to_json(impl_->model.impl()->graph, impl_->plan).dump(1) + "\n");
+}
+
+AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
+  Model::Impl& m = *planned.model().impl();
+  MemoryTracker::install();
+  ModelState copy = m.state.clone();
+  const auto params = m.graph.parameters();
+  const at::ScalarType dtype = params.empty() ? at::kFloat : copy.tensor(params[0]).scalar_type();
+  Batch batch = make_batch(m.graph, 1);
+  for (auto& [id, t] : batch)
+    if (t.is_floating_point()) t = t.to(dtype);
+  InterleavedOptions io;
+  io.iters = std::max(1, iters);
+  const InterleavedMeasurement r = measure_interleaved(m.graph, copy, planned.impl().plan, batch, io);
+  AutogradComparison c;
+  c.peak_bytes = r.peak_bytes;
+  c.autograd_peak_bytes = r.baseline_peak_bytes;
+  c.seconds = r.median_seconds;
+  c.autograd_seconds = r.baseline_median_seconds;
+  c.overhead = r.overhead;
+  return c;
+}
+
+void zero_grad(const std::vector<torch::Tensor>& parameters) {
+  for (auto p : parameters) p.mutable_grad() = torch::Tensor();
+}
+
+void MemoryStats::install() { MemoryTracker::install(); }
+int64_t MemoryStats::current_bytes() { return MemoryTracker::current(); }
+int64_t MemoryStats::peak_bytes() { return MemoryTracker::peak(); }
+void MemoryStats::reset_peak() { MemoryTracker::reset_peak(); }
+
+std::string default_cache_dir() { return default_cost_cache_dir(); }
+
+}  // namespace monet

@@ -1,0 +1,245 @@
+// The public API's entry points: budgets, planning with the plan cache, the budget of a
+// whole training step as measured, checkpoints, saved weights, and the data loader.
+#include <gtest/gtest.h>
+#include <png.h>
+
+#include <monet/monet.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "api/model_impl.h"
+#include "runtime/batch_loader.h"
+#include "training_equivalence.h"
+
+namespace monet {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelSpec tiny_resnet() { return {"resnet18", 4, {32, 32}, 0.125, 4, {}}; }
+
+std::string fresh_dir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/monet_api_" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(Budget, ParsesUnitsAndRatios) {
+  auto never = []() -> int64_t { ADD_FAILURE() << "baseline measured"; return 0; };
+  EXPECT_EQ(parse_budget("123456789", never), 123456789);
+  EXPECT_EQ(parse_budget("1.5GiB", never), 1610612736);
+  EXPECT_EQ(parse_budget("800MiB", never), 838860800);
+  EXPECT_EQ(parse_budget("0.4x", [] { return int64_t{1000}; }), 400);
+}
+
+TEST(Budget, RefusesWhatIsNotAFiniteByteCount) {
+  auto base = [] { return int64_t{1000}; };
+  for (const char* bad : {"", "abc", "nan", "inf", "-1GiB", "0", "1e30GiB", "1e300", "0.4y",
+                          "0.0001"})
+    EXPECT_THROW(parse_budget(bad, base), std::invalid_argument) << bad;
+}
+
+TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
+  const std::string cache = fresh_dir("cache");
+  MemoryStats::install();
+  const int64_t before = MemoryStats::current_bytes();
+  Model model = Model::load(tiny_resnet(), 0);
+  PlanOptions po;
+  po.budget = "0.6x";
+  po.cache_dir = cache;
+  po.progress = false;
+  po.time_limit_seconds = 10;
+  PlannedModel planned(model, po);
+  const PlanReport& r = planned.report();
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_GT(r.baseline_peak_bytes, 0);
+  EXPECT_LE(r.predicted_peak_bytes, r.iteration_budget_bytes);
+  EXPECT_EQ(r.optimizer.state_bytes, [&] {
+    int64_t n = 0;
+    for (const auto& p : model.parameters()) n += p.nbytes();
+    return n;
+  }());
+
+  torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  for (int s = 0; s < 3; ++s) {
+    const Batch b = testing::test_batch(model, s, at::kFloat);
+    const at::Tensor x = b.at(model.impl()->input_value), y = b.at(model.impl()->target_value);
+    MemoryStats::reset_peak();
+    zero_grad(model.parameters());
+    const StepResult step = planned.step(x, y);
+    sgd.step();
+    EXPECT_TRUE(std::isfinite(step.loss));
+    EXPECT_LE(MemoryStats::peak_bytes() - before, r.budget_bytes) << "step " << s;
+  }
+
+  PlannedModel again(Model::load(tiny_resnet(), 0), po);
+  EXPECT_TRUE(again.report().from_cache);
+  EXPECT_EQ(again.report().plan_path, r.plan_path);
+}
+
+TEST(PlannedModel, RefusesBudgetsNoPlanFitsAndPlannersThatIgnoreIt) {
+  PlanOptions po;
+  po.use_cache = false;
+  po.progress = false;
+  po.budget = "1KiB";
+  EXPECT_THROW(PlannedModel(Model::load(tiny_resnet(), 0), po), BudgetError);
+  po.budget = "0.3x";
+  po.planner = "storeall";
+  EXPECT_THROW(PlannedModel(Model::load(tiny_resnet(), 0), po), BudgetError);
+  po.planner = "no-such-planner";
+  EXPECT_THROW(PlannedModel(Model::load(tiny_resnet(), 0), po), std::invalid_argument);
+  po.planner = "monet";
+  po.budget.clear();
+  EXPECT_THROW(PlannedModel(Model::load(tiny_resnet(), 0), po), std::invalid_argument);
+}
+
+TEST(PlannedModel, RefusesBatchesOfAnotherShapeOrType) {
+  PlanOptions po;
+  po.planner = "storeall";
+  po.use_cache = false;
+  po.progress = false;
+  Model model = Model::load(tiny_resnet(), 0);
+  PlannedModel planned(model, po);
+  const auto y = torch::zeros({4}, torch::kLong);
+  EXPECT_THROW(planned.step(torch::zeros({2, 3, 32, 32}), y), std::invalid_argument);
+  EXPECT_THROW(planned.step(torch::zeros({4, 3, 32, 32}), torch::zeros({4})), std::invalid_argument);
+  EXPECT_EQ(planned.predict(torch::zeros({4, 3, 32, 32})).sizes().vec(), (std::vector<int64_t>{4, 4}));
+}
+
+TEST(Checkpoint, ResumedTrainingEqualsUninterruptedTraining) {
+  const std::string dir = fresh_dir("checkpoint");
+  PlanOptions po;
+  po.planner = "chen";
+  po.use_cache = false;
+  po.progress = false;
+  auto run = [&](Model& model, torch::optim::Optimizer& opt, PlannedModel& p, int from, int to) {
+    for (int s = from; s < to; ++s) {
+      const Batch b = testing::test_batch(model, 50 + s, at::kFloat);
+      zero_grad(model.parameters());
+      p.step(b.at(model.impl()->input_value), b.at(model.impl()->target_value));
+      opt.step();
+    }
+  };
+  Model whole = Model::load(tiny_resnet(), 0);
+  PlannedModel pw(whole, po);
+  auto ow = testing::make_test_optimizer(OptimizerKind::kAdam, whole.parameters());
+  run(whole, *ow, pw, 0, 2);
+  save_checkpoint(dir + "/c.pt", whole, *ow, 7);
+  run(whole, *ow, pw, 2, 4);
+
+  Model resumed = Model::load(tiny_resnet(), 1);  // other initial weights: all come from the file
+  PlannedModel pr(resumed, po);
+  auto orr = testing::make_test_optimizer(OptimizerKind::kAdam, resumed.parameters());
+  EXPECT_EQ(load_checkpoint(dir + "/c.pt", resumed, *orr), 7u);
+  EXPECT_EQ(resumed.steps(), 2);
+  run(resumed, *orr, pr, 2, 4);
+  const auto a = whole.named_parameters(), b = resumed.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.equal(b[i].second)) << a[i].first;
+
+  // A truncated file and another model's checkpoint are refused; nothing changes.
+  std::ifstream in(dir + "/c.pt", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(dir + "/truncated.pt", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  const at::Tensor first = resumed.parameters()[0].detach().clone();
+  EXPECT_THROW(load_checkpoint(dir + "/truncated.pt", resumed, *orr), std::invalid_argument);
+  ModelSpec other = tiny_resnet();
+  other.classes = 5;
+  Model m5 = Model::load(other, 0);
+  auto o5 = testing::make_test_optimizer(OptimizerKind::kAdam, m5.parameters());
+  EXPECT_THROW(load_checkpoint(dir + "/c.pt", m5, *o5), std::invalid_argument);
+  EXPECT_TRUE(resumed.parameters()[0].equal(first));
+  for (const auto& e : fs::directory_iterator(dir))  // no temporaries left behind
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+TEST(Model, SavedStateDictHoldsTheTrainedValuesAndBatchCounters) {
+  const std::string dir = fresh_dir("save");
+  Model model = Model::load(tiny_resnet(), 0);
+  model.save(dir + "/w.pt");
+  std::ifstream in(dir + "/w.pt", std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto dict = torch::pickle_load(bytes).toGenericDict();
+  for (const auto& [name, t] : model.named_parameters())
+    EXPECT_TRUE(dict.at(name).toTensor().equal(t)) << name;
+  EXPECT_TRUE(dict.contains("bn1.num_batches_tracked"));
+}
+
+// Writes a width x height PNG of one colour.
+void write_png(const std::string& path, int width, int height, uint8_t r, uint8_t g, uint8_t b) {
+  std::vector<uint8_t> pixels(static_cast<size_t>(width) * height * 3);
+  for (size_t i = 0; i < pixels.size(); i += 3) {
+    pixels[i] = r;
+    pixels[i + 1] = g;
+    pixels[i + 2] = b;
+  }
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  image.width = width;
+  image.height = height;
+  image.format = PNG_FORMAT_RGB;
+  ASSERT_TRUE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr));
+}
+
+TEST(Data, ImageFolderDecodesResizesAndSkipsCorruptImages) {
+  const std::string dir = fresh_dir("images");
+  fs::create_directories(dir + "/red");
+  fs::create_directories(dir + "/blue");
+  for (int i = 0; i < 3; ++i) {
+    write_png(dir + "/red/" + std::to_string(i) + ".png", 40, 30, 255, 0, 0);
+    write_png(dir + "/blue/" + std::to_string(i) + ".PNG", 20, 20, 0, 0, 255);
+  }
+  std::ofstream(dir + "/blue/broken.jpg") << "\xff\xd8 not really a jpeg";
+  auto data = std::shared_ptr<ImageDataset>(open_image_folder(dir));
+  EXPECT_EQ(data->size(), 7);
+  EXPECT_EQ(data->classes(), 2);
+  const Sample s = data->get(3, 16, 16);  // red/0.png: classes sort blue, red
+  EXPECT_EQ(s.label, 1);
+  EXPECT_EQ(s.image.sizes().vec(), (std::vector<int64_t>{3, 16, 16}));
+  EXPECT_NEAR(s.image[0][5][5].item<double>(), (1.0 - 0.485) / 0.229, 1e-5);
+  EXPECT_THROW(data->get(0, 16, 16), DataError);  // blue/broken.jpg
+
+  LoaderOptions lo;
+  lo.batch = 3;
+  lo.height = lo.width = 16;
+  std::vector<std::string> warnings;
+  std::mutex m;
+  lo.warn = [&](const std::string& w) { std::lock_guard<std::mutex> l(m); warnings.push_back(w); };
+  std::vector<at::Tensor> first_epoch;
+  {
+    BatchLoader loader(data, lo);
+    EXPECT_EQ(loader.steps_per_epoch(), 2);
+    for (int i = 0; i < 4; ++i) {
+      auto [x, y] = loader.next();
+      EXPECT_EQ(x.sizes().vec(), (std::vector<int64_t>{3, 3, 16, 16}));
+      first_epoch.push_back(y);
+    }
+  }
+  EXPECT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].find("broken.jpg"), std::string::npos) << warnings[0];
+  lo.start_step = 2;  // resuming at step 2 sees the batches of steps 2, 3
+  BatchLoader resumed(data, lo);
+  EXPECT_TRUE(resumed.next().second.equal(first_epoch[2]));
+  EXPECT_TRUE(resumed.next().second.equal(first_epoch[3]));
+}
+
+TEST(Data, MissingAndEmptyFoldersAreNamed) {
+  try {
+    open_image_folder("/nonexistent/monet-data");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/monet-data"), std::string::npos);
+  }
+  const std::string empty = fresh_dir("empty");
+  EXPECT_THROW(open_image_folder(empty), DataError);
+  fs::create_directories(empty + "/cls");
+  EXPECT_THROW(open_image_folder(empty), DataError);
+  EXPECT_THROW(open_cifar10(empty), DataError);
+}
+
+}  // namespace
+}  // namespace monet
