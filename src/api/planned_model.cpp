@@ -187,7 +187,10 @@ torch::Tensor PlannedModel::predict(const torch::Tensor& input) {
   Model::Impl& m = *impl_->model.impl();
   const int logits = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
   AutogradBaseline forward(m.graph, m.state);
-  return forward.evaluate(m.input_batch(input), logits, /*training=*/false);
+  Batch batch = m.input_batch(input);
+  const Value& target = m.graph.value(m.target_value);  // read by nothing before the logits
+  batch[m.target_value] = at::zeros(target.shape, target.dtype);
+  return forward.evaluate(batch, logits, /*training=*/false);
 }
 
 Model& PlannedModel::model() { return impl_->model; }

@@ -35,6 +35,9 @@ struct JpegErrorManager {
   char message[JMSG_LENGTH_MAX];
 };
 
+// Corrupt-data warnings are not printed: an image either decodes or is reported once.
+void ignore_jpeg_message(j_common_ptr) {}
+
 void on_jpeg_error(j_common_ptr info) {
   auto* err = reinterpret_cast<JpegErrorManager*>(info->err);
   (*info->err->format_message)(info, err->message);
@@ -48,6 +51,7 @@ at::Tensor decode_jpeg(const std::string& path) {
   JpegErrorManager err;
   info.err = jpeg_std_error(&err.base);
   err.base.error_exit = on_jpeg_error;
+  err.base.output_message = ignore_jpeg_message;
   at::Tensor out;  // assigned only between setjmp and the end of decoding
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&info);
