@@ -99,6 +99,55 @@ TEST(PlannedModel, RefusesBudgetsNoPlanFitsAndPlannersThatIgnoreIt) {
   EXPECT_THROW(PlannedModel(Model::load(tiny_resnet(), 0), po), std::invalid_argument);
 }
 
+// forward() + a loss of the caller's + loss.backward(): a whole step under the budget,
+// gradients in .grad(), last_step() reporting it; a second backward refused, the output
+// outliving its PlannedModel, and NoGradGuard.
+TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
+  const std::string cache = fresh_dir("forward");
+  MemoryStats::install();
+  const int64_t before = MemoryStats::current_bytes();
+  Model model = Model::load(activation_heavy_resnet(), 0);
+  PlanOptions po;
+  po.budget = "0.85x";
+  po.cache_dir = cache;
+  po.progress = false;
+  po.time_limit_seconds = 10;
+  auto planned = std::make_unique<PlannedModel>(model, po);
+  const int64_t budget = planned->report().budget_bytes;
+  torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const Batch b = testing::test_batch(model, 3, at::kFloat);
+  const at::Tensor x = b.at(model.impl()->input_value), y = b.at(model.impl()->target_value);
+  for (int s = 0; s < 2; ++s) {
+    MemoryStats::reset_peak();
+    zero_grad(model.parameters());
+    at::Tensor out = planned->forward(x);
+    EXPECT_EQ(out.sizes(), (std::vector<int64_t>{32, 4}));
+    EXPECT_TRUE(out.requires_grad());
+    testing::smoothed_nll_with_penalty(out, y).backward();
+    sgd.step();
+    EXPECT_LE(MemoryStats::peak_bytes() - before, budget) << "step " << s;
+    EXPECT_TRUE(std::isnan(planned->last_step().loss));
+    EXPECT_GT(planned->last_step().peak_bytes, 0);
+    for (const auto& p : model.parameters()) EXPECT_TRUE(p.grad().defined());
+  }
+  EXPECT_EQ(model.steps(), 2);
+
+  at::Tensor twice = planned->forward(x);
+  at::Tensor loss = twice.sum();
+  loss.backward({}, /*retain_graph=*/true);
+  EXPECT_THROW(loss.backward(), std::exception);
+  at::Tensor orphan = planned->forward(x);
+  planned.reset();  // the output's backward keeps what it needs alive
+  zero_grad(model.parameters());
+  orphan.sum().backward();
+  EXPECT_TRUE(model.parameters()[0].grad().defined());
+  {
+    PlannedModel again(model, po);
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(again.forward(x).requires_grad());
+  }
+}
+
 TEST(PlannedModel, RefusesBatchesOfAnotherShapeOrType) {
   PlanOptions po;
   po.planner = "storeall";

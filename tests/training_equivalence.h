@@ -11,12 +11,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <set>
 
 #include "api/model_impl.h"
 #include "gradient_check.h"
+#include "halfway_budget.h"
+#include "planner/monet_planner.h"
+#include "quick_profile.h"
 #include "runtime/autograd_baseline.h"
 
 namespace monet::testing {
@@ -41,15 +45,22 @@ inline void convert_model(Model& model, at::ScalarType dtype) {
   }
 }
 
+/// A loss of the caller's own: (model output, target) -> scalar, differentiable.
+using UserLoss = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
+
 /// The largest relative error of loss, parameters and buffers over `steps` steps.
-/// `batch_at(step)` gives each step's batch (inputs and targets by value id).
+/// `batch_at(step)` gives each step's batch (inputs and targets by value id). With
+/// `user_loss`, both sides compute it from the model's output (PlannedModel::forward and
+/// loss.backward() against autograd's forward to the same output); else both use the
+/// model's built-in loss (PlannedModel::step against AutogradBaseline::run_iteration).
 /// Parameters whose first autograd gradient is mathematically zero (at most 1e-10 of the
 /// largest: a batch-norm shift that the next batch norm cancels, as after MobileNetV2's
 /// projections) hold rounding noise, which Adam normalises into full-size steps in any
 /// two runs that round differently; they cannot change the loss and are left out of the
 /// comparison (their count goes to `noise_only`).
 inline double training_error(Model& model, PlannedModel& planned, OptimizerKind kind, int steps,
-                             const std::function<Batch(int)>& batch_at, int* noise_only = nullptr) {
+                             const std::function<Batch(int)>& batch_at, int* noise_only = nullptr,
+                             const UserLoss& user_loss = nullptr) {
   Model::Impl& m = *model.impl();
   ModelState reference = m.state.clone();
   AutogradBaseline autograd(m.graph, reference);
@@ -57,30 +68,44 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
   for (int id : m.graph.parameters()) ref_params.push_back(reference.tensor(id));
   auto ref_opt = make_test_optimizer(kind, ref_params);
   auto opt = make_test_optimizer(kind, model.parameters());
+  const int output = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
   double worst = 0;
   std::set<int> zero_gradient;  // parameter value ids
   for (int s = 0; s < steps; ++s) {
     const Batch batch = batch_at(s);
-    IterationOptions io;
-    io.iteration_seed = static_cast<uint64_t>(s);  // the planned step's dropout seed
-    const IterationResult ref = autograd.run_iteration(batch, io);
-    const double ref_loss = ref.loss;
+    const at::Tensor& target = batch.at(m.target_value);
+    double ref_loss = 0, loss = 0;
+    if (user_loss) {
+      autograd.release_gradients();
+      at::Tensor l = user_loss(autograd.forward_to(batch, output, static_cast<uint64_t>(s)), target);
+      l.backward();
+      ref_loss = l.item<double>();
+    } else {
+      IterationOptions io;
+      io.iteration_seed = static_cast<uint64_t>(s);  // the planned step's dropout seed
+      ref_loss = autograd.run_iteration(batch, io).loss;
+    }
     if (s == 0) {
       double largest = 0;
-      for (const auto& g : ref.gradients) largest = std::max(largest, g.abs().max().item<double>());
+      for (const auto& p : ref_params) largest = std::max(largest, p.grad().abs().max().item<double>());
       const auto params = m.graph.parameters();
       for (size_t i = 0; i < params.size(); ++i)
-        if (ref.gradients[i].abs().max().item<double>() <= 1e-10 * largest)
+        if (ref_params[i].grad().abs().max().item<double>() <= 1e-10 * largest)
           zero_gradient.insert(params[i]);
       if (noise_only) *noise_only = static_cast<int>(zero_gradient.size());
     }
     ref_opt->step();
     zero_grad(model.parameters());
-    const StepResult r =
-        planned.step(batch.at(m.input_value), batch.at(m.target_value));
+    if (user_loss) {
+      at::Tensor l = user_loss(planned.forward(batch.at(m.input_value)), target);
+      l.backward();
+      loss = l.item<double>();
+    } else {
+      loss = planned.step(batch.at(m.input_value), target).loss;
+    }
     opt->step();
-    if (std::getenv("MONET_TRAINING_DEBUG")) std::printf("step %d loss %.17g %.17g\n", s, r.loss, ref_loss);
-    worst = std::max(worst, std::abs(r.loss - ref_loss) / std::max(std::abs(ref_loss), 1e-30));
+    if (std::getenv("MONET_TRAINING_DEBUG")) std::printf("step %d loss %.17g %.17g\n", s, loss, ref_loss);
+    worst = std::max(worst, std::abs(loss - ref_loss) / std::max(std::abs(ref_loss), 1e-30));
     for (const auto& v : m.graph.values()) {
       if (v.kind != ValueKind::kParameter && v.kind != ValueKind::kBuffer) continue;
       if (zero_gradient.count(v.id)) continue;
@@ -101,6 +126,49 @@ inline Batch test_batch(const Model& model, uint64_t seed, at::ScalarType dtype)
   for (auto& [id, t] : b)
     if (t.is_floating_point()) t = t.to(dtype);
   return b;
+}
+
+/// A MONeT plan of `model` at a budget halfway between the leanest heuristic plan and
+/// store-all, written for PlanOptions::plan_file, with convolutions comparable in `dtype`.
+inline std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
+  const Graph& g = model.impl()->graph;
+  MemoryStats::install();
+  const CostModel costs = quick_profile(g, model.impl()->state, make_batch(g, 1));
+  MonetOptions o;
+  o.budget_bytes = halfway_budget(g, costs);
+  o.solver.time_limit_seconds = 10;
+  const MonetResult r = plan_monet(g, costs, o);
+  EXPECT_TRUE(r.found);
+  const Plan plan = comparable_plan(g, r.plan, dtype);
+  const std::string path = ::testing::TempDir() + "/training_" + g.fingerprint() + ".json";
+  std::ofstream(path) << plan_to_json(g, plan).dump();
+  return path;
+}
+
+/// Loads `spec` (seed 0) in `dtype`, plans it with `plan`, and returns training_error over
+/// 5 steps of reproducible batches.
+inline double train_and_compare(const ModelSpec& spec, const std::string& plan, OptimizerKind kind,
+                                at::ScalarType dtype, int* noise_only = nullptr,
+                                const UserLoss& user_loss = nullptr) {
+  Model model = Model::load(spec, 0);
+  convert_model(model, dtype);
+  PlanOptions po;
+  po.plan_file = plan;
+  po.use_cache = false;
+  po.progress = false;
+  PlannedModel planned(model, po);
+  return training_error(
+      model, planned, kind, 5, [&](int s) { return test_batch(model, 100 + s, dtype); },
+      noise_only, user_loss);
+}
+
+/// A loss unlike the built-in cross-entropy: label-smoothed negative log-likelihood plus
+/// a penalty on the logits' size.
+inline torch::Tensor smoothed_nll_with_penalty(const torch::Tensor& logits,
+                                               const torch::Tensor& target) {
+  const torch::Tensor logp = torch::log_softmax(logits, 1);
+  const torch::Tensor nll = -logp.gather(1, target.unsqueeze(1)).mean();
+  return 0.9 * nll - 0.1 * logp.mean() + 0.01 * logits.pow(2).mean();
 }
 
 }  // namespace monet::testing

@@ -4,11 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
 
-#include "halfway_budget.h"
-#include "planner/monet_planner.h"
-#include "quick_profile.h"
 #include "tiny_models.h"
 #include "training_equivalence.h"
 
@@ -21,44 +17,15 @@ ModelSpec spec_of(const TinyModel& t) {
   return {t.name, t.config.batch, t.config.image, t.config.width, t.config.classes, {}};
 }
 
-// A MONeT plan at a budget halfway between the leanest heuristic plan and store-all,
-// written for PlanOptions::plan_file, with convolutions comparable in `dtype`.
-std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
-  const Graph& g = model.impl()->graph;
-  MemoryStats::install();
-  const CostModel costs = testing::quick_profile(g, model.impl()->state, make_batch(g, 1));
-  MonetOptions o;
-  o.budget_bytes = testing::halfway_budget(g, costs);
-  o.solver.time_limit_seconds = 10;
-  const MonetResult r = plan_monet(g, costs, o);
-  EXPECT_TRUE(r.found);
-  const Plan plan = testing::comparable_plan(g, r.plan, dtype);
-  const std::string path = ::testing::TempDir() + "/training_" + g.fingerprint() + ".json";
-  std::ofstream(path) << plan_to_json(g, plan).dump();
-  return path;
-}
-
-double train_and_compare(const TinyModel& t, const std::string& plan, OptimizerKind kind,
-                         at::ScalarType dtype, int* noise_only = nullptr) {
-  Model model = Model::load(spec_of(t), 0);
-  testing::convert_model(model, dtype);
-  PlanOptions po;
-  po.plan_file = plan;
-  po.use_cache = false;
-  po.progress = false;
-  PlannedModel planned(model, po);
-  return testing::training_error(model, planned, kind, 5, [&](int s) {
-    return testing::test_batch(model, 100 + s, dtype);
-  }, noise_only);
-}
-
 class TrainingEquivalence : public ::testing::TestWithParam<TinyModel> {};
 
 TEST_P(TrainingEquivalence, SgdMomentumAndAdamMatchAutogradInFloat64) {
-  const std::string plan = write_monet_plan(Model::load(spec_of(GetParam()), 0), at::kDouble);
+  const std::string plan =
+      testing::write_monet_plan(Model::load(spec_of(GetParam()), 0), at::kDouble);
   for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
     int noise_only = 0;
-    const double err = train_and_compare(GetParam(), plan, kind, at::kDouble, &noise_only);
+    const double err =
+        testing::train_and_compare(spec_of(GetParam()), plan, kind, at::kDouble, &noise_only);
     EXPECT_LE(err, 1e-10) << optimizer_kind_name(kind);
     std::printf("%s %s float64: largest relative error of loss, parameters, buffers %.3g "
                 "(%d parameters with a mathematically zero gradient left out)\n",
@@ -82,11 +49,28 @@ INSTANTIATE_TEST_SUITE_P(
 // backward formulas), so parameters drift by rounding only.
 TEST(TrainingFloat32, ErrorsStayAtRoundingLevel) {
   const TinyModel t = testing::tiny_models_named({"resnet18"}).at(0);
-  const std::string plan = write_monet_plan(Model::load(spec_of(t), 0), at::kFloat);
+  const std::string plan = testing::write_monet_plan(Model::load(spec_of(t), 0), at::kFloat);
   for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
-    const double err = train_and_compare(t, plan, kind, at::kFloat);
+    const double err = testing::train_and_compare(spec_of(t), plan, kind, at::kFloat);
     EXPECT_LE(err, 1e-3) << optimizer_kind_name(kind);
     std::printf("resnet18 %s float32: largest relative error %.3g\n", optimizer_kind_name(kind), err);
+  }
+}
+
+// A loss of the user's own through PlannedModel::forward and loss.backward(): the output's
+// gradient enters the planned backward in place of the built-in loss's.
+TEST(TrainingUserLoss, ForwardAndLossBackwardMatchAutograd) {
+  for (const TinyModel& t : testing::tiny_models_named({"resnet18", "googlenet"})) {
+    const std::string plan = testing::write_monet_plan(Model::load(spec_of(t), 0), at::kDouble);
+    for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
+      int noise_only = 0;
+      const double err = testing::train_and_compare(spec_of(t), plan, kind, at::kDouble,
+                                                    &noise_only,
+                                                    testing::smoothed_nll_with_penalty);
+      EXPECT_LE(err, 1e-10) << t.name << " " << optimizer_kind_name(kind);
+      std::printf("%s %s float64, user loss through forward(): largest relative error %.3g\n",
+                  t.name.c_str(), optimizer_kind_name(kind), err);
+    }
   }
 }
 

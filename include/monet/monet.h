@@ -156,7 +156,7 @@ class BudgetError : public std::runtime_error {
 
 /// One training step's measurement.
 struct StepResult {
-  double loss = 0;
+  double loss = 0;         // NaN after forward(): the loss is the caller's
   int64_t peak_bytes = 0;  // absolute peak during forward and backward (tracked allocator)
   double seconds = 0;      // wall time of forward, loss and backward
 };
@@ -175,6 +175,24 @@ class PlannedModel {
   /// added to each parameter's .grad() (set when undefined), as loss.backward() would.
   /// `input` and `target` must have the model's input_shape()/target_shape().
   StepResult step(const torch::Tensor& input, const torch::Tensor& target);
+
+  /// The model's output (e.g. logits) for `input`, computed under the plan in training
+  /// mode (batch statistics, active dropout), for a loss of the caller's own:
+  ///
+  ///   torch::Tensor out = planned.forward(x);
+  ///   torch::Tensor loss = my_loss(out, y);
+  ///   loss.backward();  // runs the planned backward; gradients go to .grad()
+  ///
+  /// The output's backward runs the rest of the plan from d loss / d output, in the place
+  /// of the built-in loss's backward, so the plan's memory model holds (the caller's loss
+  /// itself, a few tensors of the output's size, is not planned). Until that backward
+  /// runs, or the output is destroyed, the iteration's saved tensors stay alive. Under
+  /// torch::NoGradGuard the output has no backward. last_step() then reports the
+  /// iteration (its loss is NaN: the loss is the caller's).
+  torch::Tensor forward(const torch::Tensor& input);
+
+  /// The measurement of the last step(), or of the last forward() whose backward has run.
+  StepResult last_step() const;
 
   /// The model's output (e.g. logits) for `input` in evaluation mode (batch norm with
   /// its running statistics, dropout off), without gradients.

@@ -4,6 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
@@ -23,10 +27,50 @@ struct PlannedModel::Impl {
   Model model;
   Plan plan;
   PlanReport report;
-  std::unique_ptr<Executor> executor;
+  // Shared with the backward of forward()'s outputs, which may outlive this object.
+  std::shared_ptr<Executor> executor;
+  std::shared_ptr<StepResult> last_step = std::make_shared<StepResult>();
 };
 
 namespace {
+
+StepResult step_result(const ExecutionResult& run) {
+  StepResult r;
+  r.loss = run.loss;
+  r.peak_bytes = run.peak_bytes;
+  r.seconds = run.seconds;
+  return r;
+}
+
+// The backward of PlannedModel::forward's output: the rest of the plan, from the
+// gradient autograd hands it. A sink (no next edges): it writes the parameters' .grad().
+class PlannedBackward : public torch::autograd::Node {
+ public:
+  PlannedBackward(Model model, std::shared_ptr<Executor> executor,
+                  std::shared_ptr<StepResult> report, std::unique_ptr<PendingIteration> pending)
+      : model_(std::move(model)),
+        executor_(std::move(executor)),
+        report_(std::move(report)),
+        pending_(std::move(pending)) {}
+  std::string name() const override { return "monet::PlannedBackward"; }
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    if (!pending_) throw std::runtime_error("the planned backward of this output already ran");
+    if (grads.empty() || !grads[0].defined())
+      throw std::runtime_error("the loss does not depend on the planned model's output");
+    *report_ = step_result(pending_->finish(grads[0]));
+    report_->loss = std::numeric_limits<double>::quiet_NaN();
+    pending_.reset();  // the iteration's tensors go now, not when autograd drops the node
+    return {};
+  }
+
+ private:
+  // The pending iteration reads the executor, which reads the model: declared first,
+  // destroyed last.
+  Model model_;
+  std::shared_ptr<Executor> executor_;
+  std::shared_ptr<StepResult> report_;  // PlannedModel::Impl::last_step
+  std::unique_ptr<PendingIteration> pending_;
+};
 
 std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
                             int64_t iteration_budget) {
@@ -160,7 +204,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
                             " forward and backward get of the budget; use planner monet",
                         -1);
   }
-  impl_->executor = std::make_unique<Executor>(m.graph, m.state, impl_->plan);
+  impl_->executor = std::make_shared<Executor>(m.graph, m.state, impl_->plan);
 }
 
 PlannedModel::~PlannedModel() = default;
@@ -176,12 +220,32 @@ StepResult PlannedModel::step(const torch::Tensor& input, const torch::Tensor& t
   eo.iteration_seed = static_cast<uint64_t>(m.steps);
   const ExecutionResult run = impl_->executor->run(batch, eo);
   ++m.steps;
-  StepResult r;
-  r.loss = run.loss;
-  r.peak_bytes = run.peak_bytes;
-  r.seconds = run.seconds;
-  return r;
+  *impl_->last_step = step_result(run);
+  return *impl_->last_step;
 }
+
+torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
+  Model::Impl& m = *impl_->model.impl();
+  MemoryTracker::install();
+  const int logits = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
+  ExecutionOptions eo;
+  eo.gradients = GradientDestination::kParameters;
+  eo.iteration_seed = static_cast<uint64_t>(m.steps);
+  std::unique_ptr<PendingIteration> pending =
+      impl_->executor->start(m.input_batch(input), eo);
+  ++m.steps;
+  at::Tensor out = pending->output().variable_data();
+  if (!out.defined())
+    throw std::runtime_error("the plan freed '" + m.graph.value(logits).name +
+                             "' before its loss: it cannot be handed to a loss of the caller's");
+  if (torch::GradMode::is_enabled())
+    torch::autograd::set_history(
+        out, std::make_shared<PlannedBackward>(impl_->model, impl_->executor, impl_->last_step,
+                                               std::move(pending)));
+  return out;
+}
+
+StepResult PlannedModel::last_step() const { return *impl_->last_step; }
 
 torch::Tensor PlannedModel::predict(const torch::Tensor& input) {
   Model::Impl& m = *impl_->model.impl();

@@ -76,6 +76,11 @@ IterationResult AutogradBaseline::run_iteration(const Batch& batch,
   return result;
 }
 
+at::Tensor AutogradBaseline::forward_to(const Batch& batch, int value_id,
+                                        uint64_t iteration_seed) {
+  return run_forward(batch, /*training=*/true, value_id, false, iteration_seed);
+}
+
 at::Tensor AutogradBaseline::evaluate(const Batch& batch, int value_id, bool training) {
   torch::NoGradGuard no_grad;
   return run_forward(batch, training, value_id, false, 0);

@@ -45,6 +45,10 @@ class AutogradBaseline {
   /// so that they do not count against whatever runs next.
   void release_gradients();
 
+  /// Forward in training mode with autograd, up to the value `value_id` (for example the
+  /// logits, for a loss of the caller's own), seeding dropout with `iteration_seed`.
+  at::Tensor forward_to(const Batch& batch, int value_id, uint64_t iteration_seed);
+
   /// Forward only, without autograd, returning the value `value_id` (for example the
   /// logits). In training mode batch norm updates its running statistics, as PyTorch does.
   at::Tensor evaluate(const Batch& batch, int value_id, bool training);

@@ -62,97 +62,163 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
     else if (in.kind == InstrKind::kBackward)
       backward_[i] = find_backward_impl(backward_impls(graph_, n), n, in.part, in.impl);
   }
+  const int loss_node = graph_.value(graph_.loss_value()).producer;
+  loss_forward_ = plan_.program.size();
+  for (size_t i = 0; i < plan_.program.size() && loss_forward_ == plan_.program.size(); ++i)
+    if (plan_.program[i].node == loss_node && plan_.program[i].kind == InstrKind::kForward)
+      loss_forward_ = i;
 }
 
-ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& options) {
-  const TensorIds ids{static_cast<int>(graph_.values().size()),
-                      static_cast<int>(graph_.nodes().size())};
-  std::vector<at::Tensor> param_grads(graph_.values().size());
-  const bool into_parameters = options.gradients == GradientDestination::kParameters;
-  ExecutionResult result;
-  IterationMeter meter(options.record_trace);
-  {
-    torch::NoGradGuard no_grad;  // the plan is the backward: no autograd graph
-    std::vector<at::Tensor> tensors(ids.count());
-    std::vector<NodeState> node_state(graph_.nodes().size());
-    for (const auto& n : graph_.nodes())
-      node_state[n.id].seed = node_seed(options.iteration_seed, n.id);
-    const int loss = graph_.loss_value();
-
-    auto value_tensor = [&](int v, const Instruction& in) -> at::Tensor {
-      if (graph_.value(v).kind != ValueKind::kActivation)
-        return fixed_tensor(graph_, state_, batch, v);
-      const at::Tensor& t = tensors[ids.activation(v)];
-      if (!t.defined())
-        throw PlanError(describe(graph_, in) + " reads '" + graph_.value(v).name +
-                        "', which is not alive");
-      return t;
-    };
-
-    for (size_t i = 0; i < plan_.program.size(); ++i) {
-      const Instruction& in = plan_.program[i];
-      const Node& n = graph_.node(in.node);
-      if (in.kind == InstrKind::kForward) {
-        const ForwardImplInfo& impl = forward_[i];
-        std::vector<at::Tensor> inputs;
-        for (int v : n.inputs) inputs.push_back(value_tensor(v, in));
-        ForwardOutput out = run_forward(graph_, n, impl, inputs, node_state[n.id], true);
-        inputs.clear();
-        if (impl.inplace) tensors[ids.activation(n.inputs[0])].reset();
-        if (n.output == loss) {
-          result.loss = out.output.item<double>();
-          tensors[ids.grad(loss)] = at::ones({}, out.output.options());  // d loss / d loss
-        }
-        tensors[ids.activation(n.output)] = std::move(out.output);
-        if (impl.emits_intermediate) tensors[ids.intermediate(n.id)] = std::move(out.intermediate);
-      } else if (in.kind == InstrKind::kBackward) {
-        const BackwardImplInfo& impl = backward_[i];
-        BackwardArgs args;
-        args.grad_output = tensors[ids.grad(n.output)];
-        if (!args.grad_output.defined())
-          throw PlanError(describe(graph_, in) + " runs before the gradient of its output exists");
-        args.inputs.resize(n.inputs.size());
-        args.needs_grad = backward_grad_mask(graph_, n, in.part, needs_grad_);
-        for (size_t k = 0; k < n.inputs.size(); ++k) {
-          const Value& v = graph_.value(n.inputs[k]);
-          if (v.kind != ValueKind::kActivation) args.inputs[k] = value_tensor(v.id, in);
-        }
-        for (int k : impl.reads_inputs) args.inputs[k] = value_tensor(n.inputs[k], in);
-        if (impl.reads_output) args.output = value_tensor(n.output, in);
-        if (impl.reads_intermediate) {
-          args.intermediate = tensors[ids.intermediate(n.id)];
-          if (!args.intermediate.defined())
-            throw PlanError(describe(graph_, in) + " reads the intermediate of '" + n.name +
-                            "', which is not alive");
-        }
-        std::vector<at::Tensor> grads = run_backward(graph_, n, impl, args, node_state[n.id]);
-        args = BackwardArgs();
-        for (size_t k = 0; k < n.inputs.size(); ++k) {
-          if (!grads[k].defined()) continue;
-          const int v = n.inputs[k];
-          if (graph_.value(v).kind == ValueKind::kParameter && into_parameters)
-            accumulate_into_grad(state_.tensor(v), grads[k]);
-          else if (graph_.value(v).kind == ValueKind::kParameter)
-            accumulate(param_grads[v], grads[k]);
-          else
-            accumulate(tensors[ids.grad(v)], grads[k]);
-        }
-      } else {
-        tensors[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)]
-            .reset();
-      }
-      for (int t : free_after_[i]) tensors[t].reset();
-      if (options.record_trace) MemoryTracker::mark(describe(graph_, in));
-    }
+struct PendingIteration::State {
+  State(const Graph& g, const Batch& b, const ExecutionOptions& o, bool external)
+      : batch(b), options(o), external_loss(external), meter(o.record_trace) {
+    const TensorIds ids = tensor_ids(g);
+    tensors.resize(ids.count());
+    param_grads.resize(g.values().size());
+    node_state.resize(g.nodes().size());
+    for (const auto& n : g.nodes()) node_state[n.id].seed = node_seed(o.iteration_seed, n.id);
   }
-  IterationMeter::Reading reading = meter.finish();
+  static TensorIds tensor_ids(const Graph& g) {
+    return {static_cast<int>(g.values().size()), static_cast<int>(g.nodes().size())};
+  }
+  Batch batch;
+  ExecutionOptions options;
+  bool external_loss;           // the loss node is the caller's: its forward and backward skipped
+  IterationMeter meter;         // opened before the first instruction
+  std::vector<at::Tensor> tensors;      // by TensorIds
+  std::vector<NodeState> node_state;    // per node (dropout seeds, ...)
+  std::vector<at::Tensor> param_grads;  // by value id, GradientDestination::kResult
+  double loss = 0;
+  bool finished = false;
+};
+
+ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& options) {
+  PendingIteration::State state(graph_, batch, options, /*external=*/false);
+  execute(state, 0, plan_.program.size());
+  return finish(state);
+}
+
+std::unique_ptr<PendingIteration> Executor::start(const Batch& batch,
+                                                  const ExecutionOptions& options) const {
+  auto state = std::make_unique<PendingIteration::State>(graph_, batch, options, true);
+  execute(*state, 0, loss_forward_);
+  return std::unique_ptr<PendingIteration>(new PendingIteration(*this, std::move(state)));
+}
+
+PendingIteration::PendingIteration(const Executor& executor, std::unique_ptr<State> state)
+    : executor_(executor), state_(std::move(state)) {}
+PendingIteration::~PendingIteration() = default;
+
+const at::Tensor& PendingIteration::output() const {
+  const Graph& g = executor_.graph_;
+  const int logits = g.node(g.value(g.loss_value()).producer).inputs[0];
+  return state_->tensors[State::tensor_ids(g).activation(logits)];
+}
+
+ExecutionResult PendingIteration::finish(const at::Tensor& grad_output) {
+  if (state_->finished) throw std::logic_error("PendingIteration::finish called twice");
+  const at::Tensor& out = output();
+  if (!grad_output.defined() || grad_output.sizes() != out.sizes())
+    throw std::invalid_argument("the output's gradient must have the output's shape");
+  const Graph& g = executor_.graph_;
+  const int logits = g.node(g.value(g.loss_value()).producer).inputs[0];
+  state_->tensors[State::tensor_ids(g).grad(logits)] =
+      grad_output.to(out.scalar_type()).contiguous();
+  executor_.execute(*state_, executor_.loss_forward_, executor_.plan_.program.size());
+  return executor_.finish(*state_);
+}
+
+ExecutionResult Executor::finish(PendingIteration::State& state) const {
+  state.finished = true;
+  state.tensors.clear();
+  state.tensors.shrink_to_fit();
+  ExecutionResult result;
+  result.loss = state.loss;
+  IterationMeter::Reading reading = state.meter.finish();
   result.seconds = reading.seconds;
   result.start_bytes = reading.start_bytes;
   result.peak_bytes = reading.peak_bytes;
   result.trace = std::move(reading.trace);
-  if (!into_parameters)
-    for (int id : graph_.parameters()) result.gradients.push_back(param_grads[id]);
+  if (state.options.gradients == GradientDestination::kResult)
+    for (int id : graph_.parameters()) result.gradients.push_back(std::move(state.param_grads[id]));
   return result;
+}
+
+void Executor::execute(PendingIteration::State& state, size_t begin, size_t end) const {
+  const TensorIds ids = PendingIteration::State::tensor_ids(graph_);
+  const bool into_parameters = state.options.gradients == GradientDestination::kParameters;
+  torch::NoGradGuard no_grad;  // the plan is the backward: no autograd graph
+  std::vector<at::Tensor>& tensors = state.tensors;
+  const Batch& batch = state.batch;
+  const int loss = graph_.loss_value();
+  const int loss_node = graph_.value(loss).producer;
+
+  auto value_tensor = [&](int v, const Instruction& in) -> at::Tensor {
+    if (graph_.value(v).kind != ValueKind::kActivation)
+      return fixed_tensor(graph_, state_, batch, v);
+    const at::Tensor& t = tensors[ids.activation(v)];
+    if (!t.defined())
+      throw PlanError(describe(graph_, in) + " reads '" + graph_.value(v).name +
+                      "', which is not alive");
+    return t;
+  };
+
+  for (size_t i = begin; i < end; ++i) {
+    const Instruction& in = plan_.program[i];
+    const Node& n = graph_.node(in.node);
+    if (state.external_loss && n.id == loss_node && in.kind != InstrKind::kFree) {
+      // The caller's loss: its value and gradient come from outside the plan.
+    } else if (in.kind == InstrKind::kForward) {
+      const ForwardImplInfo& impl = forward_[i];
+      std::vector<at::Tensor> inputs;
+      for (int v : n.inputs) inputs.push_back(value_tensor(v, in));
+      ForwardOutput out = run_forward(graph_, n, impl, inputs, state.node_state[n.id], true);
+      inputs.clear();
+      if (impl.inplace) tensors[ids.activation(n.inputs[0])].reset();
+      if (n.output == loss) {
+        state.loss = out.output.item<double>();
+        tensors[ids.grad(loss)] = at::ones({}, out.output.options());  // d loss / d loss
+      }
+      tensors[ids.activation(n.output)] = std::move(out.output);
+      if (impl.emits_intermediate) tensors[ids.intermediate(n.id)] = std::move(out.intermediate);
+    } else if (in.kind == InstrKind::kBackward) {
+      const BackwardImplInfo& impl = backward_[i];
+      BackwardArgs args;
+      args.grad_output = tensors[ids.grad(n.output)];
+      if (!args.grad_output.defined())
+        throw PlanError(describe(graph_, in) + " runs before the gradient of its output exists");
+      args.inputs.resize(n.inputs.size());
+      args.needs_grad = backward_grad_mask(graph_, n, in.part, needs_grad_);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const Value& v = graph_.value(n.inputs[k]);
+        if (v.kind != ValueKind::kActivation) args.inputs[k] = value_tensor(v.id, in);
+      }
+      for (int k : impl.reads_inputs) args.inputs[k] = value_tensor(n.inputs[k], in);
+      if (impl.reads_output) args.output = value_tensor(n.output, in);
+      if (impl.reads_intermediate) {
+        args.intermediate = tensors[ids.intermediate(n.id)];
+        if (!args.intermediate.defined())
+          throw PlanError(describe(graph_, in) + " reads the intermediate of '" + n.name +
+                          "', which is not alive");
+      }
+      std::vector<at::Tensor> grads = run_backward(graph_, n, impl, args, state.node_state[n.id]);
+      args = BackwardArgs();
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (!grads[k].defined()) continue;
+        const int v = n.inputs[k];
+        if (graph_.value(v).kind == ValueKind::kParameter && into_parameters)
+          accumulate_into_grad(state_.tensor(v), grads[k]);
+        else if (graph_.value(v).kind == ValueKind::kParameter)
+          accumulate(state.param_grads[v], grads[k]);
+        else
+          accumulate(tensors[ids.grad(v)], grads[k]);
+      }
+    } else {
+      tensors[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)].reset();
+    }
+    for (int t : free_after_[i]) tensors[t].reset();
+    if (state.options.record_trace) MemoryTracker::mark(describe(graph_, in));
+  }
 }
 
 }  // namespace monet

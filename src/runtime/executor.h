@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <vector>
 
 #include "graph/graph.h"
@@ -36,6 +37,29 @@ struct ExecutionResult {
   std::vector<MemorySample> trace;  // one sample per instruction (label = instruction)
 };
 
+class Executor;
+
+/// An iteration whose loss is computed outside the plan, between its two halves: made by
+/// Executor::start (the plan has run up to the loss node), ended by finish() with the
+/// gradient of the loss node's input. Holds the iteration's tensors meanwhile; the
+/// executor must outlive it.
+class PendingIteration {
+ public:
+  ~PendingIteration();
+  /// The loss node's input (the model's output, e.g. logits), as the plan computed it.
+  const at::Tensor& output() const;
+  /// Runs the rest of the plan (the planned backward) from `grad_output`, d loss / d
+  /// output(), in place of the built-in loss's backward. Call at most once.
+  ExecutionResult finish(const at::Tensor& grad_output);
+
+ private:
+  friend class Executor;
+  struct State;
+  PendingIteration(const Executor& executor, std::unique_ptr<State> state);
+  const Executor& executor_;
+  std::unique_ptr<State> state_;
+};
+
 class Executor {
  public:
   /// `state` must outlive the executor. The plan is checked against the graph's
@@ -47,9 +71,22 @@ class Executor {
   /// that is not alive.
   ExecutionResult run(const Batch& batch, const ExecutionOptions& options = {});
 
+  /// The first half of an iteration for a loss of the caller's own: runs the plan up to
+  /// the forward of the graph's loss node (which is not run). The plan's memory model
+  /// holds: the loss node's input stays alive until its backward, and the gradient the
+  /// caller passes to finish() takes the place of the loss backward's output.
+  std::unique_ptr<PendingIteration> start(const Batch& batch,
+                                          const ExecutionOptions& options = {}) const;
+
   const Plan& plan() const { return plan_; }
 
  private:
+  friend class PendingIteration;
+  /// Runs instructions [begin, end) of the program on `state`; the loss node's forward and
+  /// backward are skipped when the state's loss is external.
+  void execute(PendingIteration::State& state, size_t begin, size_t end) const;
+  ExecutionResult finish(PendingIteration::State& state) const;
+
   const Graph& graph_;
   ModelState& state_;
   Plan plan_;
@@ -58,6 +95,7 @@ class Executor {
   // Per instruction: its resolved implementation (forward or backward instructions).
   std::vector<ForwardImplInfo> forward_;
   std::vector<BackwardImplInfo> backward_;
+  size_t loss_forward_ = 0;  // program index of the loss node's forward instruction
 };
 
 }  // namespace monet
