@@ -31,7 +31,10 @@ std::string fresh_dir(const std::string& name) {
 }
 
 TEST(Budget, ParsesUnitsAndRatios) {
-  auto never = []() -> int64_t { ADD_FAILURE() << "baseline measured"; return 0; };
+  auto never = []() -> int64_t {
+    ADD_FAILURE() << "baseline measured";
+    return 0;
+  };
   EXPECT_EQ(parse_budget("123456789", never), 123456789);
   EXPECT_EQ(parse_budget("1.5GiB", never), 1610612736);
   EXPECT_EQ(parse_budget("800MiB", never), 838860800);
@@ -40,8 +43,8 @@ TEST(Budget, ParsesUnitsAndRatios) {
 
 TEST(Budget, RefusesWhatIsNotAFiniteByteCount) {
   auto base = [] { return int64_t{1000}; };
-  for (const char* bad : {"", "abc", "nan", "inf", "-1GiB", "0", "1e30GiB", "1e300", "0.4y",
-                          "0.0001"})
+  for (const char* bad :
+       {"", "abc", "nan", "inf", "-1GiB", "0", "1e30GiB", "1e300", "0.4y", "0.0001"})
     EXPECT_THROW(parse_budget(bad, base), std::invalid_argument) << bad;
 }
 
@@ -157,8 +160,10 @@ TEST(PlannedModel, RefusesBatchesOfAnotherShapeOrType) {
   PlannedModel planned(model, po);
   const auto y = torch::zeros({4}, torch::kLong);
   EXPECT_THROW(planned.step(torch::zeros({2, 3, 32, 32}), y), std::invalid_argument);
-  EXPECT_THROW(planned.step(torch::zeros({4, 3, 32, 32}), torch::zeros({4})), std::invalid_argument);
-  EXPECT_EQ(planned.predict(torch::zeros({4, 3, 32, 32})).sizes().vec(), (std::vector<int64_t>{4, 4}));
+  EXPECT_THROW(planned.step(torch::zeros({4, 3, 32, 32}), torch::zeros({4})),
+               std::invalid_argument);
+  EXPECT_EQ(planned.predict(torch::zeros({4, 3, 32, 32})).sizes().vec(),
+            (std::vector<int64_t>{4, 4}));
 }
 
 TEST(Checkpoint, ResumedTrainingEqualsUninterruptedTraining) {
@@ -259,7 +264,10 @@ TEST(Data, ImageFolderDecodesResizesAndSkipsCorruptImages) {
   lo.height = lo.width = 16;
   std::vector<std::string> warnings;
   std::mutex m;
-  lo.warn = [&](const std::string& w) { std::lock_guard<std::mutex> l(m); warnings.push_back(w); };
+  lo.warn = [&](const std::string& w) {
+    std::lock_guard<std::mutex> l(m);
+    warnings.push_back(w);
+  };
   std::vector<at::Tensor> first_epoch;
   {
     BatchLoader loader(data, lo);

@@ -15,6 +15,7 @@
 #include "quick_profile.h"
 #include "runtime/executor.h"
 #include "runtime/torchscript_weights.h"
+#include "training_equivalence.h"
 
 namespace monet {
 namespace {
@@ -136,6 +137,26 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                          ::testing::Values("resnet18", "resnet50", "vgg11", "mobilenet_v2",
                                            "mobilenet_v3_small", "googlenet", "densenet121",
                                            "efficientnet_b0", "shufflenet_v2_x0_5"),
+                         [](const auto& info) { return info.param; });
+
+// Training through the public API on traced torchvision models: 5 steps of SGD with
+// momentum and of Adam under a MONeT plan equal LibTorch autograd's (batch 8, float64).
+class ImportedTraining : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ImportedTraining, SgdMomentumAndAdamMatchAutogradInFloat64) {
+  const ModelSpec spec{kDir + "/" + GetParam() + ".pt", 8, {}, 1.0, 0, {8, 3, 64, 64}};
+  const std::string plan = testing::write_monet_plan(Model::load(spec, 0), at::kDouble);
+  for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
+    int noise_only = 0;
+    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise_only);
+    EXPECT_LE(err, 1e-10) << optimizer_kind_name(kind);
+    std::printf("imported %s %s float64: largest relative error %.3g (%d of noise only)\n",
+                GetParam().c_str(), optimizer_kind_name(kind), err, noise_only);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTraining,
+                         ::testing::Values("resnet18", "mobilenet_v3_small"),
                          [](const auto& info) { return info.param; });
 
 TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {

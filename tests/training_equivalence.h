@@ -30,7 +30,7 @@ inline std::unique_ptr<torch::optim::Optimizer> make_test_optimizer(
   if (kind == OptimizerKind::kAdam)
     return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
   return std::make_unique<torch::optim::SGD>(
-      params, torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-4));
+      params, torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
 }
 
 /// Converts the model's parameters and buffers to `dtype` (parameters stay leaves that
@@ -57,7 +57,8 @@ using UserLoss = std::function<torch::Tensor(const torch::Tensor&, const torch::
 /// largest: a batch-norm shift that the next batch norm cancels, as after MobileNetV2's
 /// projections) hold rounding noise, which Adam normalises into full-size steps in any
 /// two runs that round differently; they cannot change the loss and are left out of the
-/// comparison (their count goes to `noise_only`).
+/// comparison (their count goes to `noise_only`), and so are the batch-norm running means
+/// that are mathematically zero after the first step, which those parameters then set.
 inline double training_error(Model& model, PlannedModel& planned, OptimizerKind kind, int steps,
                              const std::function<Batch(int)>& batch_at, int* noise_only = nullptr,
                              const UserLoss& user_loss = nullptr) {
@@ -70,14 +71,15 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
   auto opt = make_test_optimizer(kind, model.parameters());
   const int output = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
   double worst = 0;
-  std::set<int> zero_gradient;  // parameter value ids
+  std::set<int> zero_gradient;  // parameter and buffer value ids of noise only
   for (int s = 0; s < steps; ++s) {
     const Batch batch = batch_at(s);
     const at::Tensor& target = batch.at(m.target_value);
     double ref_loss = 0, loss = 0;
     if (user_loss) {
       autograd.release_gradients();
-      at::Tensor l = user_loss(autograd.forward_to(batch, output, static_cast<uint64_t>(s)), target);
+      at::Tensor l =
+          user_loss(autograd.forward_to(batch, output, static_cast<uint64_t>(s)), target);
       l.backward();
       ref_loss = l.item<double>();
     } else {
@@ -87,11 +89,24 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
     }
     if (s == 0) {
       double largest = 0;
-      for (const auto& p : ref_params) largest = std::max(largest, p.grad().abs().max().item<double>());
+      for (const auto& p : ref_params)
+        largest = std::max(largest, p.grad().abs().max().item<double>());
       const auto params = m.graph.parameters();
       for (size_t i = 0; i < params.size(); ++i)
         if (ref_params[i].grad().abs().max().item<double>() <= 1e-10 * largest)
           zero_gradient.insert(params[i]);
+      // Running statistics the first batch makes mathematically zero (the mean of a
+      // batch norm's input when a zero-initialised shift that the previous batch norm's
+      // normalisation cancels is all that sets it) follow those noise-only parameters.
+      double largest_buffer = 0;
+      for (int id : m.graph.values_of_kind(ValueKind::kBuffer))
+        if (reference.tensor(id).is_floating_point())
+          largest_buffer =
+              std::max(largest_buffer, reference.tensor(id).abs().max().item<double>());
+      for (int id : m.graph.values_of_kind(ValueKind::kBuffer))
+        if (reference.tensor(id).is_floating_point() &&
+            reference.tensor(id).abs().max().item<double>() <= 1e-10 * largest_buffer)
+          zero_gradient.insert(id);
       if (noise_only) *noise_only = static_cast<int>(zero_gradient.size());
     }
     ref_opt->step();
@@ -104,7 +119,8 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
       loss = planned.step(batch.at(m.input_value), target).loss;
     }
     opt->step();
-    if (std::getenv("MONET_TRAINING_DEBUG")) std::printf("step %d loss %.17g %.17g\n", s, loss, ref_loss);
+    if (std::getenv("MONET_TRAINING_DEBUG"))
+      std::printf("step %d loss %.17g %.17g\n", s, loss, ref_loss);
     worst = std::max(worst, std::abs(loss - ref_loss) / std::max(std::abs(ref_loss), 1e-30));
     for (const auto& v : m.graph.values()) {
       if (v.kind != ValueKind::kParameter && v.kind != ValueKind::kBuffer) continue;
@@ -158,8 +174,8 @@ inline double train_and_compare(const ModelSpec& spec, const std::string& plan, 
   po.progress = false;
   PlannedModel planned(model, po);
   return training_error(
-      model, planned, kind, 5, [&](int s) { return test_batch(model, 100 + s, dtype); },
-      noise_only, user_loss);
+      model, planned, kind, 5, [&](int s) { return test_batch(model, 100 + s, dtype); }, noise_only,
+      user_loss);
 }
 
 /// A loss unlike the built-in cross-entropy: label-smoothed negative log-likelihood plus

@@ -133,7 +133,7 @@ struct PlanOptions {
 /// What planning decided and predicts.
 struct PlanReport {
   std::string planner;
-  int64_t budget_bytes = -1;           // the whole step's budget; -1: none
+  int64_t budget_bytes = -1;            // the whole step's budget; -1: none
   int64_t iteration_budget_bytes = -1;  // forward + backward's share given to the planner
   OptimizerMemory optimizer;            // reserved for the optimizer
   int64_t reserved_bytes = 0;           // PlanOptions::reserved_bytes
@@ -245,8 +245,8 @@ int64_t parse_budget(const std::string& text, const std::function<int64_t()>& ba
 /// Peak bytes of a whole training step of `model` under LibTorch autograd with
 /// `optimizer` (measured now on a copy of its state, second step: optimizer state
 /// allocated). Cached by fingerprint and optimizer unless `cache_dir` is empty.
-int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer,
-                                   double weight_decay, const std::string& cache_dir);
+int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
+                                   const std::string& cache_dir);
 
 /// Memory measured by monet's tracking allocator (the CPU analogue of
 /// torch.cuda.max_memory_allocated). install() before creating the tensors to count.

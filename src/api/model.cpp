@@ -43,7 +43,8 @@ Graph build(const ModelSpec& s) {
   if (s.input_shape.empty())
     throw std::invalid_argument("traced model '" + s.model +
                                 "' needs its input shape, batch first (e.g. 8,3,224,224)");
-  if (!std::ifstream(s.model)) throw std::invalid_argument("cannot read traced model '" + s.model + "'");
+  if (!std::ifstream(s.model))
+    throw std::invalid_argument("cannot read traced model '" + s.model + "'");
   try {
     return import_torchscript(s.model, s.input_shape);
   } catch (const ImportError& e) {
@@ -77,18 +78,19 @@ bool is_traced_model(const ModelSpec& spec) { return is_torchscript_path(spec.mo
 
 Batch Model::Impl::batch(const torch::Tensor& input, const torch::Tensor& target) const {
   Batch b = input_batch(input);
-  b[target_value] = checked(graph.value(target_value), target, "the target");
+  b[target_value] = follow_parameters(checked(graph.value(target_value), target, "the target"));
   return b;
+}
+
+at::Tensor Model::Impl::follow_parameters(at::Tensor t) const {
+  const auto params = graph.parameters();
+  if (!params.empty() && t.is_floating_point()) t = t.to(state.tensor(params[0]).scalar_type());
+  return t;
 }
 
 Batch Model::Impl::input_batch(const torch::Tensor& input) const {
   Batch b;
-  at::Tensor x = checked(graph.value(input_value), input, "the input");
-  // Parameters may have been converted (e.g. to float64): inputs follow them.
-  const auto params = graph.parameters();
-  if (!params.empty() && x.is_floating_point())
-    x = x.to(state.tensor(params[0]).scalar_type());
-  b[input_value] = x;
+  b[input_value] = follow_parameters(checked(graph.value(input_value), input, "the input"));
   return b;
 }
 

@@ -23,6 +23,9 @@ struct Model::Impl {
   Batch batch(const torch::Tensor& input, const torch::Tensor& target) const;
   /// The batch with only the input (for forward passes).
   Batch input_batch(const torch::Tensor& input) const;
+  /// `t` in the parameters' dtype when both are floating point (parameters may have been
+  /// converted, e.g. to float64: inputs and real-valued targets follow them).
+  at::Tensor follow_parameters(at::Tensor t) const;
 };
 
 /// Whether `model` names a TorchScript file (.pt / .pth) rather than a zoo model.

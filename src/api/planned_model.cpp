@@ -119,8 +119,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
   if (planner_needs_costs(o.planner) || budget > 0) {
     ProfileOptions po;
     po.progress = o.progress;
-    *costs = cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po,
-                                  cache_dir);
+    *costs = cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, cache_dir);
     *have_costs = true;
   }
   PlannerRequest request;
@@ -231,8 +230,7 @@ torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
   ExecutionOptions eo;
   eo.gradients = GradientDestination::kParameters;
   eo.iteration_seed = static_cast<uint64_t>(m.steps);
-  std::unique_ptr<PendingIteration> pending =
-      impl_->executor->start(m.input_batch(input), eo);
+  std::unique_ptr<PendingIteration> pending = impl_->executor->start(m.input_batch(input), eo);
   ++m.steps;
   at::Tensor out = pending->output().variable_data();
   if (!out.defined())
@@ -275,7 +273,8 @@ AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
     if (t.is_floating_point()) t = t.to(dtype);
   InterleavedOptions io;
   io.iters = std::max(1, iters);
-  const InterleavedMeasurement r = measure_interleaved(m.graph, copy, planned.impl().plan, batch, io);
+  const InterleavedMeasurement r =
+      measure_interleaved(m.graph, copy, planned.impl().plan, batch, io);
   AutogradComparison c;
   c.peak_bytes = r.peak_bytes;
   c.autograd_peak_bytes = r.baseline_peak_bytes;

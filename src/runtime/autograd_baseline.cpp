@@ -76,8 +76,7 @@ IterationResult AutogradBaseline::run_iteration(const Batch& batch,
   return result;
 }
 
-at::Tensor AutogradBaseline::forward_to(const Batch& batch, int value_id,
-                                        uint64_t iteration_seed) {
+at::Tensor AutogradBaseline::forward_to(const Batch& batch, int value_id, uint64_t iteration_seed) {
   return run_forward(batch, /*training=*/true, value_id, false, iteration_seed);
 }
 

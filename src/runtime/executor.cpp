@@ -83,8 +83,8 @@ struct PendingIteration::State {
   }
   Batch batch;
   ExecutionOptions options;
-  bool external_loss;           // the loss node is the caller's: its forward and backward skipped
-  IterationMeter meter;         // opened before the first instruction
+  bool external_loss;    // the loss node is the caller's: its forward and backward skipped
+  IterationMeter meter;  // opened before the first instruction
   std::vector<at::Tensor> tensors;      // by TensorIds
   std::vector<NodeState> node_state;    // per node (dropout seeds, ...)
   std::vector<at::Tensor> param_grads;  // by value id, GradientDestination::kResult

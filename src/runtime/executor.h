@@ -31,8 +31,8 @@ struct ExecutionResult {
   double loss = 0;
   /// Per parameter, in graph.parameters() order (empty with GradientDestination::kParameters).
   std::vector<at::Tensor> gradients;
-  int64_t start_bytes = 0;            // bytes live when the iteration began
-  int64_t peak_bytes = 0;             // absolute peak during the iteration
+  int64_t start_bytes = 0;  // bytes live when the iteration began
+  int64_t peak_bytes = 0;   // absolute peak during the iteration
   double seconds = 0;
   std::vector<MemorySample> trace;  // one sample per instruction (label = instruction)
 };
