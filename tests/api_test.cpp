@@ -30,6 +30,16 @@ std::string fresh_dir(const std::string& name) {
   return d;
 }
 
+// Planning at `budget` with the cache in `cache`, silently, within 10 s.
+PlanOptions quiet_options(const std::string& budget, const std::string& cache) {
+  PlanOptions po;
+  po.budget = budget;
+  po.cache_dir = cache;
+  po.progress = false;
+  po.time_limit_seconds = 10;
+  return po;
+}
+
 TEST(Budget, ParsesUnitsAndRatios) {
   auto never = []() -> int64_t {
     ADD_FAILURE() << "baseline measured";
@@ -53,11 +63,7 @@ TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
   MemoryStats::install();
   const int64_t before = MemoryStats::current_bytes();
   Model model = Model::load(activation_heavy_resnet(), 0);
-  PlanOptions po;
-  po.budget = "0.85x";
-  po.cache_dir = cache;
-  po.progress = false;
-  po.time_limit_seconds = 10;
+  const PlanOptions po = quiet_options("0.85x", cache);
   PlannedModel planned(model, po);
   const PlanReport& r = planned.report();
   EXPECT_FALSE(r.from_cache);
@@ -110,11 +116,7 @@ TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
   MemoryStats::install();
   const int64_t before = MemoryStats::current_bytes();
   Model model = Model::load(activation_heavy_resnet(), 0);
-  PlanOptions po;
-  po.budget = "0.85x";
-  po.cache_dir = cache;
-  po.progress = false;
-  po.time_limit_seconds = 10;
+  const PlanOptions po = quiet_options("0.85x", cache);
   auto planned = std::make_unique<PlannedModel>(model, po);
   const int64_t budget = planned->report().budget_bytes;
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));

@@ -7,6 +7,7 @@
 #include "cli/cli_common.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
+#include "runtime/gradient_comparison.h"
 #include "runtime/interleaved_measurement.h"
 
 namespace monet::cli {
@@ -65,42 +66,18 @@ int run_run(const RunOptions& o) {
 // or a recomputed batch norm rounds differently, which can flip a max-pooling argmax
 // between two near-equal values and move single gradient entries by O(1) (max is not
 // differentiable there). float64 makes such ties vanishingly rare, so any remaining
-// difference is an error of the plan. oneDNN has no float64 convolution: in float64 the
-// "mkldnn" forward runs as "default".
+// difference is an error of the plan (compare_gradients; in float64 "mkldnn" convolutions
+// run as "default", oneDNN having none).
 int run_verify(const RunOptions& o) {
   LoadedPlan lp = load_plan_file(o.plan);
   const at::ScalarType dtype = o.precision == "float32" ? at::kFloat : at::kDouble;
   if (o.precision != "float32" && o.precision != "float64")
     throw UsageError("--precision must be float32 or float64");
-  ModelState reference = initial_state(lp.graph, lp.plan.model, 0);
-  for (const auto& v : lp.graph.values())
-    if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
-      reference.tensor(v.id) = reference.tensor(v.id).to(dtype);
-  ModelState state = reference.clone();
-  Batch batch = make_batch(lp.graph, 1);
-  for (auto& [id, t] : batch)
-    if (t.is_floating_point()) t = t.to(dtype);
-  if (dtype == at::kDouble)
-    for (auto& in : lp.plan.program)
-      if (in.kind == InstrKind::kForward && in.impl == "mkldnn") in.impl = "default";
-  const IterationResult expected = AutogradBaseline(lp.graph, reference).run_iteration(batch);
-  Executor executor(lp.graph, state, lp.plan);
-  const ExecutionResult got = executor.run(batch);
-  // Relative to each parameter's largest gradient entry, floored at 1e-3 of the model's
-  // largest: some gradients are zero mathematically and hold only rounding noise.
-  double largest = 0;
-  for (const auto& g : expected.gradients)
-    largest = std::max(largest, g.abs().max().item<double>());
-  double max_abs = 0, max_rel = 0;
-  std::string worst;
-  const auto params = lp.graph.parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const double abs = (got.gradients[i] - expected.gradients[i]).abs().max().item<double>();
-    const double rel =
-        abs / std::max({expected.gradients[i].abs().max().item<double>(), 1e-3 * largest, 1e-300});
-    max_abs = std::max(max_abs, abs);
-    if (rel > max_rel) max_rel = rel, worst = lp.graph.value(params[i]).name;
-  }
+  const GradientComparison c = compare_gradients(
+      lp.graph, lp.plan, initial_state(lp.graph, lp.plan.model, 0), make_batch(lp.graph, 1), dtype);
+  const double max_abs = c.max_abs_error, max_rel = c.max_relative_error;
+  const std::string& worst = c.worst_parameter;
+  const size_t parameters = c.relative_errors.size();
   const bool ok = max_rel <= o.tolerance;
   if (o.json) {
     print_json({{"plan", o.plan},
@@ -108,14 +85,14 @@ int run_verify(const RunOptions& o) {
                 {"max_abs_error", max_abs},
                 {"max_rel_error", max_rel},
                 {"worst_parameter", worst},
-                {"loss", got.loss},
-                {"baseline_loss", expected.loss},
+                {"loss", c.loss},
+                {"baseline_loss", c.autograd_loss},
                 {"tolerance", o.tolerance},
                 {"ok", ok}});
   } else {
     std::printf("gradients of %zu parameters: max abs error %.3g, max rel error %.3g (%s)\n",
-                params.size(), max_abs, max_rel, worst.c_str());
-    std::printf("loss %.6f (baseline %.6f): %s\n", got.loss, expected.loss,
+                parameters, max_abs, max_rel, worst.c_str());
+    std::printf("loss %.6f (baseline %.6f): %s\n", c.loss, c.autograd_loss,
                 ok ? "OK" : "ABOVE TOLERANCE");
   }
   return ok ? 0 : 1;

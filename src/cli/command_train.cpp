@@ -91,8 +91,8 @@ int run_train(TrainOptions o) {
     if (!is_torchscript_path(mo.model) && mo.classes == 0) mo.classes = data.dataset->classes();
   }
   const ModelConfig config = model_config(mo);
-  ModelSpec spec{mo.model, config.batch, config.image, config.width, config.classes,
-                 config.input_shape};
+  ModelSpec spec{mo.model,     config.batch,   config.image,
+                 config.width, config.classes, config.input_shape};
   Model model = [&] {
     try {
       return Model::load(spec, o.seed);
@@ -117,7 +117,8 @@ int run_train(TrainOptions o) {
   po.time_limit_seconds = o.time_limit;
   po.plan_file = o.plan_file;
   po.cache_dir = o.cache_dir;
-  if (data.dataset) po.reserved_bytes = o.prefetch * (lo.batch * (3 * lo.height * lo.width * 4 + 8));
+  if (data.dataset)
+    po.reserved_bytes = o.prefetch * (lo.batch * (3 * lo.height * lo.width * 4 + 8));
   std::unique_ptr<PlannedModel> planned;
   try {
     planned = std::make_unique<PlannedModel>(model, po);
@@ -179,12 +180,16 @@ int run_train(TrainOptions o) {
     const int64_t peak = MemoryStats::peak_bytes();
     max_peak = std::max(max_peak, peak);
     loss_sum += step.loss;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double rate = (s - first + 1) * lo.batch / elapsed;
     const double eta = elapsed / (s - first + 1) * (total - s - 1);
     if (o.json) {
-      nlohmann::json j = {{"step", s + 1}, {"steps", total}, {"loss", step.loss},
-                          {"peak_bytes", peak}, {"step_seconds", step.seconds},
+      nlohmann::json j = {{"step", s + 1},
+                          {"steps", total},
+                          {"loss", step.loss},
+                          {"peak_bytes", peak},
+                          {"step_seconds", step.seconds},
                           {"samples_per_second", rate}};
       if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
       std::cout << j.dump() << std::endl;
@@ -192,7 +197,8 @@ int run_train(TrainOptions o) {
       std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  peak %s", tty ? "\r" : "",
                    static_cast<long long>(s + 1), static_cast<long long>(total), step.loss, rate,
                    format_bytes(peak).c_str());
-      if (r.budget_bytes > 0) std::fprintf(stderr, " / budget %s", format_bytes(r.budget_bytes).c_str());
+      if (r.budget_bytes > 0)
+        std::fprintf(stderr, " / budget %s", format_bytes(r.budget_bytes).c_str());
       std::fprintf(stderr, "  ETA %s%s", clock_text(eta).c_str(), tty ? "   " : "\n");
     }
     if (o.checkpoint_every > 0 && (s + 1) % o.checkpoint_every == 0)
@@ -203,7 +209,8 @@ int run_train(TrainOptions o) {
   if (!o.save.empty()) model.save(o.save);
   const int64_t done = total - first;
   if (o.json) {
-    nlohmann::json j = {{"steps", total}, {"max_step_peak_bytes", max_peak},
+    nlohmann::json j = {{"steps", total},
+                        {"max_step_peak_bytes", max_peak},
                         {"mean_loss", done > 0 ? loss_sum / done : 0.0}};
     if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
     if (r.baseline_peak_bytes > 0) j["autograd_step_peak_bytes"] = r.baseline_peak_bytes;
@@ -222,13 +229,21 @@ int run_train(TrainOptions o) {
     if (!o.json) std::cerr << "timing forward and backward against autograd, interleaved ...\n";
     const AutogradComparison c = compare_with_autograd(*planned, o.compare_iters);
     if (o.json)
-      std::cout << nlohmann::json{{"seconds", c.seconds}, {"autograd_seconds", c.autograd_seconds},
-                                  {"overhead", c.overhead}}.dump()
+      std::cout << nlohmann::json{{"seconds", c.seconds},
+                                  {"autograd_seconds", c.autograd_seconds},
+                                  {"overhead", c.overhead},
+                                  {"peak_bytes", c.peak_bytes},
+                                  {"autograd_peak_bytes", c.autograd_peak_bytes}}
+                       .dump()
                 << std::endl;
     else
-      std::printf("forward+backward: %.4f s under the plan, %.4f s under autograd: overhead %+.1f%% "
-                  "(median of %d interleaved; the optimizer step is the same for both)\n",
-                  c.seconds, c.autograd_seconds, 100 * c.overhead, o.compare_iters);
+      std::printf(
+          "forward+backward: %.4f s under the plan, %.4f s under autograd: overhead %+.1f%% "
+          "(median of %d interleaved; the optimizer step is the same for both); "
+          "peak %s against autograd's %s\n",
+          c.seconds, c.autograd_seconds, 100 * c.overhead, o.compare_iters,
+          format_bytes(c.peak_bytes, true).c_str(),
+          format_bytes(c.autograd_peak_bytes, true).c_str());
   }
   if (r.budget_bytes > 0 && max_peak > r.budget_bytes) {
     std::cerr << "monet: error: a step's measured peak " << format_bytes(max_peak, true)
@@ -252,28 +267,41 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--budget", o->budget,
                   "peak memory of a whole training step: bytes, KiB/MiB/GiB, or a ratio of "
                   "autograd's step peak (0.4x)");
-  cmd->add_option("--planner", o->planner, "planner (see monet plan --help)")->capture_default_str();
+  cmd->add_option("--planner", o->planner, "planner (see monet plan --help)")
+      ->capture_default_str();
   cmd->add_option("--plan", o->plan_file, "run this plan file instead of planning");
   cmd->add_option("--time-limit", o->time_limit, "planner wall-clock limit (seconds)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--cache-dir", o->cache_dir, "plan, cost and baseline cache (default ~/.cache/monet)");
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--cache-dir", o->cache_dir,
+                  "plan, cost and baseline cache (default ~/.cache/monet)");
   cmd->add_option("--optimizer", o->optimizer, "sgd or adam")->capture_default_str();
-  cmd->add_option("--lr", o->lr, "learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--momentum", o->momentum, "SGD momentum")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--weight-decay", o->weight_decay, "L2 weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--lr", o->lr, "learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--momentum", o->momentum, "SGD momentum")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--weight-decay", o->weight_decay, "L2 weight decay")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "passes over the data")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", o->steps, "training steps in all")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "initialisation and data-order seed")->capture_default_str();
   cmd->add_option("--prefetch", o->prefetch, "batches decoded ahead in the background")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--save", o->save, "write the trained weights here (TorchScript for a .pt model, "
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--save", o->save,
+                  "write the trained weights here (TorchScript for a .pt model, "
                   "else a state_dict torch.load reads)");
-  cmd->add_option("--checkpoint", o->checkpoint, "checkpoint file (written at the end, and every "
+  cmd->add_option("--checkpoint", o->checkpoint,
+                  "checkpoint file (written at the end, and every "
                   "--checkpoint-every steps)");
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "steps between checkpoints")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--resume", o->resume, "continue from this checkpoint");
-  cmd->add_option("--log-every", o->log_every, "steps between progress lines when stderr is not a terminal");
+  cmd->add_option("--log-every", o->log_every,
+                  "steps between progress lines when stderr is not a terminal");
   cmd->add_option("--compare-autograd", o->compare_iters,
                   "after training, time this many forward+backward passes under the plan and "
                   "under autograd, interleaved")
