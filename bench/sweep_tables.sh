@@ -49,8 +49,8 @@ echo "### Solver: time to the first plan and to within 5% of the final bound"
 echo
 echo "| model | planner | budget | columns | rows | first plan (s) | within 5% (s) | stopped (s) | final gap |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-jq -r "$case_name as \$m | .rows[] | select(.solve_seconds != null)
-  | \"| \(\$m) | \(.planner) | \(.budget) | \(.columns) | \(.rows) | \(if .first_incumbent_seconds >= 0 then (.first_incumbent_seconds * 10 | round / 10) else \"-\" end) | \(if .seconds_to_5pct >= 0 then (.seconds_to_5pct * 10 | round / 10) else \"not reached\" end) | \(.solve_seconds * 10 | round / 10) | \(if .status != \"ok\" then .status elif .gap == null then \"no bound (LP unsolved)\" else (.gap | $pct) end) |\"" "${files[@]}"
+jq -r "$case_name as \$m | .rows[] | select(.solve != null)
+  | \"| \(\$m) | \(.planner) | \(.budget) | \(.solve.columns) | \(.solve.rows) | \(if .solve.first_incumbent_seconds >= 0 then (.solve.first_incumbent_seconds * 10 | round / 10) else \"-\" end) | \(if .seconds_to_5pct >= 0 then (.seconds_to_5pct * 10 | round / 10) else \"not reached\" end) | \(.solve.planner_seconds * 10 | round / 10) | \(if .status != \"ok\" then .status elif .solve.gap == null then \"no bound (LP unsolved)\" else (.solve.gap | $pct) end) |\"" "${files[@]}"
 echo
 echo "### Checkmate: its predicted peak against the simulated and the measured peak"
 echo

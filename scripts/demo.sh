@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, plans ResNet-50 (batch 8, 224x224)
-# for a whole SGD training step under 0.5x of autograd's peak, trains it on synthetic
-# data, and prints each step's loss and measured peak against the budget and autograd's
-# peak, then forward+backward time against autograd's (interleaved).
+# The main job: installs what is missing, builds, generates a small ImageFolder (4
+# classes of coloured shapes, PNG and JPEG), plans ResNet-50 (batch 8, 224x224) for a
+# whole SGD training step under 0.5x of autograd's peak, and trains it on those images,
+# printing each step's loss and measured peak against the budget and autograd's peak,
+# then forward+backward time against autograd's (interleaved).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${MONET_BUILD_DIR:-$root/build}"
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
-"$build/src/monet" train --model resnet50 --batch 8 --image 224 --synthetic \
-  --budget 0.5x --optimizer sgd --lr 0.01 --momentum 0.9 --steps 6 --log-every 1 \
+data="$build/demo-data"
+[ -d "$data/shapes" ] || /usr/bin/python3 "$root/tools/make_training_fixtures.py" "$data" >&2
+"$build/src/monet" train --model resnet50 --batch 8 --image 224 --data "$data/shapes" \
+  --budget 0.5x --optimizer sgd --lr 0.01 --momentum 0.9 --steps 12 --log-every 1 \
   --compare-autograd 3 "$@"

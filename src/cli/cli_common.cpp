@@ -248,14 +248,46 @@ int64_t measure_baseline_peak(const Graph& g) {
   return r.peak_bytes;
 }
 
-void add_solver_threads_option(CLI::App* cmd, int& threads) {
-  threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  cmd->add_option("--threads", threads,
+void add_solver_options(CLI::App* cmd, SolverCliOptions& o) {
+  cmd->add_option("--time-limit", o.time_limit, "solver wall-clock limit per plan (seconds)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--gap", o.gap, "relative optimality gap at which the solver stops")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cmd->add_option("--threads", o.threads,
                   "CBC threads of a branch and cut over a whole program of up to 20,000 "
                   "columns (default: one per core; larger programs and the neighbourhood "
                   "search's sub-programs use one)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+}
+
+MilpOptions milp_options(const SolverCliOptions& o) {
+  MilpOptions m;
+  m.time_limit_seconds = o.time_limit;
+  m.relative_gap = o.gap;
+  m.threads = o.threads;
+  return m;
+}
+
+nlohmann::json solve_json(const MonetResult& r) {
+  return {{"status", milp_status_name(r.solve.status)},
+          {"columns", r.size.columns},
+          {"rows", r.size.rows},
+          {"nonzeros", r.size.nonzeros},
+          {"solve_seconds", r.solve.seconds},
+          {"first_incumbent_seconds", r.solve.first_incumbent_seconds},
+          {"objective_seconds", r.objective_seconds},
+          {"bound_seconds", r.solve.bound},
+          {"lp_relaxation_seconds", r.solve.lp_seconds},
+          {"gap", r.solve.gap},
+          {"from_segment_keeping", r.from_segment_keeping},
+          {"neighbourhoods", r.solve.neighbourhoods},
+          {"planner_seconds", r.seconds},
+          {"solves", r.solves},
+          {"program_budget_bytes", r.program_budget}};
 }
 
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {

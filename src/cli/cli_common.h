@@ -14,6 +14,7 @@
 #include "graph/graph.h"
 #include "graph/model_config.h"
 #include "plan/plan.h"
+#include "planner/monet_planner.h"
 #include "runtime/memory_tracker.h"
 #include "runtime/model_state.h"
 
@@ -97,10 +98,22 @@ std::string cost_cache_dir(const CostOptions& options);
 /// Peak bytes of one autograd iteration of `graph` (the baseline a ratio budget refers
 /// to), measured now; progress on stderr.
 int64_t measure_baseline_peak(const Graph& graph);
-/// Adds --threads: CBC threads for a branch and cut over a whole program, by default one
-/// per core (programs over 20,000 columns and the neighbourhood search's sub-programs use
-/// one whatever this is). Sets `threads` to the default.
-void add_solver_threads_option(CLI::App* cmd, int& threads);
+/// The solver's flags, shared by `plan` and `sweep` (one meaning per flag).
+struct SolverCliOptions {
+  double time_limit = 60;  // --time-limit: wall-clock seconds per plan
+  double gap = 0.01;       // --gap: relative optimality gap at which the solver stops
+  /// --threads: CBC threads for a branch and cut over a whole program, by default one per
+  /// core (programs over 20,000 columns and the neighbourhood search's sub-programs use
+  /// one whatever this is).
+  int threads = 1;
+};
+/// Adds --time-limit, --gap and --threads; sets `options.threads` to its default.
+void add_solver_options(CLI::App* cmd, SolverCliOptions& options);
+/// The planner's MilpOptions for `options` (search kAuto, no progress).
+MilpOptions milp_options(const SolverCliOptions& options);
+/// The figures of a solved 0-1 program, as `plan --json` ("solve") and each row of
+/// `sweep`'s sweep.json ("solve") write them: one writer, so each key has one meaning.
+nlohmann::json solve_json(const MonetResult& result);
 /// "1.5GiB", "800MiB", "123456789", "0.4x" (of `baseline_peak()`) -> bytes; UsageError
 /// for anything else.
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak);

@@ -22,32 +22,12 @@ struct PlanOptions {
   CostOptions costs;
   std::string planner;  // default: monet with --budget, else storeall
   std::string budget;
-  double time_limit = 60;
-  double gap = 0.01;
-  int threads = 1;  // set by add_solver_threads_option
+  SolverCliOptions solver;
   uint64_t seed = 0;
   std::string output;
   bool json = false;
   bool exact = false;
 };
-
-nlohmann::json solve_json(const MonetResult& r) {
-  return {{"status", milp_status_name(r.solve.status)},
-          {"columns", r.size.columns},
-          {"rows", r.size.rows},
-          {"nonzeros", r.size.nonzeros},
-          {"solve_seconds", r.solve.seconds},
-          {"first_incumbent_seconds", r.solve.first_incumbent_seconds},
-          {"objective_seconds", r.objective_seconds},
-          {"bound_seconds", r.solve.bound},
-          {"lp_relaxation_seconds", r.solve.lp_seconds},
-          {"gap", r.solve.gap},
-          {"from_segment_keeping", r.from_segment_keeping},
-          {"neighbourhoods", r.solve.neighbourhoods},
-          {"planner_seconds", r.seconds},
-          {"solves", r.solves},
-          {"program_budget_bytes", r.program_budget}};
-}
 
 // Throws the error for a budget no plan of a program-based planner fits: the solver ran
 // out of time, or the smallest budget with a plan (computed by the same program with the
@@ -56,16 +36,13 @@ nlohmann::json solve_json(const MonetResult& r) {
                                      int64_t budget, const MonetResult& r, int64_t baseline_peak) {
   if (r.solve.status == MilpStatus::kNoSolution) {
     std::ostringstream why;
-    why << "the solver found no plan within " << o.time_limit << " s for a budget of "
+    why << "the solver found no plan within " << o.solver.time_limit << " s for a budget of "
         << format_bytes(budget, true) << "; raise --time-limit or the budget";
     throw std::runtime_error(why.str());
   }
   std::cerr << "planner: no plan fits " << format_bytes(budget, true)
             << "; computing the smallest budget that has one ...\n";
-  MilpOptions so;
-  so.time_limit_seconds = o.time_limit;
-  so.relative_gap = o.gap;
-  so.threads = o.threads;
+  MilpOptions so = milp_options(o.solver);
   so.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
   // The program at this very budget proven infeasible (its LP relaxation has no solution,
   // or the search proved none): no budget up to this one has a plan. (Not so when the
@@ -123,9 +100,7 @@ int run_plan(PlanOptions o) {
   request.planner = o.planner;
   request.budget_bytes = budget;
   request.seed = o.seed;
-  request.solver.time_limit_seconds = o.time_limit;
-  request.solver.relative_gap = o.gap;
-  request.solver.threads = o.threads;
+  request.solver = milp_options(o.solver);
   request.solver.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
   request.solver.progress = true;
   const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
@@ -209,21 +184,16 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   add_cost_options(cmd, o->costs);
   std::string names;
   for (const auto& n : planner_names()) names += (names.empty() ? "" : " | ") + n;
-  cmd->add_option("--planner", o->planner, names + " (default: monet with --budget, else storeall)");
+  cmd->add_option("--planner", o->planner,
+                  names + " (default: monet with --budget, else storeall)");
   cmd->add_option(
       "--budget", o->budget,
       "peak memory allowed: bytes, KiB/MiB/GiB, or a ratio of the baseline peak (0.4x)");
-  cmd->add_option("--time-limit", o->time_limit, "solver wall-clock limit (seconds)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--gap", o->gap, "relative optimality gap at which the solver stops")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_solver_options(cmd, o->solver);
   cmd->add_flag("--exact", o->exact,
                 "CBC's branch and cut over the whole program even when it is large (the default "
                 "on programs over 20,000 columns: neighbourhood search from the best heuristic "
                 "plan around the LP relaxation)");
-  add_solver_threads_option(cmd, o->threads);
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "plan file to write")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");

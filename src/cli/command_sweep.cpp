@@ -29,9 +29,7 @@ struct SweepOptions {
   CostOptions costs;
   std::string planners = "monet,monet-noop,checkmate,checkmate-o,chen,gist,storeall";
   std::string budgets = "0.4x,0.5x,0.6x,0.7x,0.8x,0.9x";
-  double time_limit = 60;
-  double gap = 0.01;
-  int threads = 1;  // set by add_solver_threads_option
+  SolverCliOptions solver;
   int warmup = 1;
   int iters = 2;
   bool post_optimise = false;
@@ -53,11 +51,12 @@ struct Row {
   std::string status;  // "ok", "no plan", "error: ..."
   int64_t predicted_peak = -1, checkmate_model_peak = -1;
   double predicted_seconds = -1;
-  double solve_seconds = -1, gap = -1;
-  double first_incumbent_seconds = -1;  // solver: when its first plan was found
-  double seconds_to_5pct = -1;          // solver: first incumbent within 5% of the final bound
-  int columns = -1, program_rows = -1;  // size of the (last) 0-1 program
-  int algorithm_switches = -1;          // convolutions switched by post-optimisation
+  nlohmann::json solve;                   // solve_json of a program-based planner, else null
+  double planner_seconds = -1, gap = -1;  // for the CSV and the table: the planner's wall time
+  double first_incumbent_seconds = -1;    // solver: when its first plan was found
+  double seconds_to_5pct = -1;            // solver: first incumbent within 5% of the final bound
+  int columns = -1, program_rows = -1;    // size of the (last) 0-1 program
+  int algorithm_switches = -1;            // convolutions switched by post-optimisation
   InterleavedMeasurement measured;
   bool ran = false;
 };
@@ -73,7 +72,7 @@ std::string to_csv(const std::vector<Row>& rows) {
   std::ostringstream o;
   o << "planner,budget,budget_bytes,status,predicted_peak_bytes,checkmate_model_peak_bytes,"
        "measured_peak_bytes,baseline_peak_bytes,memory_ratio,overhead,median_seconds,"
-       "baseline_median_seconds,predicted_seconds,solve_seconds,gap,first_incumbent_seconds,"
+       "baseline_median_seconds,predicted_seconds,planner_seconds,gap,first_incumbent_seconds,"
        "seconds_to_5pct,columns,rows,algorithm_switches\n";
   for (const auto& r : rows) {
     const auto& m = r.measured;
@@ -86,8 +85,9 @@ std::string to_csv(const std::vector<Row>& rows) {
       << csv_number(m.memory_ratio, r.ran) << ',' << csv_number(m.overhead, r.ran) << ','
       << csv_number(m.median_seconds, r.ran) << ',' << csv_number(m.baseline_median_seconds, r.ran)
       << ',' << csv_number(r.predicted_seconds, r.predicted_seconds >= 0) << ','
-      << csv_number(r.solve_seconds, r.solve_seconds >= 0) << ',' << csv_number(r.gap, r.gap >= 0)
-      << ',' << csv_number(r.first_incumbent_seconds, r.first_incumbent_seconds >= 0) << ','
+      << csv_number(r.planner_seconds, r.planner_seconds >= 0) << ','
+      << csv_number(r.gap, r.gap >= 0) << ','
+      << csv_number(r.first_incumbent_seconds, r.first_incumbent_seconds >= 0) << ','
       << csv_number(r.seconds_to_5pct, r.seconds_to_5pct >= 0) << ','
       << csv_number(r.columns, r.columns >= 0) << ','
       << csv_number(r.program_rows, r.program_rows >= 0) << ','
@@ -104,11 +104,9 @@ nlohmann::json to_json(const SweepOptions& o, const std::vector<Row>& rows) {
     if (r.predicted_peak >= 0) j["predicted_peak_bytes"] = r.predicted_peak;
     if (r.predicted_seconds >= 0) j["predicted_seconds"] = r.predicted_seconds;
     if (r.checkmate_model_peak >= 0) j["checkmate_model_peak_bytes"] = r.checkmate_model_peak;
-    if (r.solve_seconds >= 0) {
-      j["solve_seconds"] = r.solve_seconds, j["gap"] = r.gap;
-      j["first_incumbent_seconds"] = r.first_incumbent_seconds;
+    if (!r.solve.is_null()) {
+      j["solve"] = r.solve;
       j["seconds_to_5pct"] = r.seconds_to_5pct;
-      j["columns"] = r.columns, j["rows"] = r.program_rows;
     }
     if (r.algorithm_switches >= 0) j["algorithm_switches"] = r.algorithm_switches;
     if (r.ran) {
@@ -158,7 +156,8 @@ std::string plot_script(const std::vector<Row>& rows, const std::string& title) 
 // The solver's figures: time, gap, program size, and how fast it got close.
 void record_solve(const PlannerOutcome& out, Row* row) {
   const MilpResult& s = out.solve.solve;
-  row->solve_seconds = out.seconds;
+  row->solve = solve_json(out.solve);
+  row->planner_seconds = out.seconds;
   row->gap = s.gap;
   row->first_incumbent_seconds = s.first_incumbent_seconds;
   row->columns = out.solve.size.columns;
@@ -220,9 +219,7 @@ int run_sweep(const SweepOptions& o) {
       PlannerRequest request;
       request.planner = p;
       request.budget_bytes = row.budget_bytes;
-      request.solver.time_limit_seconds = o.time_limit;
-      request.solver.relative_gap = o.gap;
-      request.solver.threads = o.threads;
+      request.solver = milp_options(o.solver);
       request.post_optimise_convolutions = o.post_optimise;
       try {
         PlannerOutcome out = make_plan(g, &costs, request);
@@ -298,8 +295,8 @@ int run_sweep(const SweepOptions& o) {
       std::printf("%8.3f %+8.1f%% ", r.measured.memory_ratio, 100 * r.measured.overhead);
     else
       std::printf("%8s %9s ", "-", "-");
-    if (r.solve_seconds >= 0)
-      std::printf("%8.1f %6.2f%%\n", r.solve_seconds, 100 * r.gap);
+    if (r.planner_seconds >= 0)
+      std::printf("%8.1f %6.2f%%\n", r.planner_seconds, 100 * r.gap);
     else
       std::printf("%8s %7s\n", "-", "-");
   }
@@ -321,13 +318,7 @@ void add_sweep_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--budgets", o->budgets,
                   "comma-separated budgets (bytes, KiB/MiB/GiB, or ratios of the baseline peak)")
       ->capture_default_str();
-  cmd->add_option("--time-limit", o->time_limit, "solver wall-clock limit per plan (seconds)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--gap", o->gap, "relative optimality gap at which the solver stops")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  add_solver_threads_option(cmd, o->threads);
+  add_solver_options(cmd, o->solver);
   cmd->add_option("--iters", o->iters, "measured iterations per plan")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
