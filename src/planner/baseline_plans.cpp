@@ -7,7 +7,17 @@
 
 namespace monet {
 
-Plan store_all_plan(const Graph& g) { return build_schedule(g, default_choices(g), "storeall"); }
+Plan store_all_plan(const Graph& g, StoreAllOperators ops) {
+  ScheduleChoices c = default_choices(g);
+  if (ops == StoreAllOperators::kAutograd)
+    for (const auto& n : g.nodes()) {
+      if (n.op != OpKind::kConv) continue;
+      const auto parts = backward_parts(g, n);
+      for (size_t k = 0; k < parts.size(); ++k)
+        if (parts[k] == BackwardPart::kInput) c.backward[n.id][k] = "aten";
+    }
+  return build_schedule(g, c, "storeall");
+}
 
 std::vector<int> articulation_values(const Graph& g) {
   const auto order = g.topological_order();

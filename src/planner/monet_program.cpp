@@ -228,7 +228,7 @@ void MonetProgram::compute_gradient_memory() {
   grads_before_.resize(g_.nodes().size());
   grads_result_.resize(g_.nodes().size());
   grads_peak_.resize(g_.nodes().size());
-  const Plan plan = store_all_plan(g_);
+  const Plan plan = store_all_plan(g_, StoreAllOperators::kDefault);
   const SimulationResult sim = simulate(g_, plan, costs_);
   const auto needs = values_needing_grad(g_);
   for (size_t i = 0; i < plan.program.size(); ++i) {
