@@ -72,9 +72,15 @@ class PlannedBackward : public torch::autograd::Node {
   std::unique_ptr<PendingIteration> pending_;
 };
 
+// Raised whenever a planner can return another plan for the same graph, costs and budget
+// (store-all's convolution input gradients at 2), so that no cached plan of an earlier
+// planner is run in its place.
+constexpr int kPlanCacheVersion = 2;
+
 std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
                             int64_t iteration_budget) {
-  return dir + "/plans/" + g.fingerprint() + "-" + planner + "-" +
+  return dir + "/plans/v" + std::to_string(kPlanCacheVersion) + "-" + g.fingerprint() + "-" +
+         planner + "-" +
          (iteration_budget > 0 ? std::to_string(iteration_budget) : "none") + ".json";
 }
 
