@@ -51,12 +51,10 @@ struct Row {
   std::string status;  // "ok", "no plan", "error: ..."
   int64_t predicted_peak = -1, checkmate_model_peak = -1;
   double predicted_seconds = -1;
-  nlohmann::json solve;                   // solve_json of a program-based planner, else null
-  double planner_seconds = -1, gap = -1;  // for the CSV and the table: the planner's wall time
-  double first_incumbent_seconds = -1;    // solver: when its first plan was found
-  double seconds_to_5pct = -1;            // solver: first incumbent within 5% of the final bound
-  int columns = -1, program_rows = -1;    // size of the (last) 0-1 program
-  int algorithm_switches = -1;            // convolutions switched by post-optimisation
+  nlohmann::json solve;           // solve_json of a program-based planner, else null
+  double make_plan_seconds = -1;  // make_plan's wall time (post-optimisation included)
+  double seconds_to_5pct = -1;    // solver: first incumbent within 5% of the final bound
+  int algorithm_switches = -1;    // convolutions switched by post-optimisation
   InterleavedMeasurement measured;
   bool ran = false;
 };
@@ -68,11 +66,18 @@ std::string csv_number(double v, bool valid) {
   return buf;
 }
 
+// A number of the row's solve_json; -1 when there is none (no program, no bound).
+double solve_figure(const Row& r, const char* key) {
+  if (r.solve.is_null()) return -1;
+  const auto& v = r.solve.at(key);
+  return v.is_number() && std::isfinite(v.get<double>()) ? v.get<double>() : -1;
+}
+
 std::string to_csv(const std::vector<Row>& rows) {
   std::ostringstream o;
   o << "planner,budget,budget_bytes,status,predicted_peak_bytes,checkmate_model_peak_bytes,"
        "measured_peak_bytes,baseline_peak_bytes,memory_ratio,overhead,median_seconds,"
-       "baseline_median_seconds,predicted_seconds,planner_seconds,gap,first_incumbent_seconds,"
+       "baseline_median_seconds,predicted_seconds,make_plan_seconds,gap,first_incumbent_seconds,"
        "seconds_to_5pct,columns,rows,algorithm_switches\n";
   for (const auto& r : rows) {
     const auto& m = r.measured;
@@ -85,13 +90,11 @@ std::string to_csv(const std::vector<Row>& rows) {
       << csv_number(m.memory_ratio, r.ran) << ',' << csv_number(m.overhead, r.ran) << ','
       << csv_number(m.median_seconds, r.ran) << ',' << csv_number(m.baseline_median_seconds, r.ran)
       << ',' << csv_number(r.predicted_seconds, r.predicted_seconds >= 0) << ','
-      << csv_number(r.planner_seconds, r.planner_seconds >= 0) << ','
-      << csv_number(r.gap, r.gap >= 0) << ','
-      << csv_number(r.first_incumbent_seconds, r.first_incumbent_seconds >= 0) << ','
-      << csv_number(r.seconds_to_5pct, r.seconds_to_5pct >= 0) << ','
-      << csv_number(r.columns, r.columns >= 0) << ','
-      << csv_number(r.program_rows, r.program_rows >= 0) << ','
-      << csv_number(r.algorithm_switches, r.algorithm_switches >= 0) << '\n';
+      << csv_number(r.make_plan_seconds, r.make_plan_seconds >= 0) << ',';
+    for (double v : {solve_figure(r, "gap"), solve_figure(r, "first_incumbent_seconds"),
+                     r.seconds_to_5pct, solve_figure(r, "columns"), solve_figure(r, "rows")})
+      o << csv_number(v, v >= 0) << ',';
+    o << csv_number(r.algorithm_switches, r.algorithm_switches >= 0) << '\n';
   }
   return o.str();
 }
@@ -157,11 +160,7 @@ std::string plot_script(const std::vector<Row>& rows, const std::string& title) 
 void record_solve(const PlannerOutcome& out, Row* row) {
   const MilpResult& s = out.solve.solve;
   row->solve = solve_json(out.solve);
-  row->planner_seconds = out.seconds;
-  row->gap = s.gap;
-  row->first_incumbent_seconds = s.first_incumbent_seconds;
-  row->columns = out.solve.size.columns;
-  row->program_rows = out.solve.size.rows;
+  row->make_plan_seconds = out.seconds;
   row->algorithm_switches = out.algorithm_switches;
   for (const auto& [seconds, objective] : s.incumbent_trace)
     if (objective - s.bound <= 0.05 * std::abs(objective)) {
@@ -295,8 +294,11 @@ int run_sweep(const SweepOptions& o) {
       std::printf("%8.3f %+8.1f%% ", r.measured.memory_ratio, 100 * r.measured.overhead);
     else
       std::printf("%8s %9s ", "-", "-");
-    if (r.planner_seconds >= 0)
-      std::printf("%8.1f %6.2f%%\n", r.planner_seconds, 100 * r.gap);
+    const double gap = solve_figure(r, "gap");
+    if (r.make_plan_seconds >= 0 && gap >= 0)
+      std::printf("%8.1f %6.2f%%\n", r.make_plan_seconds, 100 * gap);
+    else if (r.make_plan_seconds >= 0)
+      std::printf("%8.1f %7s\n", r.make_plan_seconds, "-");
     else
       std::printf("%8s %7s\n", "-", "-");
   }

@@ -63,6 +63,7 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
       backward_[i] = find_backward_impl(backward_impls(graph_, n), n, in.part, in.impl);
   }
   const int loss_node = graph_.value(graph_.loss_value()).producer;
+  output_ = graph_.node(loss_node).inputs[0];
   loss_forward_ = plan_.program.size();
   for (size_t i = 0; i < plan_.program.size() && loss_forward_ == plan_.program.size(); ++i)
     if (plan_.program[i].node == loss_node && plan_.program[i].kind == InstrKind::kForward)
@@ -110,9 +111,7 @@ PendingIteration::PendingIteration(const Executor& executor, std::unique_ptr<Sta
 PendingIteration::~PendingIteration() = default;
 
 const at::Tensor& PendingIteration::output() const {
-  const Graph& g = executor_.graph_;
-  const int logits = g.node(g.value(g.loss_value()).producer).inputs[0];
-  return state_->tensors[State::tensor_ids(g).activation(logits)];
+  return state_->tensors[State::tensor_ids(executor_.graph_).activation(executor_.output_)];
 }
 
 ExecutionResult PendingIteration::finish(const at::Tensor& grad_output) {
@@ -120,9 +119,7 @@ ExecutionResult PendingIteration::finish(const at::Tensor& grad_output) {
   const at::Tensor& out = output();
   if (!grad_output.defined() || grad_output.sizes() != out.sizes())
     throw std::invalid_argument("the output's gradient must have the output's shape");
-  const Graph& g = executor_.graph_;
-  const int logits = g.node(g.value(g.loss_value()).producer).inputs[0];
-  state_->tensors[State::tensor_ids(g).grad(logits)] =
+  state_->tensors[State::tensor_ids(executor_.graph_).grad(executor_.output_)] =
       grad_output.to(out.scalar_type()).contiguous();
   executor_.execute(*state_, executor_.loss_forward_, executor_.plan_.program.size());
   return executor_.finish(*state_);

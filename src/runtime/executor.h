@@ -96,6 +96,7 @@ class Executor {
   std::vector<ForwardImplInfo> forward_;
   std::vector<BackwardImplInfo> backward_;
   size_t loss_forward_ = 0;  // program index of the loss node's forward instruction
+  int output_ = -1;          // value id of the loss node's input (the model's output)
 };
 
 }  // namespace monet

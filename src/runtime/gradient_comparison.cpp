@@ -17,14 +17,15 @@ ModelState converted(const ModelState& state, const Graph& g, at::ScalarType dty
   return s;
 }
 
-}  // namespace
-
+// `plan` with the convolution forwards that have no kernel in `dtype` at "default".
 Plan plan_for_precision(Plan plan, at::ScalarType dtype) {
   if (dtype == at::kDouble)
     for (auto& in : plan.program)
       if (in.kind == InstrKind::kForward && in.impl == "mkldnn") in.impl = "default";
   return plan;
 }
+
+}  // namespace
 
 GradientComparison compare_gradients(const Graph& graph, const Plan& plan, const ModelState& state,
                                      const Batch& batch, at::ScalarType dtype,

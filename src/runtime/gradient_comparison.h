@@ -27,13 +27,10 @@ struct GradientComparison {
   std::string worst_parameter;    // the parameter with the largest relative error
 };
 
-/// `plan` with the convolution forwards that have no kernel in `dtype` at "default"
-/// (oneDNN has none in float64: "mkldnn" runs as "default").
-Plan plan_for_precision(Plan plan, at::ScalarType dtype);
-
-/// Runs one iteration of `plan` (after plan_for_precision) and of autograd, each from a
+/// Runs one iteration of `plan` and of autograd, each from a
 /// copy of `state` converted to `dtype`, on `batch` (floating tensors converted to
-/// `dtype`), dropout seeded with `iteration_seed`, and compares them.
+/// `dtype`), dropout seeded with `iteration_seed`, and compares them. Convolution
+/// forwards with no kernel in `dtype` run as "default" (oneDNN has none in float64).
 GradientComparison compare_gradients(const Graph& graph, const Plan& plan, const ModelState& state,
                                      const Batch& batch, at::ScalarType dtype,
                                      uint64_t iteration_seed = 0);
