@@ -34,7 +34,7 @@ csv="${OUT:-$root/results/planner_scaling.csv}"
 mkdir -p "$(dirname "$csv")"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "model,batch,ratio,budget_bytes,search,status,planner_seconds,lp_seconds,objective_seconds,bound_seconds,gap,neighbourhoods,from_segment_keeping,predicted_peak_bytes,measured_peak_bytes,memory_ratio,overhead" > "$csv.tmp"
+echo "model,batch,ratio,budget_bytes,search,status,planner_seconds,lp_seconds,objective_seconds,bound_seconds,gap,neighbourhoods,plan_source,predicted_peak_bytes,measured_peak_bytes,memory_ratio,overhead" > "$csv.tmp"
 echo "| model | batch | budget | search | planner wall | objective (s/iter) | LP bound | gap | predicted peak | measured peak | ratio | overhead |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 while read -r model batch image; do
@@ -61,7 +61,7 @@ while read -r model batch image; do
            --arg meas "$measured" --arg mr "$mratio" --arg ov "$overhead" \
           '[$m, $b, $r, .budget_bytes, $s, .solve.status, .solve.planner_seconds,
             .solve.lp_relaxation_seconds, .solve.objective_seconds, .solve.bound_seconds,
-            .solve.gap, .solve.neighbourhoods, .solve.from_segment_keeping, .predicted_peak_bytes,
+            .solve.gap, .solve.neighbourhoods, .solve.plan_source, .predicted_peak_bytes,
             $meas, $mr, $ov] | @csv' \
           <<< "$p" >> "$csv.tmp"
         jq -r --arg m "$model" --arg b "$batch" --arg r "$ratio" --arg s "$search" \

@@ -28,8 +28,9 @@ TEST_P(AvailabilityRows, AcceptEveryPlanAndBoundBetweenRelaxationAndOptimum) {
   const Graph g = build_zoo_model(GetParam().name, GetParam().config);
   const CostModel costs = testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1));
   const int64_t budget = testing::halfway_budget(g, costs);
-  const MonetProgram plain(g, costs, MonetMode::kAll, budget, false, /*availability_rows=*/false);
-  const MonetProgram tight(g, costs, MonetMode::kAll, budget);
+  const MonetProgram plain(
+      g, costs, {MonetMode::kAll, BudgetRows::kFixed, budget, /*availability_rows=*/false});
+  const MonetProgram tight(g, costs, {MonetMode::kAll, BudgetRows::kFixed, budget});
   ASSERT_GT(tight.milp().rows(), plain.milp().rows());
 
   // Plans of every checkpointing family, store-all included: what the plain program

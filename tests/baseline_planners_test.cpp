@@ -56,7 +56,7 @@ TEST_P(BaselinePlannersOnTinyModel, CheckmateAndGistPlansMatchAutograd) {
   EXPECT_EQ(recomputations(gist), 0);
 
   // A budget between Checkmate's smallest (in its model) and store-all's peak.
-  MilpOptions solver;
+  SearchOptions solver;
   solver.time_limit_seconds = 4;
   solver.relative_gap = 0.02;
   const CostModel blind = without_workspace(costs);

@@ -2,6 +2,7 @@
 // neighbourhood search's windows on the second core (children) and on this one combine
 // their improvements.
 #include "planner/child_solve.h"
+#include "planner/program_search.h"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +28,6 @@ Milp knapsack(int items, double capacity) {
 TEST(ChildSolve, SolvesAsThisProcessDoes) {
   const Milp m = knapsack(14, 31);
   MilpOptions o;
-  o.search = MilpSearch::kBranchAndCut;
   o.time_limit_seconds = 20;
   const MilpResult here = solve_milp(m, o);
   ASSERT_EQ(here.status, MilpStatus::kOptimal);
@@ -46,7 +46,6 @@ TEST(ChildSolve, ReportsNoSolutionForAnInfeasibleProgram) {
   const int x = m.add_binary(1), y = m.add_binary(1);
   m.add_row({{x, 1}, {y, 1}}, 3, 1e30);
   MilpOptions o;
-  o.search = MilpSearch::kBranchAndCut;
   ChildSolve child(m, o);
   const MilpResult r = child.wait();
   EXPECT_EQ(r.status, MilpStatus::kInfeasible);
@@ -76,14 +75,14 @@ TEST(NeighbourhoodSearchOnTwoCores, WindowsKeepTheImprovementsOfBothCores) {
     m.add_row(row, -1e30, 4);
   }
   m.add_row(all, -1e30, 40);
-  MilpOptions o;
-  o.search = MilpSearch::kNeighbourhood;
+  SearchOptions o;
+  o.strategy = SearchStrategy::kNeighbourhood;
   o.time_limit_seconds = 60;
   o.relative_gap = 0;
   o.warm_start = warm;
-  o.column_positions = positions;
+  o.neighbourhood.column_positions = positions;
   o.relaxation = testing::slow_relaxation(m);
-  const MilpResult r = solve_milp(m, o);
+  const MilpResult r = search_program(m, o);
   // Each block's best is items 0 and 2 (value 6, weight 4): 32 items in all, within 40.
   EXPECT_TRUE(m.satisfies(r.values));
   EXPECT_NEAR(r.objective, -16 * 6.0, 1e-9);
@@ -95,15 +94,14 @@ TEST(NeighbourhoodSearchOnTwoCores, WholeBranchAndCutFindsAndProvesTheOptimum) {
   // knapsack: its solution is the optimum, and its bound proves it (the LP's is lower).
   const Milp m = knapsack(14, 31);
   MilpOptions exact;
-  exact.search = MilpSearch::kBranchAndCut;
   const MilpResult optimum = solve_milp(m, exact);
   ASSERT_EQ(optimum.status, MilpStatus::kOptimal);
-  MilpOptions o;
-  o.search = MilpSearch::kNeighbourhood;
+  SearchOptions o;
+  o.strategy = SearchStrategy::kNeighbourhood;
   o.time_limit_seconds = 60;
   o.warm_start.assign(m.columns(), 0);
-  o.column_positions.assign(m.columns(), -1);
-  const MilpResult r = solve_milp(m, o);
+  o.neighbourhood.column_positions.assign(m.columns(), -1);
+  const MilpResult r = search_program(m, o);
   EXPECT_LT(r.lp_bound, optimum.objective - 1e-6);
   EXPECT_NEAR(r.objective, optimum.objective, 1e-9);
   EXPECT_TRUE(m.satisfies(r.values));

@@ -47,7 +47,7 @@ TEST_P(LeanOnTinyModel, SavesMemoryFitsBudgetsAndMatchesAutograd) {
     // profiled times make fastest) one late backward-stage row of the program
     // counts 2-8 KiB more than the simulator (exact against the executor), so the
     // program is conservative there; rows are in MiB, hence the 1/64 MiB tolerance.
-    const MonetProgram program(g, costs, MonetMode::kAll, sim.peak_bytes);
+    const MonetProgram program(g, costs, {MonetMode::kAll, BudgetRows::kFixed, sim.peak_bytes});
     const std::vector<double> x = program.assignment_of(plan);
     if (!x.empty()) {
       for (const auto& [row, excess] : program.milp().violations(x))

@@ -179,7 +179,7 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
     double best = -1;
     for (const auto& e : plans)
       if (e.peak <= budget && (best < 0 || e.seconds < best)) best = e.seconds;
-    const MonetProgram program(g, costs, c.mode, budget);
+    const MonetProgram program(g, costs, {c.mode, BudgetRows::kFixed, budget});
     // Soundness: every enumerated plan the program accepts fits the budget.
     int accepted = 0, fitting = 0;
     double best_accepted = -1;  // the fastest plan the program accepts (profiled seconds)

@@ -33,7 +33,7 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, state, batch);
   const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
-  MilpOptions solver;
+  SearchOptions solver;
   solver.time_limit_seconds = 8;
   solver.relative_gap = 0.02;
   const MinimumBudget smallest = minimum_budget(g, costs, MonetMode::kAll, solver);

@@ -57,10 +57,10 @@ TEST(MilpRelaxation, SolvedOrAwaitedWhenUnderWay) {
   ASSERT_TRUE(lp.solved);
   EXPECT_NEAR(lp.bound, -1.5, 1e-9);
 
-  MilpOptions o;
-  o.search = MilpSearch::kNeighbourhood;
+  SearchOptions o;
+  o.strategy = SearchStrategy::kNeighbourhood;
   o.warm_start = {0, 0, 0};
-  const MilpResult own = solve_milp(m, o);
+  const MilpResult own = search_program(m, o);
   EXPECT_NEAR(own.lp_bound, -1.5, 1e-9);
   EXPECT_NEAR(own.objective, -1, 1e-9);
   // A relaxation under way elsewhere is awaited, not solved again: its bound is the one
@@ -68,7 +68,7 @@ TEST(MilpRelaxation, SolvedOrAwaitedWhenUnderWay) {
   std::promise<RelaxationBound> elsewhere;
   elsewhere.set_value({true, false, -1.25, 0.5, {}});
   o.relaxation = elsewhere.get_future().share();
-  const MilpResult awaited = solve_milp(m, o);
+  const MilpResult awaited = search_program(m, o);
   EXPECT_DOUBLE_EQ(awaited.lp_bound, -1.25);
   EXPECT_DOUBLE_EQ(awaited.bound, -1.25);
   EXPECT_DOUBLE_EQ(awaited.lp_seconds, 0.5);
@@ -83,19 +83,19 @@ TEST(RelaxationNeighbourhood, FixesWhatTheRelaxationSetsWholeAndSearchesTheRest)
   Milp m;
   const int x0 = m.add_binary(-6), x1 = m.add_binary(-4), x2 = m.add_binary(-1);
   m.add_row({{x0, 2}, {x1, 2}, {x2, 2}}, -1e30, 5);
-  MilpOptions o;
-  o.search = MilpSearch::kNeighbourhood;
+  SearchOptions o;
+  o.strategy = SearchStrategy::kNeighbourhood;
   o.warm_start = {0, 0, 1};
-  o.column_positions = {-1, -1, -1};
+  o.neighbourhood.column_positions = {-1, -1, -1};
   o.relaxation = testing::slow_relaxation(m);
-  const MilpResult r = solve_milp(m, o);
+  const MilpResult r = search_program(m, o);
   EXPECT_NEAR(r.lp_bound, -10.5, 1e-9);
   EXPECT_NEAR(r.objective, -10, 1e-9);
   EXPECT_EQ(r.values, (std::vector<double>{1, 1, 0}));
   EXPECT_EQ(r.neighbourhoods, 1);
   // Within 10% of the bound (the optimum, 5% above it), no relaxation neighbourhood.
   o.warm_start = {1, 1, 0};
-  EXPECT_EQ(solve_milp(m, o).neighbourhoods, 0);
+  EXPECT_EQ(search_program(m, o).neighbourhoods, 0);
 }
 
 // Large programs (over 20,000 columns): the planner's default search is the
@@ -124,7 +124,7 @@ TEST_P(NeighbourhoodOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
     o.budget_bytes = budget;
     o.solver.time_limit_seconds = 8;
     o.solver.relative_gap = 0.01;
-    o.solver.search = MilpSearch::kNeighbourhood;
+    o.solver.strategy = SearchStrategy::kNeighbourhood;
     const MonetResult r = plan_monet(g, costs, o);
     ASSERT_TRUE(r.found) << "budget " << budget;
     EXPECT_GT(r.size.columns, 20000);

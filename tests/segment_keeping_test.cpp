@@ -90,7 +90,7 @@ struct TinyElasticProgram {
       : g(graph_of(name)),
         costs(testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1))),
         budget(testing::halfway_budget(g, costs)),
-        program(g, costs, MonetMode::kAll, budget, /*elastic=*/true) {}
+        program(g, costs, {MonetMode::kAll, BudgetRows::kElastic, budget}) {}
   static Graph graph_of(const std::string& name) {
     MemoryTracker::install();
     const auto tiny = testing::tiny_models_named({name});
@@ -127,7 +127,6 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
 
   MilpOptions o;
   o.time_limit_seconds = 60;
-  o.search = MilpSearch::kBranchAndCut;
   o.warm_start = above;
   const MilpResult r = solve_milp(program.milp(), o);
   ASSERT_FALSE(r.values.empty());

@@ -264,8 +264,8 @@ void add_solver_options(CLI::App* cmd, SolverCliOptions& o) {
       ->capture_default_str();
 }
 
-MilpOptions milp_options(const SolverCliOptions& o) {
-  MilpOptions m;
+SearchOptions search_options(const SolverCliOptions& o) {
+  SearchOptions m;
   m.time_limit_seconds = o.time_limit;
   m.relative_gap = o.gap;
   m.threads = o.threads;
@@ -283,7 +283,7 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"bound_seconds", r.solve.bound},
           {"lp_relaxation_seconds", r.solve.lp_seconds},
           {"gap", r.solve.gap},
-          {"from_segment_keeping", r.from_segment_keeping},
+          {"plan_source", plan_source_name(r.source)},
           {"neighbourhoods", r.solve.neighbourhoods},
           {"planner_seconds", r.seconds},
           {"solves", r.solves},

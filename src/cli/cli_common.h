@@ -109,8 +109,8 @@ struct SolverCliOptions {
 };
 /// Adds --time-limit, --gap and --threads; sets `options.threads` to its default.
 void add_solver_options(CLI::App* cmd, SolverCliOptions& options);
-/// The planner's MilpOptions for `options` (search kAuto, no progress).
-MilpOptions milp_options(const SolverCliOptions& options);
+/// The planner's SearchOptions for `options` (strategy kAuto, no progress).
+SearchOptions search_options(const SolverCliOptions& options);
 /// The figures of a solved 0-1 program, as `plan --json` ("solve") and each row of
 /// `sweep`'s sweep.json ("solve") write them: one writer, so each key has one meaning.
 nlohmann::json solve_json(const MonetResult& result);

@@ -42,13 +42,15 @@ struct PlanOptions {
   }
   std::cerr << "planner: no plan fits " << format_bytes(budget, true)
             << "; computing the smallest budget that has one ...\n";
-  MilpOptions so = milp_options(o.solver);
-  so.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
+  SearchOptions so = search_options(o.solver);
+  so.strategy = o.exact ? SearchStrategy::kBranchAndCut : SearchStrategy::kAuto;
   // The program at this very budget proven infeasible (its LP relaxation has no solution,
   // or the search proved none): no budget up to this one has a plan. (Not so when the
   // simulator made the planner lower the program's budget first.)
-  const int64_t infeasible =
-      r.solve.status == MilpStatus::kInfeasible && r.program_budget == budget ? budget : -1;
+  const std::optional<int64_t> infeasible =
+      r.solve.status == MilpStatus::kInfeasible && r.program_budget == budget
+          ? std::optional<int64_t>(budget)
+          : std::nullopt;
   // Checkmate's smallest budget is in its own memory model (no workspace).
   const bool checkmate = o.planner.rfind("checkmate", 0) == 0;
   const MinimumBudget m =
@@ -57,7 +59,7 @@ struct PlanOptions {
   std::string smallest =
       m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
   if (m.bytes > 0 && !m.proven) {
-    if (infeasible >= 0 && m.bound_bytes == infeasible + 1)
+    if (infeasible && m.bound_bytes == *infeasible + 1)
       smallest +=
           " (best found; proven lower bound: more than the budget, where the program's LP "
           "relaxation has no solution)";
@@ -100,8 +102,8 @@ int run_plan(PlanOptions o) {
   request.planner = o.planner;
   request.budget_bytes = budget;
   request.seed = o.seed;
-  request.solver = milp_options(o.solver);
-  request.solver.search = o.exact ? MilpSearch::kBranchAndCut : MilpSearch::kAuto;
+  request.solver = search_options(o.solver);
+  request.solver.strategy = o.exact ? SearchStrategy::kBranchAndCut : SearchStrategy::kAuto;
   request.solver.progress = true;
   const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
   const MonetResult& r = outcome.solve;
@@ -153,10 +155,14 @@ int run_plan(PlanOptions o) {
     std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, gap %.2f%%\n",
                 milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
                 static_cast<long long>(r.size.nonzeros), 100 * r.solve.gap);
-  if (solved && r.from_segment_keeping)
+  if (solved && r.source != PlanSource::kProgram)
     std::printf(
-        "              the plan is segment keeping's: faster than the program's best, "
-        "within the budget by the simulator (the program's memory rows reject it)\n");
+        "              the plan is %s's: faster than the program's best, within the budget by "
+        "the simulator (the program's memory rows may reject it)\n",
+        plan_source_name(r.source));
+  if (solved && r.floor_bytes > 0)
+    std::printf("floor         %s: parameters, gradients and the largest operator call\n",
+                format_bytes(r.floor_bytes, true).c_str());
   if (outcome.model_peak_bytes >= 0)
     std::printf("checkmate     peak %s in Checkmate's memory model (no workspace)\n",
                 format_bytes(outcome.model_peak_bytes, true).c_str());

@@ -218,7 +218,7 @@ int run_sweep(const SweepOptions& o) {
       PlannerRequest request;
       request.planner = p;
       request.budget_bytes = row.budget_bytes;
-      request.solver = milp_options(o.solver);
+      request.solver = search_options(o.solver);
       request.post_optimise_convolutions = o.post_optimise;
       try {
         PlannerOutcome out = make_plan(g, &costs, request);

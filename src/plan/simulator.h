@@ -40,6 +40,12 @@ struct SimulationResult {
   double bytes_over(int64_t budget_bytes) const;
 };
 
+/// A plan with its simulator replay.
+struct SimulatedPlan {
+  Plan plan;
+  SimulationResult simulated;
+};
+
 /// Bytes live before an iteration: parameters, buffers, inputs and targets.
 int64_t iteration_start_bytes(const Graph& graph);
 

@@ -24,7 +24,7 @@ namespace monet {
 struct CheckmateOptions {
   int64_t budget_bytes = 0;    // absolute peak allowed for the iteration (bytes)
   bool post_optimise = false;  // Checkmate-O: the fastest convolution algorithms that fit
-  MilpOptions solver;
+  SearchOptions solver;
 };
 
 struct CheckmateResult {

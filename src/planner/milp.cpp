@@ -1,7 +1,5 @@
 #include "planner/milp.h"
 
-#include "planner/neighbourhood_search.h"
-
 #include <coin/CbcEventHandler.hpp>
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
@@ -14,7 +12,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -246,21 +243,8 @@ class ProgressHandler : public CbcEventHandler {
   std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();  // shared by the clones
 };
 
-// Sets the gap and the wall time; reports the outcome.
-MilpResult finish(MilpResult& result, Clock::time_point t0, const MilpOptions& o) {
-  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!result.values.empty())
-    result.gap = std::max(0.0, result.objective - result.bound) /
-                 std::max(1e-12, std::fabs(result.objective));
-  if (o.progress)
-    std::fprintf(stderr, "solver: %s after %.1f s, objective %.6g, bound %.6g, gap %.2f%%\n",
-                 milp_status_name(result.status), result.seconds, result.objective, result.bound,
-                 100 * result.gap);
-  return std::move(result);
-}
-
-// Stops CLP's simplex at the end of an iteration once `stop` is set (the neighbourhood
-// search beside it has finished, and its bound is no longer wanted) or once the wall clock
+// Stops CLP's simplex at the end of an iteration once `stop` is set (the caller no longer
+// wants the bound, e.g. a search beside it has finished) or once the wall clock
 // passes `deadline`; records the latter in `*deadline_hit`.
 class SimplexStop : public ClpEventHandler {
  public:
@@ -307,6 +291,18 @@ RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, double limit,
 
 }  // namespace
 
+MilpResult finished(MilpResult result, Clock::time_point t0, bool progress) {
+  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!result.values.empty())
+    result.gap = std::max(0.0, result.objective - result.bound) /
+                 std::max(1e-12, std::fabs(result.objective));
+  if (progress)
+    std::fprintf(stderr, "solver: %s after %.1f s, objective %.6g, bound %.6g, gap %.2f%%\n",
+                 milp_status_name(result.status), result.seconds, result.objective, result.bound,
+                 100 * result.gap);
+  return result;
+}
+
 void load_program(const Milp& m, OsiClpSolverInterface* lp) {
   lp->messageHandler()->setLogLevel(0);
   std::vector<int> starts = m.row_start_, lengths;
@@ -326,66 +322,32 @@ RelaxationBound solve_relaxation(const Milp& m, double time_limit_seconds,
   return solve_loaded_relaxation(&lp, time_limit_seconds, stop);
 }
 
-bool neighbourhood_search_applies(const Milp& m, const MilpOptions& o) {
-  return o.search == MilpSearch::kNeighbourhood ||
-         (o.search == MilpSearch::kAuto && m.columns() > kLargeProgramColumns);
-}
-
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   const auto t0 = Clock::now();
   MilpResult result;
   OsiClpSolverInterface lp;
-  std::atomic<bool> stop_relaxation(false);
-  // Records the LP relaxation's bound and time, and reports it (not one given ready,
-  // unsolved and taking no time: none was wanted).
+  // Records the LP relaxation's bound and time, and reports it.
   const auto record_relaxation = [&](const RelaxationBound& r) {
     result.lp_seconds = r.seconds;
     if (r.solved) result.lp_bound = r.bound;
-    if (!o.progress || !(r.solved || r.infeasible || r.seconds > 0)) return;
+    if (!o.progress) return;
     if (r.solved) {
       std::fprintf(stderr, "solver: %7.1f s  LP relaxation solved, bound %.6g\n", result.lp_seconds,
                    result.lp_bound);
       return;
     }
     std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s\n", result.lp_seconds,
-                 r.infeasible             ? "infeasible: no plan of the program fits the budget"
-                 : stop_relaxation.load() ? "stopped with the search (no bound)"
-                                          : "stopped at the time limit (no bound)");
+                 r.infeasible ? "infeasible: no plan of the program fits the budget"
+                              : "stopped at the time limit (no bound)");
   };
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
   if (warm) {  // the warm start is the first incumbent, at the solver's start
     result.incumbent_trace.push_back({0.0, m.objective_of(o.warm_start)});
     result.first_incumbent_seconds = 0;
   }
-  if (warm && neighbourhood_search_applies(m, o)) {
-    // The LP relaxation (the certified bound, and the relaxation neighbourhood's fixings)
-    // on a thread of its own while the neighbourhood search improves the warm start on
-    // this one.
-    std::shared_future<RelaxationBound> relaxation =
-        std::async(std::launch::async, [&] {
-          RelaxationBound r = o.relaxation.valid()
-                                  ? o.relaxation.get()
-                                  : solve_relaxation(m, o.time_limit_seconds, &stop_relaxation);
-          record_relaxation(r);
-          return r;
-        }).share();
-    NeighbourhoodSearch s =
-        neighbourhood_search(m, o.warm_start, relaxation, t0, o.time_limit_seconds, o, &result);
-    stop_relaxation = true;  // e.g. at options.stop_objective
-    relaxation.wait();
-    result.values = std::move(s.values);
-    result.objective = s.objective;
-    result.neighbourhoods = s.rounds;
-    const double bound = std::max(s.bound, result.lp_bound);
-    result.bound = bound > -1e300 ? std::min(bound, result.objective)
-                                  : -std::numeric_limits<double>::infinity();
-    result.status = result.objective <= result.bound ? MilpStatus::kOptimal : MilpStatus::kFeasible;
-    return finish(result, t0, o);
-  }
   // The LP relaxation first, with CLP: it is the certified lower bound, and CBC starts
   // its root from this basis (CBC's own initial solve of these programs spent minutes in
-  // primal clean-up; CLP's default solve takes seconds). A relaxation under way elsewhere
-  // has no basis to give CBC: this one is solved here.
+  // primal clean-up; CLP's default solve takes seconds).
   load_program(m, &lp);
   const RelaxationBound root = solve_loaded_relaxation(&lp, o.time_limit_seconds, nullptr);
   record_relaxation(root);
@@ -404,7 +366,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     }
     result.status = warm ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
     result.bound = -std::numeric_limits<double>::infinity();  // none: gap unknown
-    return finish(result, t0, o);
+    return finished(std::move(result), t0, o.progress);
   }
   for (int c = 0; c < m.columns(); ++c)
     if (m.integer_[c]) lp.setInteger(c);
@@ -439,7 +401,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   std::vector<const char*> argv = {"monet",     "-log",        "0",         "-timeMode",
                                    "elapsed",   "-sec",        sec.c_str(), "-ratio",
                                    gap.c_str(), "-preprocess", "off"};
-  if (m.columns() > kLargeProgramColumns) {
+  if (m.columns() > o.root_cuts_max_columns) {
     // Gomory and the other root cuts take minutes on programs this size on 2 cores and
     // move the bound little (ResNet-50: 12.615 -> 12.645 after 56 s); the LP relaxation
     // is the certified bound, and the time goes to heuristics and the search instead.
@@ -448,7 +410,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   }
   // Threads search the tree in parallel. On large programs CbcMain1 spends the time limit
   // re-solving its root LP (above), which one thread does: one thread there.
-  if (o.threads > 1 && m.columns() <= kLargeProgramColumns) {
+  if (o.threads > 1 && m.columns() <= o.root_cuts_max_columns) {
     argv.push_back("-threads");
     argv.push_back(threads.c_str());
   }
@@ -493,7 +455,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   } else {
     result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
   }
-  return finish(result, t0, o);
+  return finished(std::move(result), t0, o.progress);
 }
 
 }  // namespace monet

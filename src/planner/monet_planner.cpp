@@ -8,8 +8,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
+#include "planner/chain_checkpointing.h"
 #include "planner/lean_plans.h"
+#include "planner/memory_floor.h"
 #include "planner/monet_program.h"
 #include "planner/segment_keeping.h"
 
@@ -32,7 +35,7 @@ constexpr ModeName kModes[] = {{MonetMode::kAll, "monet"},
 // default, memory-lean and fastest implementations, and the `extra` plans. Returns the
 // winner's description, or an empty string when none fits.
 std::string warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
-                       MilpOptions* solver, const std::vector<Plan>& extra = {}) {
+                       SearchOptions* solver, const std::vector<Plan>& extra = {}) {
   std::string name;
   double best = 0;
   auto consider = [&](std::string what, std::vector<double> x) {
@@ -61,35 +64,83 @@ std::string warm_start(const MonetProgram& program, const Graph& g, const CostMo
   return name;
 }
 
+// The heuristic plans for one program budget: those within it by the simulator (warm-start
+// candidates; the fastest is also the planner's answer when the program finds none faster)
+// and those over it (the elastic search's starting points).
+struct HeuristicPlans {
+  std::vector<Plan> within_budget;
+  std::vector<Plan> over_budget;
+  SimulatedPlan fastest;  // of those within the budget (empty program: none)
+  PlanSource fastest_source = PlanSource::kProgram;
+};
+
+HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t budget,
+                               const MonetOptions& o) {
+  HeuristicPlans h;
+  h.within_budget = o.warm_plans;
+  const auto take = [&](SimulatedPlan p, PlanSource source) {
+    if (h.fastest.plan.program.empty() || p.simulated.seconds < h.fastest.simulated.seconds)
+      h.fastest = p, h.fastest_source = source;
+    h.within_budget.push_back(std::move(p.plan));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const double limit = o.solver.time_limit_seconds;
+  SegmentKeepingOptions keeping_options;
+  keeping_options.budget_bytes = budget;
+  keeping_options.time_limit_seconds = limit * o.segment_keeping_share;
+  SegmentKeepingPlans keeping = segment_keeping_plans(g, costs, keeping_options);
+  for (SimulatedPlan& p : keeping.within_budget) take(std::move(p), PlanSource::kSegmentKeeping);
+  h.over_budget = std::move(keeping.over_budget);
+  ChainCheckpointingOptions chain_options;
+  chain_options.budget_bytes = budget;
+  chain_options.time_limit_seconds = limit * o.chain_checkpointing_share;
+  ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, chain_options);
+  // The fastest chain schedule within the budget, and the leanest (its smallest peak).
+  if (!chain.within_budget.empty())
+    take(std::move(chain.within_budget.front()), PlanSource::kChainCheckpointing);
+  else if (!chain.smallest.plan.program.empty())
+    h.over_budget.push_back(std::move(chain.smallest.plan));
+  if (o.solver.progress)
+    std::fprintf(stderr,
+                 "planner: heuristics took %.1f s: segment keeping, chain checkpointing "
+                 "(%d segments, %d schedules, %zu within the budget)\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 chain.segments, chain.schedules, chain.within_budget.size());
+  return h;
+}
+
 // When no heuristic plan fits a large program: a plan that does, found by neighbourhood
 // search on the elastic program (every plan feasible; objective: the memory rows' total
 // excess over `budget`) from the heuristic plan of least excess, until the excess is 0, in
-// at most half the time limit. Empty when none was found. (Lowering the largest row of the
-// minimum-budget program instead stalled: the peak is reached in many stages, and a
-// window that lowers some of them leaves the objective unchanged.)
-std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, MonetMode mode,
-                              int64_t budget, const MilpOptions& solver,
-                              const std::vector<Plan>& starts) {
-  MonetProgram program(g, costs, mode, budget, /*elastic=*/true);
-  MilpOptions o = solver;
-  o.search = MilpSearch::kNeighbourhood;
-  o.time_limit_seconds = solver.time_limit_seconds / 2;
-  o.column_positions = program.column_positions();
+// at most elastic_share of the time limit. Empty when none was found. (Lowering the largest
+// row of the minimum-budget program instead stalled: the peak is reached in many stages,
+// and a window that lowers some of them leaves the objective unchanged.)
+std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const MonetOptions& mo,
+                              int64_t budget, const std::vector<Plan>& starts) {
+  MonetProgramOptions po;
+  po.mode = mo.mode;
+  po.budget_rows = BudgetRows::kElastic;
+  po.budget_bytes = budget;
+  const MonetProgram program(g, costs, po);
+  SearchOptions o = mo.solver;
+  o.strategy = SearchStrategy::kNeighbourhood;
+  o.time_limit_seconds = mo.solver.time_limit_seconds * mo.elastic_share;
+  o.neighbourhood.column_positions = program.column_positions();
   // No bound wanted (the search stops at excess 0): no LP relaxation beside it.
   std::promise<RelaxationBound> none;
   none.set_value({});
   o.relaxation = none.get_future().share();
   const std::string warm = warm_start(program, g, costs, &o, starts);
   if (warm.empty()) return {};
-  // Stop at excess 0 (the objective is then the time term alone), allowing for a plan up to
-  // 10 times slower than the warm start.
-  o.stop_objective = MonetProgram::kTimeWeight * 10 * program.seconds_of(o.warm_start);
+  // Stop at excess 0 (the objective is then the time term alone).
+  o.neighbourhood.stop_objective =
+      MonetProgram::kTimeWeight * mo.elastic_slowdown * program.seconds_of(o.warm_start);
   if (o.progress)
     std::fprintf(stderr,
                  "planner: no heuristic plan fits; lowering the excess of %s (%.1f MiB over the "
                  "budget in all) with the elastic program (%.0f s at most)\n",
                  warm.c_str(), program.excess_of(o.warm_start), o.time_limit_seconds);
-  const MilpResult r = solve_milp(program.milp(), o);
+  const MilpResult r = search_program(program.milp(), o);
   if (r.values.empty() || program.excess_of(r.values) > 1e-6) return {};
   return {program.decode(r.values)};
 }
@@ -132,80 +183,111 @@ const char* monet_mode_name(MonetMode mode) {
   return "?";
 }
 
+const char* plan_source_name(PlanSource source) {
+  switch (source) {
+    case PlanSource::kProgram:
+      return "program";
+    case PlanSource::kSegmentKeeping:
+      return "segment keeping";
+    case PlanSource::kChainCheckpointing:
+      return "chain checkpointing";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The program for `budget` in the planner's mode.
+MonetProgram fixed_budget_program(const Graph& g, const CostModel& costs, const MonetOptions& o,
+                                  int64_t budget) {
+  MonetProgramOptions po;
+  po.mode = o.mode;
+  po.budget_bytes = budget;
+  // Span rows only where a branch and cut searches the program whole.
+  po.span_max_columns = o.solver.neighbourhood_min_columns;
+  return MonetProgram(g, costs, po);
+}
+
+// The warm start of `program`'s search: the fastest heuristic plan it accepts or, when
+// none does and the search is a neighbourhood search (which needs one), the elastic
+// search's plan. Returns its description (empty: none).
+std::string choose_warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
+                              const MonetOptions& o, int64_t budget, const HeuristicPlans& h,
+                              SearchOptions* solver) {
+  std::string name = warm_start(program, g, costs, solver, h.within_budget);
+  if (!name.empty() || solver->strategy != SearchStrategy::kNeighbourhood) return name;
+  // Starting points of the elastic program: the plans within the budget (the program's
+  // memory rows may reject what the simulator accepts) and those over it.
+  std::vector<Plan> starts = h.within_budget;
+  starts.insert(starts.end(), h.over_budget.begin(), h.over_budget.end());
+  for (const Plan& p : plan_within(g, costs, o, budget, starts)) {
+    std::vector<double> x = program.assignment_of(p, /*nearest=*/true);
+    if (x.empty() || !program.milp().satisfies(x)) continue;
+    solver->warm_start = std::move(x);
+    name = "the elastic search's plan";
+  }
+  return name;
+}
+
+}  // namespace
+
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
+  const auto t0 = Clock::now();
+  const double limit = o.solver.time_limit_seconds;
   MonetResult result;
-  const auto finish = [&] {
-    result.seconds = seconds_since(t0);
-    return result;
-  };
-  // The fastest segment-keeping plan within the budget (by the simulator), returned when
-  // the program finds none faster: the program's memory rows bound the simulated peak from
-  // above, so they may reject it. Only in the mode that allows every implementation (its
-  // plans use any). Segment keeping's budget never exceeds options.budget_bytes.
+  result.floor_bytes = memory_floor_bytes(g, costs);
+  if (o.solver.progress)
+    std::fprintf(stderr,
+                 "planner: budget %.1f MiB, floor %.1f MiB (parameters, gradients, the "
+                 "largest operator call)\n",
+                 o.budget_bytes / 1048576.0, result.floor_bytes / 1048576.0);
+  // The fastest heuristic plan within the budget (by the simulator), returned when the
+  // program finds none faster.
   SimulatedPlan heuristic;
+  PlanSource heuristic_source = PlanSource::kProgram;
   int64_t budget = o.budget_bytes;
   for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
-    MonetProgram program(g, costs, o.mode, budget);
+    // The program, and its bound: the LP relaxation (17 to 50 s on the largest programs)
+    // on a thread of its own from now, beside the heuristics, when the search is a
+    // neighbourhood search (which only needs its bound).
+    const MonetProgram program = fixed_budget_program(g, costs, o, budget);
     result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
     result.program_budget = budget;
-    MilpOptions solver = o.solver;
-    solver.column_positions = program.column_positions();
-    // The LP relaxation (the certified bound; 17 to 50 s on the largest programs) on a
-    // thread of its own from now, beside the heuristics below, when the solve will be a
-    // neighbourhood search (which only needs its bound).
-    if (neighbourhood_search_applies(program.milp(), o.solver)) {
-      const double limit = std::max(1.0, o.solver.time_limit_seconds - seconds_since(t0) - 1.0);
-      solver.relaxation = std::async(std::launch::async, [&program, limit] {
-                            return solve_relaxation(program.milp(), limit, nullptr);
+    SearchOptions solver = o.solver;
+    solver.strategy = resolve_strategy(program.milp(), o.solver);
+    solver.neighbourhood.column_positions = program.column_positions();
+    if (solver.strategy == SearchStrategy::kNeighbourhood) {
+      const double lp_limit =
+          std::max(1.0, limit - seconds_since(t0) - o.relaxation_reserve_seconds);
+      solver.relaxation = std::async(std::launch::async, [&program, lp_limit] {
+                            return solve_relaxation(program.milp(), lp_limit, nullptr);
                           }).share();
     }
-    // Heuristic plans that keep whole segments where the budget leaves room, in at most a
-    // sixth of the time limit.
-    std::vector<Plan> warm_plans = o.warm_plans;
-    const auto tk = std::chrono::steady_clock::now();
-    SegmentKeepingPlans keeping =
-        segment_keeping_plans(g, costs, {budget, o.solver.time_limit_seconds / 6});
-    for (SimulatedPlan& k : keeping.within_budget) {
-      if (o.mode == MonetMode::kAll &&
-          (heuristic.plan.program.empty() || k.simulated.seconds < heuristic.simulated.seconds))
-        heuristic = k;
-      warm_plans.push_back(std::move(k.plan));
-    }
-    const double keeping_seconds = seconds_since(tk);
-    if (o.solver.progress)
-      std::fprintf(stderr, "planner: segment keeping took %.1f s\n", keeping_seconds);
-    std::string warm_name = warm_start(program, g, costs, &solver, warm_plans);
-    if (warm_name.empty() && neighbourhood_search_applies(program.milp(), o.solver)) {
-      // Starting points of the elastic program: the plans above (the program's memory rows
-      // may reject what the simulator accepts) and those over the budget.
-      std::vector<Plan> elastic_starts = std::move(warm_plans);
-      for (Plan& p : keeping.over_budget) elastic_starts.push_back(std::move(p));
-      for (const Plan& p : plan_within(g, costs, o.mode, budget, o.solver, elastic_starts)) {
-        std::vector<double> x = program.assignment_of(p, /*nearest=*/true);
-        if (x.empty() || !program.milp().satisfies(x)) continue;
-        solver.warm_start = std::move(x);
-        warm_name = "the elastic search's plan";
-      }
-    }
-    // What is left of the time limit after building the program, segment keeping and the
-    // elastic search, less two seconds: CbcMain1 takes up to a second to return after its
-    // deadline on ResNet-50 (--exact at 0.7x: 60.0-60.15 s in all with one second kept), and
-    // decoding and simulating the solution take the rest.
-    solver.time_limit_seconds =
-        std::max(1.0, o.solver.time_limit_seconds - seconds_since(t0) - 2.0);
+    // Heuristic plans, and the warm start.
+    const HeuristicPlans h = heuristic_plans(g, costs, budget, o);
+    if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
+        (heuristic.plan.program.empty() ||
+         h.fastest.simulated.seconds < heuristic.simulated.seconds))
+      heuristic = h.fastest, heuristic_source = h.fastest_source;
+    const std::string warm_name = choose_warm_start(program, g, costs, o, budget, h, &solver);
+    // The search, in what is left of the time limit.
+    solver.time_limit_seconds = std::max(1.0, limit - seconds_since(t0) - o.return_reserve_seconds);
     if (o.solver.progress)
       std::fprintf(
           stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
           monet_mode_name(o.mode), budget / 1048576.0, result.size.columns, result.size.rows,
           static_cast<long long>(result.size.nonzeros),
           warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
-    result.solve = solve_milp(program.milp(), solver);
+    result.solve = search_program(program.milp(), solver);
     ++result.solves;
     if (result.solve.values.empty()) break;
+    // Decode, and check with the simulator.
     result.plan = program.decode(result.solve.values);
     result.plan.planner = monet_mode_name(o.mode);
     result.objective_seconds = program.seconds_of(result.solve.values);
@@ -225,7 +307,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
   if (!heuristic.plan.program.empty() &&
       (!result.found || heuristic.simulated.seconds < result.predicted.seconds)) {
     result.found = true;
-    result.from_segment_keeping = true;
+    result.source = heuristic_source;
     result.plan = std::move(heuristic.plan);
     result.plan.planner = monet_mode_name(o.mode);
     result.predicted = std::move(heuristic.simulated);
@@ -233,22 +315,27 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     if (std::isfinite(result.solve.bound))
       result.solve.gap = (result.objective_seconds - result.solve.bound) / result.objective_seconds;
   }
-  return finish();
+  result.seconds = seconds_since(t0);
+  return result;
 }
 
 MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode mode,
-                             const MilpOptions& solver, int64_t infeasible_bytes) {
-  MonetProgram program(g, costs, mode, -1);
-  MilpOptions o = solver;
-  o.column_positions = program.column_positions();
+                             const SearchOptions& solver, std::optional<int64_t> infeasible_bytes) {
+  MonetProgramOptions po;
+  po.mode = mode;
+  po.budget_rows = BudgetRows::kMinimised;
+  po.span_max_columns = solver.neighbourhood_min_columns;
+  const MonetProgram program(g, costs, po);
+  SearchOptions o = solver;
+  o.neighbourhood.column_positions = program.column_positions();
   warm_start(program, g, costs, &o);
-  const MilpResult r = solve_milp(program.milp(), o);
+  const MilpResult r = search_program(program.milp(), o);
   MinimumBudget m;
   if (r.values.empty()) return m;
   m.bytes = program.budget_of(r.values);
   m.bound_bytes =
       std::isfinite(r.bound) ? static_cast<int64_t>(std::floor(r.bound * 1048576.0)) : -1;
-  if (infeasible_bytes >= 0) m.bound_bytes = std::max(m.bound_bytes, infeasible_bytes + 1);
+  if (infeasible_bytes) m.bound_bytes = std::max(m.bound_bytes, *infeasible_bytes + 1);
   m.proven = r.status == MilpStatus::kOptimal;
   m.plan = program.decode(r.values);
   m.plan.planner = monet_mode_name(mode);

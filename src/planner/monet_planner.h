@@ -2,18 +2,23 @@
 // which activations each backward stage keeps (s) or recomputes (r), which forward
 // implementation every operator uses in the forward pass (delta), and which backward
 // implementation every backward step uses (delta-hat), under a peak-memory budget, at
-// the least profiled time. The solution becomes a Plan; the simulator checks it, and
-// when its exact peak exceeds the budget the program is re-solved with the budget
-// lowered by the excess.
+// the least profiled time. plan_monet() is a pipeline: heuristic plans (segment keeping,
+// chain checkpointing) -> the program and its bound (the LP relaxation) -> a warm start
+// (the fastest heuristic plan the program accepts, else the elastic program's search) ->
+// the search (program_search.h) -> decode and check with the simulator; when the exact
+// peak exceeds the budget the program is solved again with the budget lowered by the
+// excess.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cost/cost_model.h"
 #include "plan/plan.h"
 #include "plan/simulator.h"
-#include "planner/milp.h"
+#include "planner/program_search.h"
 
 namespace monet {
 
@@ -39,12 +44,37 @@ bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo&
 struct MonetOptions {
   int64_t budget_bytes = 0;  // absolute peak allowed for the iteration (bytes)
   MonetMode mode = MonetMode::kAll;
-  MilpOptions solver;
+  /// The search: time limit of the whole planner (seconds), gap, strategy, threads.
+  SearchOptions solver;
   int max_corrections = 3;  // re-solves with a lowered budget when the simulated peak exceeds it
   /// Plans to start the solver from when the program accepts them (besides store-all and
   /// Chen): e.g. the minimum-budget plan, or a plan solved before.
   std::vector<Plan> warm_plans;
+  /// Segment keeping's limit, as a fraction of solver.time_limit_seconds.
+  double segment_keeping_share = 1.0 / 6;
+  /// Chain checkpointing's limit (the simulations of its schedules), likewise.
+  double chain_checkpointing_share = 1.0 / 6;
+  /// The elastic search's limit (when no heuristic plan fits the program), likewise.
+  double elastic_share = 0.5;
+  /// The elastic search stops at excess 0 with a plan up to this many times slower than
+  /// the plan it starts from.
+  double elastic_slowdown = 10;
+  /// The LP relaxation started beside the heuristics stops this long (seconds) before the
+  /// time limit.
+  double relaxation_reserve_seconds = 1.0;
+  /// The search stops this long (seconds) before the time limit: CbcMain1 takes up to a
+  /// second to return after its deadline on ResNet-50, decoding and simulating the rest.
+  double return_reserve_seconds = 2.0;
 };
+
+/// Where the plan plan_monet() returns comes from.
+enum class PlanSource {
+  kProgram,             // the program's solution
+  kSegmentKeeping,      // segment keeping's plan (segment_keeping.h)
+  kChainCheckpointing,  // chain checkpointing's plan (chain_checkpointing.h)
+};
+/// "program", "segment keeping", "chain checkpointing".
+const char* plan_source_name(PlanSource source);
 
 struct ProgramSize {
   int columns = 0;
@@ -54,11 +84,12 @@ struct ProgramSize {
 
 struct MonetResult {
   bool found = false;  // a plan within the budget was found
-  /// The plan is segment keeping's: within the budget by the simulator, and faster than any
-  /// the program found (whose memory rows, an upper bound on the simulated peak, may reject
-  /// it). objective_seconds and solve.gap are then its simulated seconds and its gap to the
-  /// program's bound.
-  bool from_segment_keeping = false;
+  /// A heuristic's plan is returned when it is within the budget by the simulator and
+  /// faster than any the program found (the program's memory rows, an upper bound on the
+  /// simulated peak, may reject it); objective_seconds and solve.gap are then its
+  /// simulated seconds and its gap to the program's bound. Heuristic plans are taken only
+  /// in the mode that allows every implementation (they use any).
+  PlanSource source = PlanSource::kProgram;
   Plan plan;
   SimulationResult predicted;  // the simulator's replay of the plan
   MilpResult solve;            // of the last solve
@@ -67,6 +98,9 @@ struct MonetResult {
   int64_t program_budget = 0;    // budget given to the last program (bytes)
   double objective_seconds = 0;  // the program's objective: profiled seconds
   double seconds = 0;            // wall time of plan_monet: programs, warm starts, solves
+  /// No plan can peak lower than this (bytes): what is alive before the iteration, the
+  /// parameters' gradients, and the largest working set of one operator call.
+  int64_t floor_bytes = 0;
 };
 
 /// Solves the program for `options.budget_bytes`.
@@ -80,11 +114,11 @@ struct MinimumBudget {
 };
 /// The smallest budget for which the program (in `mode`) has a plan: the same program
 /// with the budget as the variable to minimise. `infeasible_bytes`: a budget (bytes)
-/// already proven to have no plan, e.g. by the LP relaxation of the program at that budget
-/// (-1: none); the proven lower bound is then at least one byte above it, where the
-/// search's own bound is lower or missing (its relaxation can take longer than the time
-/// limit on ResNet-50).
+/// already proven to have no plan, e.g. by the LP relaxation of the program at that budget;
+/// the proven lower bound is then at least one byte above it, where the search's own bound
+/// is lower or missing (its relaxation can take longer than the time limit on ResNet-50).
 MinimumBudget minimum_budget(const Graph& graph, const CostModel& costs, MonetMode mode,
-                             const MilpOptions& solver, int64_t infeasible_bytes = -1);
+                             const SearchOptions& solver,
+                             std::optional<int64_t> infeasible_bytes = std::nullopt);
 
 }  // namespace monet

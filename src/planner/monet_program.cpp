@@ -10,13 +10,13 @@
 #include "planner/implementation_dominance.h"
 
 namespace monet {
-MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mode,
-                           int64_t budget_bytes, bool elastic, bool availability_rows)
+MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, const MonetProgramOptions& o)
     : g_(g),
       costs_(costs),
-      mode_(mode),
-      budget_(budget_bytes),
-      elastic_(elastic && budget_bytes >= 0) {
+      options_(o),
+      mode_(o.mode),
+      budget_(o.budget_bytes),
+      elastic_(o.budget_rows == BudgetRows::kElastic) {
   order_ = g_.topological_order();
   pos_.assign(g_.nodes().size(), -1);
   for (size_t p = 0; p < order_.size(); ++p) pos_[order_[p]] = static_cast<int>(p);
@@ -34,7 +34,7 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mod
   }
   start_bytes_ = iteration_start_bytes(g_);
   for (const auto& n : g_.nodes()) state_bytes_ += node_state_bytes(g_, n);
-  if (budget_ < 0) {
+  if (o.budget_rows == BudgetRows::kMinimised) {
     budget_col_ = milp_.add_continuous(1.0, 0, 1e12);
     time_.push_back(0);
   }
@@ -43,7 +43,7 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, MonetMode mod
   add_schedule_rows();
   add_forward_memory_rows();
   for (size_t t = 0; t < stages_.size(); ++t) add_stage_memory_rows(t);
-  if (availability_rows && !elastic_) {
+  if (o.availability_rows && !elastic_) {
     add_availability_rows();
     add_alternative_read_rows();
     add_span_rows();

@@ -36,13 +36,13 @@
 // recomputation needs q kept from the forward pass or recomputed); and wherever the stage
 // backward may read x_p, s[t][p] + r[t][p] <= s[0][p] + u_p.
 // Two refinements, valid for the same reason:
-//  - alternative reads (only in programs of at most 75,000 columns; on larger ones they
-//    made the LP slower than the time limit): where a backward part's implementations
-//    read different tensors S (a batch norm's input or its output), the chosen one's
-//    tensor is available, and a member of S recomputed from another member adds nothing:
-//    sum of the choices reading S <= sum over S of s[0][p], plus u_p of S's roots (no
-//    activation input in S);
-//  - spans (only in programs small enough for branch and cut, under 20,000 columns with
+//  - alternative reads (only in programs of at most alternative_read_max_columns columns;
+//    on larger ones they made the LP slower than the time limit): where a backward part's
+//    implementations read different tensors S (a batch norm's input or its output), the chosen
+//    one's tensor is available, and a member of S recomputed from another member adds nothing: sum
+//    of the choices reading S <= sum over S of s[0][p], plus u_p of S's roots (no activation input
+//    in S);
+//  - spans (only in programs small enough for branch and cut, span_max_columns with
 //    them): x_p available in stage T, which reads it, was alive at an earlier stage a or
 //    recomputed from an input q alive then or recomputed since: s[T][p] + r[T][p] <=
 //    s[a][p] + s[a][q] + sum over a <= t <= T of r[t][q], for every a < T. Without them
@@ -60,16 +60,34 @@
 
 namespace monet {
 
+/// How the program's memory rows meet the budget.
+enum class BudgetRows {
+  kFixed,      // every memory row <= the budget; objective: profiled seconds
+  kMinimised,  // the budget is a column the program minimises (objective: the budget in
+               // MiB plus a tiny multiple of the time, to pick a fast plan among equals)
+  kElastic,    // each memory row may exceed the budget by its own excess column (objective:
+               // total excess in MiB plus a tiny multiple of the time)
+};
+
+struct MonetProgramOptions {
+  MonetMode mode = MonetMode::kAll;
+  BudgetRows budget_rows = BudgetRows::kFixed;
+  int64_t budget_bytes = 0;  // kFixed, kElastic: the peak allowed (bytes)
+  /// The availability rows (never in the elastic program, which needs no bound); false
+  /// only to measure what they add.
+  bool availability_rows = true;
+  /// Alternative-read rows only in programs of at most this many columns (on GoogLeNet b8,
+  /// 85,529 columns, they slow CLP's LP from 47 s to 65 s for a bound 0.4% higher).
+  int alternative_read_max_columns = 75000;
+  /// Span rows only where the program with them has at most this many columns (they need
+  /// a column per stage and position, and make the LP of the largest programs two to three
+  /// times slower): programs a branch and cut searches whole.
+  int span_max_columns = 20000;
+};
+
 class MonetProgram {
  public:
-  /// budget_bytes < 0: the budget is a column to minimise (the objective is then the
-  /// budget in MiB plus a tiny multiple of the time, to pick a fast plan among equals).
-  /// `elastic` (with budget_bytes >= 0): the elastic program (objective: total excess in
-  /// MiB plus a tiny multiple of the time).
-  /// `availability_rows`: add the availability rows (never in the elastic program, which
-  /// needs no bound); false only to measure what they add.
-  MonetProgram(const Graph& graph, const CostModel& costs, MonetMode mode, int64_t budget_bytes,
-               bool elastic = false, bool availability_rows = true);
+  MonetProgram(const Graph& graph, const CostModel& costs, const MonetProgramOptions& options);
 
   const Milp& milp() const { return milp_; }
   /// A plan as a column assignment when the program can express it (its recomputations
@@ -93,8 +111,6 @@ class MonetProgram {
   double excess_of(const std::vector<double>& values) const;
   /// Weight of the time (per second) in the objectives that minimise memory.
   static constexpr double kTimeWeight = 1e-6;
-  /// Programs with more columns than this get no alternative-read rows (see above).
-  static constexpr int kAlternativeReadColumns = 75000;
 
  private:
   static constexpr double kMiB = 1024.0 * 1024.0;  // memory rows and sums are in MiB
@@ -142,6 +158,7 @@ class MonetProgram {
 
   const Graph& g_;
   const CostModel& costs_;
+  MonetProgramOptions options_;
   MonetMode mode_;
   int64_t budget_;
   Milp milp_;

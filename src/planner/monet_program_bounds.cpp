@@ -28,9 +28,7 @@ void MonetProgram::add_availability_rows() {
 }
 
 void MonetProgram::add_alternative_read_rows() {
-  // Not on the largest programs: on GoogLeNet b8 (85,529 columns) they slow CLP's LP from
-  // 47 s to 65 s, past the planner's time limit, for a bound 0.4% higher.
-  if (recomputed_.empty() || milp_.columns() > kAlternativeReadColumns) return;
+  if (recomputed_.empty() || milp_.columns() > options_.alternative_read_max_columns) return;
   for (int k : stages_)
     for (size_t pi = 0; pi < parts_[k].size(); ++pi) {
       Terms row;            // the choices reading some tensor of S, less S's availability
@@ -56,10 +54,8 @@ void MonetProgram::add_alternative_read_rows() {
 
 void MonetProgram::add_span_rows() {
   if (stages_.size() < 2) return;
-  // Only where CBC's branch and cut will search (the rows need a column per stage and
-  // position, and make the LP of the largest programs two to three times slower).
   const size_t cumulative = stages_.size() * s_[0].size();  // an upper bound
-  if (milp_.columns() + cumulative > static_cast<size_t>(kLargeProgramColumns)) return;
+  if (milp_.columns() + cumulative > static_cast<size_t>(options_.span_max_columns)) return;
   // recomputed_before[t][q] = sum of r[t'][q] over stages t' <= t.
   std::vector<std::vector<int>> recomputed_before(stages_.size());
   for (size_t t = 0; t < stages_.size(); ++t)

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
+#include "planner/chain_checkpointing.h"
 #include "planner/checkmate_planner.h"
 #include "planner/gist_planner.h"
 #include "planner/lean_plans.h"
@@ -28,11 +30,13 @@ bool is_checkmate(const std::string& p) { return p == "checkmate" || p == "check
 std::vector<std::string> planner_names() {
   return {"monet",         "monet-noop", "monet-conv",  "monet-out", "monet-int",
           "monet-inplace", "checkmate",  "checkmate-o", "storeall",  "chen",
-          "gist",          "gist-fp16",  "lean",        "random"};
+          "gist",          "gist-fp16",  "lean",        "chain",     "random"};
 }
 
 bool planner_requires_budget(const std::string& p) { return is_monet(p) || is_checkmate(p); }
-bool planner_uses_budget(const std::string& p) { return planner_requires_budget(p) || p == "lean"; }
+bool planner_uses_budget(const std::string& p) {
+  return planner_requires_budget(p) || p == "lean" || p == "chain";
+}
 bool planner_needs_costs(const std::string& p) { return planner_uses_budget(p); }
 
 void check_planner_name(const std::string& p) {
@@ -90,6 +94,12 @@ PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRe
     out.plan = gist_plan(g, o);
   } else if (r.planner == "lean") {
     out.plan = best_lean_plan(g, *costs, r.budget_bytes);
+  } else if (r.planner == "chain") {
+    ChainCheckpointingOptions o;
+    o.budget_bytes = r.budget_bytes < 0 ? std::numeric_limits<int64_t>::max() : r.budget_bytes;
+    o.time_limit_seconds = r.solver.time_limit_seconds;
+    ChainCheckpointingPlans c = chain_checkpointing_plans(g, *costs, o);
+    out.plan = std::move(c.within_budget.empty() ? c.smallest.plan : c.within_budget.front().plan);
   } else {
     out.plan = random_plan(g, r.seed);
   }

@@ -14,9 +14,9 @@
 namespace monet {
 
 /// Every planner name: monet modes, checkmate, checkmate-o, storeall, chen, gist, gist-fp16
-/// (lossy), lean, random.
+/// (lossy), lean, chain, random.
 std::vector<std::string> planner_names();
-/// Whether the planner takes a budget (monet modes, checkmate, checkmate-o, lean), and
+/// Whether the planner takes a budget (monet modes, checkmate, checkmate-o, lean, chain), and
 /// whether it must have one.
 bool planner_uses_budget(const std::string& planner);
 bool planner_requires_budget(const std::string& planner);
@@ -28,7 +28,7 @@ void check_planner_name(const std::string& planner);
 struct PlannerRequest {
   std::string planner;
   int64_t budget_bytes = -1;  // absolute peak allowed (bytes); -1: none
-  MilpOptions solver;         // program-based planners (monet modes, checkmate)
+  SearchOptions solver;       // program-based planners (monet modes, checkmate)
   uint64_t seed = 0;          // random planner
   /// Monet modes that do not choose convolution algorithms (noop, out, int, inplace):
   /// afterwards switch each convolution greedily to its fastest algorithm that keeps

@@ -17,9 +17,9 @@ namespace {
 // doubles the width, until a window spans every position twice.
 class WindowSequence {
  public:
-  explicit WindowSequence(const std::vector<int>& positions) : positions_(positions) {
+  WindowSequence(const std::vector<int>& positions, int initial_windows) : positions_(positions) {
     for (int p : positions_) places_ = std::max(places_, p + 1);
-    width_ = initial_width_ = std::max(2, places_ / 48);
+    width_ = initial_width_ = std::max(2, places_ / std::max(1, initial_windows));
   }
 
   /// Columns to free (integer columns only); empty when the sequence is exhausted.
@@ -60,7 +60,8 @@ class WindowSequence {
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::shared_future<RelaxationBound>& relaxation,
                                          std::chrono::steady_clock::time_point t0, double deadline,
-                                         const MilpOptions& options, MilpResult* result) {
+                                         const MilpOptions& solver,
+                                         const NeighbourhoodOptions& options, MilpResult* result) {
   using Clock = std::chrono::steady_clock;
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   const auto ready = [&] {
@@ -106,9 +107,9 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
       r.free_integers += milp.is_integer(c) && std::isnan(fixed[c]);
     r.sub = milp.without_fixed(&fixed, &r.offset);
     r.options.time_limit_seconds = seconds;
-    r.options.relative_gap = options.relative_gap;
+    r.options.relative_gap = solver.relative_gap;
+    r.options.root_cuts_max_columns = solver.root_cuts_max_columns;
     r.options.threads = 1;  // the relaxation or the second core's search runs beside it
-    r.options.search = MilpSearch::kBranchAndCut;
     if (from_incumbent)
       for (int c = 0; c < milp.columns(); ++c)
         if (std::isnan(fixed[c])) r.options.warm_start.push_back(out.values[c]);
@@ -131,7 +132,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     result->incumbent_trace.push_back({elapsed(), out.objective});
   };
   const auto report = [&](const char* what, const Restriction& r, const char* outcome) {
-    if (!options.progress) return;
+    if (!solver.progress) return;
     char gap_text[48] = "no bound yet";
     if (std::isfinite(gap(out.objective)))
       std::snprintf(gap_text, sizeof gap_text, "gap %.2f%%", 100 * gap(out.objective));
@@ -174,7 +175,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     double offset = 0;
     const Milp rest = milp.without_fixed(&fixed, &offset);
     if (rest.columns() > 0) {
-      const RelaxationBound lp = solve_relaxation(rest, 5.0, nullptr);
+      const RelaxationBound lp = solve_relaxation(rest, options.merge_lp_seconds, nullptr);
       if (!lp.solved) return std::vector<double>();
       for (int c = 0, s = 0; c < milp.columns(); ++c)
         if (std::isnan(fixed[c])) fixed[c] = lp.values[s++];
@@ -220,32 +221,35 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     return true;
   };
   bool relaxation_neighbourhood_done = false;
-  WindowSequence windows(positions);
+  WindowSequence windows(positions, options.initial_windows);
   bool out_of_time = false, whole_search_started = false;
   for (;;) {
     if (poll_child()) windows.restart();
     if (child && child->solve->finished() && absorb_child()) windows.restart();
     const double left = deadline - elapsed();
     out_of_time = left < 1.0;
-    if (out_of_time || gap(out.objective) <= options.relative_gap ||
+    if (out_of_time || gap(out.objective) <= solver.relative_gap ||
         out.objective <= options.stop_objective)
       break;
     if (!relaxation_neighbourhood_done && lp() &&
         static_cast<int>(lp()->values.size()) == milp.columns()) {
       relaxation_neighbourhood_done = true;
-      if (gap(out.objective) > kRelaxationNeighbourhoodGap) {
+      if (gap(out.objective) > options.relaxation_neighbourhood_gap) {
         // Integer columns the LP optimum sets whole keep that value; the others are free.
         std::vector<double> fixed(milp.columns(), nan);
         for (int c = 0; c < milp.columns(); ++c) {
           const double v = lp()->values[c];
           if (milp.is_integer(c) && std::fabs(v - std::round(v)) <= 1e-6) fixed[c] = std::round(v);
         }
-        search("relaxation neighbourhood",
-               restrict(std::move(fixed), std::max(1.0, left / 3), /*from_incumbent=*/false));
+        search(
+            "relaxation neighbourhood",
+            restrict(std::move(fixed), std::max(1.0, left * options.relaxation_neighbourhood_share),
+                     /*from_incumbent=*/false));
         continue;
       }
     }
-    if (!child && !whole_search_started && lp() && left > kWholeSearchRelaxations * lp()->seconds) {
+    if (!child && !whole_search_started && lp() &&
+        left > options.whole_search_relaxations * lp()->seconds) {
       whole_search_started = true;
       // Time for CBC to solve the root again and run its heuristics: the whole program's
       // branch and cut on the second core for the rest of the time.
@@ -277,8 +281,9 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     for (int c = 0; c < milp.columns(); ++c)
       if (milp.is_integer(c)) fixed[c] = std::round(out.values[c]);
     for (int c : free) fixed[c] = nan;
-    Restriction r = restrict(std::move(fixed), std::min(left, std::max(5.0, left / 4)),
-                             /*from_incumbent=*/true);
+    const double limit =
+        std::min(left, std::max(options.window_min_seconds, left * options.window_share));
+    Restriction r = restrict(std::move(fixed), limit, /*from_incumbent=*/true);
     if (!child && ready()) {
       launch(std::move(r), /*whole_program=*/false);
       windows.advance(false);  // a better result restarts the windows when it comes

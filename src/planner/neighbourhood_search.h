@@ -9,7 +9,7 @@
 // the 60 on ResNet-50) and improved less per second.
 //
 // One relaxation neighbourhood (RENS) once the LP relaxation is solved, when the
-// incumbent is still more than kRelaxationNeighbourhoodGap above its bound: every
+// incumbent is still more than relaxation_neighbourhood_gap above its bound: every
 // integer column the LP optimum sets to 0 or 1 is fixed there, the fractional ones are
 // free, and CBC searches the rest from scratch (the incumbent rarely fits those fixings)
 // in at most a third of the time left. Windows cannot move an incumbent that far from
@@ -22,7 +22,7 @@
 //
 // The second core. The LP relaxation runs on one core beside the search until it is
 // solved; that core then runs a second search in a child process (ChildSolve: CbcMain1 is
-// not reentrant). With more than kWholeSearchRelaxations LP solves' time left, it is CBC's
+// not reentrant). With more than whole_search_relaxations LP solves' time left, it is CBC's
 // branch and cut over the whole program from the incumbent, whose heuristics find plans
 // the windows do not (MobileNetV2 b8 at 0.5x: windows alone stall at 0.7432 s/iter, 2.2%
 // above the bound; beside this search, 0.7375, 1.4%); its incumbents are taken as it
@@ -50,24 +50,42 @@ struct NeighbourhoodSearch {
   double bound = -std::numeric_limits<double>::infinity();
 };
 
-/// The incumbent's gap to the LP bound above which the relaxation neighbourhood is tried.
-constexpr double kRelaxationNeighbourhoodGap = 0.10;
-
-/// The second core's search (once the LP relaxation is solved) is CBC's branch and cut over
-/// the whole program when the time left is more than this many times the relaxation's
-/// solve time, and windows otherwise.
-constexpr double kWholeSearchRelaxations = 4.0;
+struct NeighbourhoodOptions {
+  /// Per column, its place along the model (-1: none): windows free the integer columns of
+  /// consecutive places. Empty: the column order.
+  std::vector<int> column_positions;
+  /// Stop as soon as an incumbent's objective is at or below this (objective units).
+  double stop_objective = -1e300;
+  /// The incumbent's gap to the LP bound (a fraction) above which the relaxation
+  /// neighbourhood is tried.
+  double relaxation_neighbourhood_gap = 0.10;
+  /// The relaxation neighbourhood's limit: this fraction of the time left (at least 1 s).
+  double relaxation_neighbourhood_share = 1.0 / 3;
+  /// The second core's search is CBC's branch and cut over the whole program when the time
+  /// left is more than this many times the LP relaxation's solve time, windows otherwise.
+  double whole_search_relaxations = 4.0;
+  /// A window's limit: this fraction of the time left, and at least window_min_seconds
+  /// (seconds), within the time left.
+  double window_share = 0.25;
+  double window_min_seconds = 5.0;
+  /// The first windows span the model's places divided by this (at least 2 places).
+  int initial_windows = 48;
+  /// Wall-clock limit (seconds) of the LP that completes a child's changes applied to a
+  /// newer incumbent.
+  double merge_lp_seconds = 5.0;
+};
 
 /// Improves `incumbent` (feasible for `milp`) until `deadline` (seconds after `t0`) or
-/// until its objective is within `options.relative_gap` of the bound of `relaxation` (the
+/// until its objective is within `solver.relative_gap` of the bound of `relaxation` (the
 /// LP relaxation, under way on another thread: until it is ready, there is no bound).
 /// Neighbourhoods are the relaxation neighbourhood (above) and windows over
-/// `options.column_positions` (over the column order when it is empty).
-/// Each better solution is appended to `result`'s incumbent trace (seconds after `t0`);
-/// progress lines go to stderr when `options.progress`.
+/// `options.column_positions`; sub-programs are solved by solve_milp under `solver`'s
+/// gap and root-cut threshold. Each better solution is appended to `result`'s incumbent
+/// trace (seconds after `t0`); progress lines go to stderr when `solver.progress`.
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::shared_future<RelaxationBound>& relaxation,
                                          std::chrono::steady_clock::time_point t0, double deadline,
-                                         const MilpOptions& options, MilpResult* result);
+                                         const MilpOptions& solver,
+                                         const NeighbourhoodOptions& options, MilpResult* result);
 
 }  // namespace monet

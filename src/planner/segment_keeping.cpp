@@ -139,7 +139,9 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto out_of_time = [&] { return seconds_since(t0) > o.time_limit_seconds; };
-  const auto first_out_of_time = [&] { return seconds_since(t0) > 0.6 * o.time_limit_seconds; };
+  const auto first_out_of_time = [&] {
+    return seconds_since(t0) > o.checkpointing_share * o.time_limit_seconds;
+  };
   const ScheduleChoices lean = lean_choices(g, costs);
   const ScheduleChoices fastest =
       implementation_choices(g, costs, ImplementationPreference::kFastest);

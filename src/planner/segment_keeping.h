@@ -2,15 +2,15 @@
 // every segment between two kept activations once; where the budget leaves room, keeping
 // a whole segment from the forward pass instead saves its recomputation. For each family of
 // implementations (memory-lean, fastest, and memory-lean but fastest convolutions), it starts
-// from store-all and each checkpointing plan (checkpoint_family's schedules), in at most 60%
-// of the time limit; then, per family, from the plan greedy descent reaches (greedy_descent.h;
-// in an equal share of the time left). From the starts whose simulated peak fits the budget,
-// segments are kept one at a time, the most recomputation time saved per byte first, each
-// only if the simulated peak stays within the budget. Then implementation upgrading:
-// operators switch to their fastest implementations, the most seconds saved first, each only
-// if the peak stays within the budget. The plans it returns serve as warm starts of the MONeT
-// program at budgets where uniform checkpointing recomputes far more than it must, and
-// (upgraded without raising the peak) as starting points where none of a search's starts fits.
+// from store-all and each checkpointing plan (checkpoint_family's schedules), in at most
+// checkpointing_share of the time limit; then, per family, from the plan greedy descent reaches
+// (greedy_descent.h; in an equal share of the time left). From the starts whose simulated peak fits
+// the budget, segments are kept one at a time, the most recomputation time saved per byte first,
+// each only if the simulated peak stays within the budget. Then implementation upgrading: operators
+// switch to their fastest implementations, the most seconds saved first, each only if the peak
+// stays within the budget. The plans it returns serve as warm starts of the MONeT program at
+// budgets where uniform checkpointing recomputes far more than it must, and (upgraded without
+// raising the peak) as starting points where none of a search's starts fits.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +26,9 @@ namespace monet {
 struct SegmentKeepingOptions {
   int64_t budget_bytes = 0;        // simulated peak allowed (bytes)
   double time_limit_seconds = 10;  // wall-clock limit of the whole search (seconds)
-};
-
-/// A plan with its simulator replay.
-struct SimulatedPlan {
-  Plan plan;
-  SimulationResult simulated;
+  /// The fraction of the limit the starts from store-all and checkpointing may take; the
+  /// greedy descents share the rest.
+  double checkpointing_share = 0.6;
 };
 
 struct SegmentKeepingPlans {

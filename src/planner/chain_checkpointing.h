@@ -1,0 +1,62 @@
+// Chain checkpointing: a memory-first construction of plans for budgets that
+// checkpointing at articulation points cannot reach. The graph is cut at its articulation
+// points (articulation_values) into a chain of segments; a dynamic program over the chain
+// (persistent checkpointing of heterogeneous chains, as in Rotor: Beaumont et al., 2019)
+// chooses, for every sub-chain and every memory level, how to back-propagate through it
+// at the least recomputation time: run a segment keeping everything its backward reads and
+// go on from its output, or sweep forward through several segments keeping only the last
+// output as a checkpoint, back-propagate the rest of the chain first, and come back. A
+// segment can be recomputed many times (multi-level recomputation), so the smallest plans
+// hold one segment's working set and a few checkpoints above the parameters and their
+// gradients. Operators run their memory-lean implementations (lean_choices), out of place
+// where they read a cut (a later sweep starts from it again); each schedule is made twice,
+// with recomputations as the forward run (in place where it is) and all out of place (as
+// the MONeT program expresses them, for warm starts). The fastest schedules a little above
+// the budget, and the leanest when none fits, are rematerialized towards it
+// (rematerialization.h). The program's memory model is coarse
+// (sizes summed per segment); every distinct schedule it yields over its memory levels is replayed
+// by the simulator, which decides what fits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "graph/graph.h"
+#include "plan/simulator.h"
+
+namespace monet {
+
+struct ChainCheckpointingOptions {
+  int64_t budget_bytes = 0;  // simulated peak allowed (bytes)
+  /// Memory levels (0 to the sum of every segment's kept bytes) the dynamic program
+  /// distinguishes: more levels, more distinct schedules to choose from.
+  int memory_levels = 1000;
+  /// The chain is cut at no more than this many articulation points (evenly chosen):
+  /// the dynamic program's time grows with the cube of the segment count.
+  int max_segments = 64;
+  /// Wall-clock limit (seconds) of the schedules' simulations and the rematerialization.
+  double time_limit_seconds = 10;
+  /// Schedules whose simulated peak is above the budget by at most this fraction of it,
+  /// and faster than every schedule within it, are rematerialized towards it.
+  double rematerialization_reach = 0.25;
+  /// Rematerialization stops once this many schedules were lowered into the budget.
+  int rematerialized_plans = 3;
+};
+
+struct ChainCheckpointingPlans {
+  /// Every distinct schedule whose simulated peak fits the budget, fastest first.
+  std::vector<SimulatedPlan> within_budget;
+  /// The schedule of smallest simulated peak (empty program when the graph has none).
+  SimulatedPlan smallest;
+  int segments = 0;        // segments of the chain
+  int schedules = 0;       // distinct schedules simulated (each in both variants)
+  int rematerialized = 0;  // schedules lowered into the budget by rematerialization
+  double seconds = 0;      // wall time of the construction
+};
+
+/// The chain's schedules over every memory level, simulated against `options.budget_bytes`.
+ChainCheckpointingPlans chain_checkpointing_plans(const Graph& graph, const CostModel& costs,
+                                                  const ChainCheckpointingOptions& options);
+
+}  // namespace monet

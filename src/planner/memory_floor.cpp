@@ -1,0 +1,84 @@
+#include "planner/memory_floor.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "plan/simulator.h"
+
+namespace monet {
+namespace {
+
+// Per node: bytes of the parameter gradients alive whenever its backward runs: its own
+// and those of every node downstream of it (whose backward must have run before).
+std::vector<int64_t> gradients_at_backward(const Graph& g) {
+  std::vector<int64_t> out(g.nodes().size(), 0);
+  for (const Node& n : g.nodes()) {
+    std::set<int> seen = {n.id}, parameters;
+    std::vector<int> stack = {n.id};
+    while (!stack.empty()) {
+      const Node& m = g.node(stack.back());
+      stack.pop_back();
+      for (int v : m.inputs)
+        if (g.value(v).kind == ValueKind::kParameter) parameters.insert(v);
+      for (int c : g.value(m.output).consumers)
+        if (seen.insert(c).second) stack.push_back(c);
+    }
+    for (int v : parameters) out[n.id] += g.value(v).bytes();
+  }
+  return out;
+}
+
+// The least working set of one forward call of `n` over its implementations (bytes).
+int64_t forward_call_bytes(const Graph& g, const CostModel& costs, const Node& n, int64_t inputs) {
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (const ForwardImplInfo& f : forward_impls(g, n)) {
+    if (f.gist_encoding) continue;
+    const int64_t output = f.inplace || f.output_aliases_input ? 0 : g.value(n.output).bytes();
+    const int64_t intermediate = f.emits_intermediate ? intermediate_bytes(g, n, f.name) : 0;
+    least = std::min(least, output + intermediate + costs.forward(g, n.id, f.name).workspace_bytes);
+  }
+  return inputs + (least == std::numeric_limits<int64_t>::max() ? 0 : least);
+}
+
+// The least working set of one backward part of `n` over its implementations (bytes):
+// what it reads, the output's gradient, the input gradients it returns and its workspace.
+int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const Node& n,
+                            BackwardPart part, int64_t inputs) {
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (const BackwardImplInfo& b : backward_impls(g, n)) {
+    if (b.part != part || b.gist_encoding) continue;
+    int64_t bytes = costs.backward(g, n.id, part, b.name).workspace_bytes;
+    for (int i : b.reads_inputs)  // the batch and the parameters are alive from the start
+      if (g.value(n.inputs[i]).kind == ValueKind::kActivation)
+        bytes += g.value(n.inputs[i]).bytes();
+    if (b.reads_output) bytes += g.value(n.output).bytes();
+    if (!b.grads_alias_output && part != BackwardPart::kWeight) bytes += inputs;
+    least = std::min(least, bytes);  // an intermediate read counts as nothing: a lower bound
+  }
+  return g.value(n.output).bytes() + (least == std::numeric_limits<int64_t>::max() ? 0 : least);
+}
+
+}  // namespace
+
+int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
+  const auto needs_backward = nodes_needing_backward(g);
+  const std::vector<int64_t> gradients = gradients_at_backward(g);
+  int64_t all_gradients = 0;
+  for (int v : g.parameters()) all_gradients += g.value(v).bytes();
+  int64_t above_start = all_gradients;
+  for (const Node& n : g.nodes()) {
+    int64_t inputs = 0;
+    for (int v : n.inputs)
+      if (g.value(v).kind == ValueKind::kActivation) inputs += g.value(v).bytes();
+    above_start = std::max(above_start, forward_call_bytes(g, costs, n, inputs));
+    if (!needs_backward[n.id]) continue;
+    for (BackwardPart part : backward_parts(g, n))
+      above_start =
+          std::max(above_start, gradients[n.id] + backward_call_bytes(g, costs, n, part, inputs));
+  }
+  return iteration_start_bytes(g) + above_start;
+}
+
+}  // namespace monet

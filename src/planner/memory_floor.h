@@ -1,0 +1,22 @@
+// The memory floor of a training iteration: a lower bound on the peak of every plan,
+// however much it recomputes. It is what is alive before the iteration (parameters,
+// buffers, the batch) plus the largest of: every parameter gradient (all alive when the
+// backward pass ends); any forward call's least working set over its implementations
+// (activation inputs, output, intermediate, workspace); any backward call's least working
+// set (what it reads, the output's gradient, the input gradients, workspace) beside the
+// parameter gradients that exist whenever it runs (its node's and those of every node
+// downstream). Planners report it next to the budget, so a user sees how far a budget
+// can go.
+#pragma once
+
+#include <cstdint>
+
+#include "cost/cost_model.h"
+#include "graph/graph.h"
+
+namespace monet {
+
+/// The floor (bytes) for `graph` with profiled `costs`.
+int64_t memory_floor_bytes(const Graph& graph, const CostModel& costs);
+
+}  // namespace monet

@@ -1,0 +1,124 @@
+#include "planner/rematerialization.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "plan/liveness.h"
+
+namespace monet {
+namespace {
+
+// A tensor alive across the peak: the activation of `value`, written at `written`, last
+// read before the peak at `last_read` (or `written`), next read after it at `next_read`.
+struct AliveAcross {
+  int value = -1;
+  int written = -1, last_read = -1, next_read = -1;
+  int64_t bytes = 0;
+};
+
+// The activations alive across instruction `peak` whose recomputation can be placed: read
+// after the peak in the backward pass (a forward instruction there is a recomputation).
+std::vector<AliveAcross> alive_across(const Graph& g, const Liveness& live, int peak,
+                                      int first_backward) {
+  std::vector<AliveAcross> out;
+  std::vector<int> written(live.ids.values, -1), last_read(live.ids.values, -1);
+  std::vector<bool> done(live.ids.values, false);
+  for (int i = 0; i < static_cast<int>(live.effects.size()); ++i) {
+    const InstrEffects& e = live.effects[i];
+    for (int t : e.reads) {
+      if (t >= live.ids.values || done[t] || written[t] < 0) continue;
+      if (i <= peak) {
+        last_read[t] = i;
+      } else if (written[t] < peak && i > first_backward) {
+        out.push_back({t, written[t], std::max(written[t], last_read[t]), i, g.value(t).bytes()});
+        done[t] = true;
+      }
+    }
+    for (int t : e.writes)
+      if (t < live.ids.values && i <= peak) written[t] = i, last_read[t] = -1;
+    for (int t : e.kills)
+      if (t < live.ids.values && i <= peak) written[t] = -1;
+  }
+  std::sort(out.begin(), out.end(),
+            [](const AliveAcross& a, const AliveAcross& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
+// The fastest forward implementation of `n` that recomputes its output alone: out of
+// place, no intermediate, not a view.
+std::optional<std::string> recompute_impl(const Graph& g, const CostModel& costs, const Node& n) {
+  std::optional<std::string> best;
+  double best_seconds = 0;
+  for (const ForwardImplInfo& f : forward_impls(g, n)) {
+    if (f.inplace || f.emits_intermediate || f.output_aliases_input || f.gist_encoding) continue;
+    const double seconds = costs.forward(g, n.id, f.name).seconds;
+    if (!best || seconds < best_seconds) best = f.name, best_seconds = seconds;
+  }
+  return best;
+}
+
+int peak_instruction(const SimulationResult& s) {
+  int peak = 0;
+  for (size_t i = 0; i < s.steps.size(); ++i)
+    if (s.steps[i].peak_bytes > s.steps[peak].peak_bytes) peak = static_cast<int>(i);
+  return peak;
+}
+
+}  // namespace
+
+SimulatedPlan rematerialize(const Graph& g, const CostModel& costs, SimulatedPlan current,
+                            const RematerializationOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto out_of_time = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
+           o.time_limit_seconds;
+  };
+  while (current.simulated.peak_bytes > o.budget_bytes && !out_of_time()) {
+    const Plan& plan = current.plan;
+    int first_backward = 0;
+    while (first_backward < static_cast<int>(plan.program.size()) &&
+           plan.program[first_backward].kind != InstrKind::kBackward)
+      ++first_backward;
+    const Liveness live = analyze_liveness(g, plan);
+    const int peak = peak_instruction(current.simulated);
+    std::vector<AliveAcross> candidates = alive_across(g, live, peak, first_backward);
+    if (static_cast<int>(candidates.size()) > o.candidates_per_move)
+      candidates.resize(o.candidates_per_move);
+    // The move that lowers the bytes over the budget, summed over the instructions, the
+    // most: a peak reached at several instructions falls one instruction at a time.
+    const double current_over = current.simulated.bytes_over(o.budget_bytes);
+    std::optional<SimulatedPlan> best;
+    double best_over = 0;
+    for (const AliveAcross& c : candidates) {
+      if (out_of_time()) break;
+      const Node& n = g.node(g.value(c.value).producer);
+      const std::optional<std::string> impl = recompute_impl(g, costs, n);
+      if (!impl) continue;
+      SimulatedPlan moved;
+      moved.plan = plan;
+      std::vector<Instruction>& p = moved.plan.program;
+      // The recomputation first (the later position), then the free.
+      p.insert(p.begin() + c.next_read,
+               {InstrKind::kForward, n.id, *impl, BackwardPart::kAll, Slot::kOutput});
+      p.insert(p.begin() + c.last_read + 1,
+               {InstrKind::kFree, n.id, "", BackwardPart::kAll, Slot::kOutput});
+      try {
+        moved.simulated = simulate(g, moved.plan, costs);
+      } catch (const PlanError&) {
+        continue;  // the recomputation reads a tensor that is no longer alive
+      }
+      const SimulationResult& s = moved.simulated;
+      const double over = s.bytes_over(o.budget_bytes);
+      if (over >= current_over) continue;
+      if (!best || over < best_over || (over == best_over && s.seconds < best->simulated.seconds))
+        best = std::move(moved), best_over = over;
+    }
+    if (!best) break;
+    current = std::move(*best);
+  }
+  return current;
+}
+
+}  // namespace monet

@@ -1,0 +1,34 @@
+// Rematerialization: lowers a plan's simulated peak one tensor at a time. At the
+// instruction where the simulated peak is reached, an activation alive across it (written
+// before, read after) is freed after its last reader before the peak and recomputed, out
+// of place, right before its next reader, as XLA's rematerialization pass does for its
+// peak. Of the largest such tensors, the move that lowers most the bytes over the budget
+// summed over the instructions (so that a peak reached at several instructions falls one
+// instruction at a time) is made, the one adding the fewest profiled seconds among
+// equals, until the peak fits the budget, no move lowers the excess, or the time is up. Every
+// candidate is replayed by the simulator, which also rejects a move whose recomputation reads a
+// tensor no longer alive. Chain checkpointing's plans keep whole segments from a forward run until
+// their backward; this pass takes the tensors of a segment that the peak does not need back out of
+// it.
+#pragma once
+
+#include <cstdint>
+
+#include "cost/cost_model.h"
+#include "graph/graph.h"
+#include "plan/simulator.h"
+
+namespace monet {
+
+struct RematerializationOptions {
+  int64_t budget_bytes = 0;        // simulated peak to reach (bytes)
+  double time_limit_seconds = 10;  // wall-clock limit of the whole pass (seconds)
+  int candidates_per_move = 96;    // tensors tried at each move: the largest alive at the peak
+};
+
+/// The plan reached from `start` (its simulated peak within the budget, or as low as the
+/// moves got) with its simulation; `start` itself when no move lowers its peak.
+SimulatedPlan rematerialize(const Graph& graph, const CostModel& costs, SimulatedPlan start,
+                            const RematerializationOptions& options);
+
+}  // namespace monet

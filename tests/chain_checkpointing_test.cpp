@@ -1,0 +1,102 @@
+// Chain checkpointing on tiny zoo models: its schedules run with gradients equal to
+// autograd's and measured peaks equal to the simulator's, reach below the leanest
+// checkpointing plan where the chain has several segments, honour the budget they are
+// asked for, stay above the memory floor, and the MONeT planner returns a plan at a budget
+// that only chain checkpointing reaches among the heuristics.
+#include "planner/chain_checkpointing.h"
+
+#include <gtest/gtest.h>
+
+#include "gradient_check.h"
+#include "graph/model_zoo.h"
+#include "plan/simulator.h"
+#include "planner/baseline_plans.h"
+#include "planner/lean_plans.h"
+#include "planner/memory_floor.h"
+#include "planner/monet_planner.h"
+#include "planner/named_planner.h"
+#include "quick_profile.h"
+#include "tiny_models.h"
+
+namespace monet {
+namespace {
+
+class ChainOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
+ protected:
+  void SetUp() override { MemoryTracker::install(); }
+};
+
+TEST_P(ChainOnTinyModel, RunsAsSimulatedWithinItsBudgetAndAboveTheFloor) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
+  ChainCheckpointingOptions o;
+  o.budget_bytes = store_all.peak_bytes;
+  const ChainCheckpointingPlans all = chain_checkpointing_plans(g, costs, o);
+  ASSERT_GT(all.segments, 0);
+  ASSERT_FALSE(all.within_budget.empty());
+  ASSERT_FALSE(all.smallest.plan.program.empty());
+  for (size_t i = 1; i < all.within_budget.size(); ++i)
+    EXPECT_LE(all.within_budget[i - 1].simulated.seconds, all.within_budget[i].simulated.seconds);
+  const int64_t floor = memory_floor_bytes(g, costs);
+  EXPECT_GT(floor, iteration_start_bytes(g));
+  EXPECT_LE(floor, all.smallest.simulated.peak_bytes);
+  EXPECT_LE(floor, store_all.peak_bytes);
+  // The smallest and the fastest schedules run as simulated, with autograd's gradients.
+  testing::expect_runs_as_simulated(g, state, batch, all.smallest.plan, all.smallest.simulated);
+  testing::expect_runs_as_simulated(g, state, batch, all.within_budget.front().plan,
+                                    all.within_budget.front().simulated);
+  // At the smallest peak, only schedules that fit.
+  o.budget_bytes = all.smallest.simulated.peak_bytes;
+  const ChainCheckpointingPlans tight = chain_checkpointing_plans(g, costs, o);
+  ASSERT_FALSE(tight.within_budget.empty());
+  for (const SimulatedPlan& p : tight.within_budget)
+    EXPECT_LE(p.simulated.peak_bytes, o.budget_bytes);
+  // The named planner returns the fastest that fits.
+  PlannerRequest request;
+  request.planner = "chain";
+  request.budget_bytes = o.budget_bytes;
+  const PlannerOutcome named = make_plan(g, &costs, request);
+  EXPECT_LE(simulate(g, named.plan, costs).peak_bytes, o.budget_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ChainOnTinyModel,
+                         ::testing::ValuesIn(testing::tiny_models_named(
+                             {"resnet18", "vgg11", "unet", "googlenet", "mobilenet_v2"})),
+                         [](const auto& info) { return info.param.name; });
+
+// Multi-level recomputation goes below checkpointing at articulation points, and the
+// MONeT planner plans there (the chain plan itself, or the program's from it).
+TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
+  MemoryTracker::install();
+  const auto tiny = testing::tiny_models_named({"mobilenet_v2"});
+  const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  int64_t checkpointing = -1;
+  for (const Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) {
+    const int64_t peak = simulate(g, p, costs).peak_bytes;
+    if (checkpointing < 0 || peak < checkpointing) checkpointing = peak;
+  }
+  ChainCheckpointingOptions o;
+  o.budget_bytes = checkpointing - 1;
+  const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, o);
+  ASSERT_FALSE(chain.within_budget.empty())
+      << "smallest chain peak " << chain.smallest.simulated.peak_bytes << " B, checkpointing "
+      << checkpointing << " B";
+  MonetOptions mo;
+  mo.budget_bytes = o.budget_bytes;
+  mo.solver.time_limit_seconds = 20;
+  const MonetResult r = plan_monet(g, costs, mo);
+  ASSERT_TRUE(r.found);
+  EXPECT_LE(r.predicted.peak_bytes, mo.budget_bytes);
+  EXPECT_GT(r.floor_bytes, 0);
+  EXPECT_LE(r.floor_bytes, r.predicted.peak_bytes);
+  testing::expect_runs_as_simulated(g, state, batch, r.plan, r.predicted);
+}
+
+}  // namespace
+}  // namespace monet

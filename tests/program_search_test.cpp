@@ -1,0 +1,56 @@
+// The search layer: resolve_strategy() is where the strategy is chosen (by the program's
+// size under kAuto, as asked otherwise), and search_program() runs it: a neighbourhood
+// search needs a warm start, and without one the program is searched by branch and cut.
+#include "planner/program_search.h"
+
+#include <gtest/gtest.h>
+
+namespace monet {
+namespace {
+
+// min -sum v_i x_i subject to sum w_i x_i <= capacity.
+Milp knapsack(int items, double capacity) {
+  Milp m;
+  std::vector<std::pair<int, double>> row;
+  for (int i = 0; i < items; ++i)
+    row.push_back({m.add_binary(-(3.0 + (i * 7) % 11)), 2.0 + (i * 5) % 9});
+  m.add_row(row, -1e30, capacity);
+  return m;
+}
+
+TEST(ProgramSearch, ResolvesTheStrategyByProgramSizeOrAsAsked) {
+  const Milp m = knapsack(5, 9);
+  SearchOptions o;
+  o.neighbourhood_min_columns = 4;
+  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
+  o.neighbourhood_min_columns = 5;
+  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kBranchAndCut);
+  o.strategy = SearchStrategy::kNeighbourhood;
+  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
+  o.neighbourhood_min_columns = 1;
+  o.strategy = SearchStrategy::kBranchAndCut;
+  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kBranchAndCut);
+}
+
+TEST(ProgramSearch, NeighbourhoodSearchWithoutAWarmStartIsABranchAndCut) {
+  const Milp m = knapsack(12, 27);
+  MilpOptions exact;
+  const MilpResult optimum = solve_milp(m, exact);
+  ASSERT_EQ(optimum.status, MilpStatus::kOptimal);
+  SearchOptions o;
+  o.strategy = SearchStrategy::kNeighbourhood;
+  const MilpResult r = search_program(m, o);
+  EXPECT_EQ(r.status, MilpStatus::kOptimal);
+  EXPECT_EQ(r.neighbourhoods, 0);
+  EXPECT_NEAR(r.objective, optimum.objective, 1e-9);
+  // With a warm start (the empty knapsack), the neighbourhood search reaches it too.
+  o.warm_start.assign(m.columns(), 0);
+  o.time_limit_seconds = 30;
+  const MilpResult searched = search_program(m, o);
+  EXPECT_TRUE(m.satisfies(searched.values));
+  EXPECT_NEAR(searched.objective, optimum.objective, 1e-9);
+  EXPECT_EQ(searched.incumbent_trace.front().first, 0.0);  // the warm start, first
+}
+
+}  // namespace
+}  // namespace monet
