@@ -134,6 +134,41 @@ TEST(Cli, PlanRunVerify) {
   }
 }
 
+// Budgeted planners: chain checkpointing alone, and monet, whose --json reports the
+// memory floor, where its plan comes from and when a plan within the budget was known.
+TEST(Cli, ChainAndMonetPlansWithinTheBudgetReportTheFloor) {
+  const std::string chain = temp_path("chain.json");
+  const CliRun c = monet(std::string("plan ") + kTinyModel + " --planner chain --budget 1.0x -o " +
+                         chain + " --json");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const auto planned = nlohmann::json::parse(c.out);
+  EXPECT_EQ(planned.at("planner"), "chain");
+  EXPECT_LE(planned.at("predicted_peak_bytes").get<int64_t>(),
+            planned.at("budget_bytes").get<int64_t>());
+  const CliRun r = monet("run --plan " + chain + " --iters 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("peak_bytes"), planned.at("predicted_peak_bytes"));
+
+  const std::string plan = temp_path("monet_floor.json");
+  const CliRun m = monet(std::string("plan ") + kTinyModel + " --budget 1.0x --time-limit 10 -o " +
+                         plan + " --json");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const auto solve = nlohmann::json::parse(m.out).at("solve");
+  EXPECT_GT(solve.at("floor_bytes").get<int64_t>(), 0);
+  EXPECT_LE(solve.at("floor_bytes").get<int64_t>(),
+            nlohmann::json::parse(m.out).at("predicted_peak_bytes").get<int64_t>());
+  EXPECT_GE(solve.at("first_fit_seconds").get<double>(), 0.0);
+  EXPECT_TRUE(solve.at("plan_source") == "program" ||
+              solve.at("plan_source") == "segment keeping" ||
+              solve.at("plan_source") == "chain checkpointing")
+      << solve.dump();
+  // Below the floor: exit 2, and the message states the floor.
+  const CliRun low = monet(std::string("plan ") + kTinyModel +
+                           " --budget 64KiB --time-limit 5 -o " + temp_path("below_floor.json"));
+  EXPECT_EQ(low.exit_code, 2) << low.err;
+  EXPECT_NE(low.err.find("the floor of"), std::string::npos) << low.err;
+}
+
 TEST(Cli, BadPlansGiveOneLineExit2AndWriteNothing) {
   const std::string plan = temp_path("good.json");
   ASSERT_EQ(monet(std::string("plan ") + kTinyModel + " -o " + plan).exit_code, 0);

@@ -284,6 +284,8 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"lp_relaxation_seconds", r.solve.lp_seconds},
           {"gap", r.solve.gap},
           {"plan_source", plan_source_name(r.source)},
+          {"floor_bytes", r.floor_bytes},
+          {"first_fit_seconds", r.first_fit_seconds},
           {"neighbourhoods", r.solve.neighbourhoods},
           {"planner_seconds", r.seconds},
           {"solves", r.solves},

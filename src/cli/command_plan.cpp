@@ -74,8 +74,12 @@ struct PlanOptions {
                   double(m.bytes) / double(baseline_peak));
     smallest += ratio;
   }
+  std::string floor;
+  if (r.floor_bytes > 0)
+    floor = "; no plan can peak below the floor of " + format_bytes(r.floor_bytes, true) +
+            " (parameters, gradients and the largest operator call)";
   throw UsageError("no " + o.planner + " plan fits a budget of " + format_bytes(budget, true) +
-                   "; the smallest budget with a plan is " + smallest);
+                   "; the smallest budget with a plan is " + smallest + floor);
 }
 
 int run_plan(PlanOptions o) {

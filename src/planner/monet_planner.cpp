@@ -272,10 +272,16 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // Heuristic plans, and the warm start.
     const HeuristicPlans h = heuristic_plans(g, costs, budget, o);
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
+        result.first_fit_seconds < 0)
+      result.first_fit_seconds = seconds_since(t0);
+    if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         (heuristic.plan.program.empty() ||
          h.fastest.simulated.seconds < heuristic.simulated.seconds))
       heuristic = h.fastest, heuristic_source = h.fastest_source;
     const std::string warm_name = choose_warm_start(program, g, costs, o, budget, h, &solver);
+    // A warm start the program accepts fits the budget (its rows bound the simulated peak).
+    if (!warm_name.empty() && result.first_fit_seconds < 0)
+      result.first_fit_seconds = seconds_since(t0);
     // The search, in what is left of the time limit.
     solver.time_limit_seconds = std::max(1.0, limit - seconds_since(t0) - o.return_reserve_seconds);
     if (o.solver.progress)
@@ -294,6 +300,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.predicted = simulate(g, result.plan, costs);
     if (result.predicted.peak_bytes <= o.budget_bytes) {
       result.found = true;
+      if (result.first_fit_seconds < 0) result.first_fit_seconds = seconds_since(t0);
       break;
     }
     // The program's memory rows are upper bounds except where the simulator knows

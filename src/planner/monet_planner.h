@@ -101,6 +101,9 @@ struct MonetResult {
   /// No plan can peak lower than this (bytes): what is alive before the iteration, the
   /// parameters' gradients, and the largest working set of one operator call.
   int64_t floor_bytes = 0;
+  /// Wall time (seconds) until a plan within the budget was known (a heuristic's or the
+  /// program's); -1: none was found.
+  double first_fit_seconds = -1;
 };
 
 /// Solves the program for `options.budget_bytes`.
