@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "knapsack_program.h"
+
 #include "slow_relaxation.h"
 
 #include <future>
@@ -13,17 +15,7 @@
 namespace monet {
 namespace {
 
-// A knapsack: max sum v_i x_i with sum w_i x_i <= capacity (as a minimisation).
-Milp knapsack(int items, double capacity) {
-  Milp m;
-  std::vector<std::pair<int, double>> row;
-  for (int i = 0; i < items; ++i) {
-    const int x = m.add_binary(-(3.0 + (i * 7) % 11));
-    row.push_back({x, 2.0 + (i * 5) % 9});
-  }
-  m.add_row(row, -1e30, capacity);
-  return m;
-}
+using testing::knapsack;
 
 TEST(ChildSolve, SolvesAsThisProcessDoes) {
   const Milp m = knapsack(14, 31);

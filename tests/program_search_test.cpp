@@ -5,18 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "knapsack_program.h"
+
 namespace monet {
 namespace {
 
-// min -sum v_i x_i subject to sum w_i x_i <= capacity.
-Milp knapsack(int items, double capacity) {
-  Milp m;
-  std::vector<std::pair<int, double>> row;
-  for (int i = 0; i < items; ++i)
-    row.push_back({m.add_binary(-(3.0 + (i * 7) % 11)), 2.0 + (i * 5) % 9});
-  m.add_row(row, -1e30, capacity);
-  return m;
-}
+using testing::knapsack;
 
 TEST(ProgramSearch, ResolvesTheStrategyByProgramSizeOrAsAsked) {
   const Milp m = knapsack(5, 9);

@@ -288,6 +288,21 @@ void rematerialize_towards_budget(const Graph& g, const CostModel& costs,
     out->smallest = std::move(lowered);
 }
 
+// The chain's segments: the nodes up to each cut's producer, then the rest (the loss's).
+std::vector<Segment> chain_segments(const Graph& g, const std::vector<int>& cuts) {
+  std::vector<bool> ends_segment(g.nodes().size(), false);
+  for (int v : cuts) ends_segment[g.value(v).producer] = true;
+  std::vector<Segment> segments(1);
+  for (int id : g.topological_order()) {
+    segments.back().nodes.push_back(id);
+    if (!ends_segment[id]) continue;
+    segments.back().output_bytes = g.value(g.node(id).output).bytes();
+    segments.emplace_back();
+  }
+  if (segments.back().nodes.empty()) segments.pop_back();
+  return segments;
+}
+
 }  // namespace
 
 ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostModel& costs,
@@ -298,50 +313,41 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostMode
   };
   ChainCheckpointingPlans out;
   const auto needs_backward = nodes_needing_backward(g);
-  // Segments: the nodes up to each cut's producer, then the rest (the loss's).
-  const auto order = g.topological_order();
-  std::vector<bool> ends_segment(g.nodes().size(), false);
   const std::vector<int> cuts = chain_cuts(g, o.max_segments);
-  for (int v : cuts) ends_segment[g.value(v).producer] = true;
-  // Memory-lean implementations; out of place where the input is a cut, which later
-  // sweeps start from again.
-  ScheduleChoices choices = lean_choices(g, costs);
-  for (int v : cuts)
-    for (int consumer : g.value(v).consumers)
-      choices.forward[consumer] = out_of_place(choices.forward[consumer]);
-  std::vector<Segment> segments(1);
-  for (int id : order) {
-    segments.back().nodes.push_back(id);
-    if (!ends_segment[id]) continue;
-    segments.back().output_bytes = g.value(g.node(id).output).bytes();
-    segments.emplace_back();
-  }
-  if (segments.back().nodes.empty()) segments.pop_back();
-  for (Segment& s : segments) measure(g, costs, choices, needs_backward, &s);
-  out.segments = static_cast<int>(segments.size());
-
-  const ChainProgram program(segments, std::max(1, o.memory_levels));
-  std::set<std::vector<std::pair<int, bool>>> seen;
   std::vector<SimulatedPlan> over;  // schedules above the budget (recomputing as forward)
-  // From the most memory down: faster schedules first.
-  for (int m = program.levels(); m >= 0; --m) {
-    if (!program.feasible(m)) break;
-    std::vector<std::pair<int, bool>> steps = program.schedule(m);
-    if (!seen.insert(steps).second) continue;
-    if (out.schedules > 0 && elapsed() > o.time_limit_seconds) break;
-    for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
-      SimulatedPlan p;
-      p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
-      p.simulated = simulate(g, p.plan, costs);
-      if (out.smallest.plan.program.empty() ||
-          p.simulated.peak_bytes < out.smallest.simulated.peak_bytes)
-        out.smallest = p;
-      if (p.simulated.peak_bytes <= o.budget_bytes)
-        out.within_budget.push_back(std::move(p));
-      else if (r == Recomputation::kLean)
-        over.push_back(std::move(p));
+  // Two families: memory-lean implementations (the smallest peaks) and the fastest (the
+  // least time where the budget has room); out of place where the input is a cut, which
+  // later sweeps start from again.
+  for (ImplementationPreference preference :
+       {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest}) {
+    ScheduleChoices choices = implementation_choices(g, costs, preference);
+    for (int v : cuts)
+      for (int consumer : g.value(v).consumers)
+        choices.forward[consumer] = out_of_place(choices.forward[consumer]);
+    std::vector<Segment> segments = chain_segments(g, cuts);
+    for (Segment& s : segments) measure(g, costs, choices, needs_backward, &s);
+    out.segments = static_cast<int>(segments.size());
+    const ChainProgram program(segments, std::max(1, o.memory_levels));
+    std::set<std::vector<std::pair<int, bool>>> seen;
+    // From the most memory down: faster schedules first.
+    for (int m = program.levels(); m >= 0 && program.feasible(m); --m) {
+      std::vector<std::pair<int, bool>> steps = program.schedule(m);
+      if (!seen.insert(steps).second) continue;
+      if (out.schedules > 0 && elapsed() > o.time_limit_seconds) break;
+      for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
+        SimulatedPlan p;
+        p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
+        p.simulated = simulate(g, p.plan, costs);
+        if (out.smallest.plan.program.empty() ||
+            p.simulated.peak_bytes < out.smallest.simulated.peak_bytes)
+          out.smallest = p;
+        if (p.simulated.peak_bytes <= o.budget_bytes)
+          out.within_budget.push_back(std::move(p));
+        else if (r == Recomputation::kLean)
+          over.push_back(std::move(p));
+      }
+      ++out.schedules;
     }
-    ++out.schedules;
   }
   rematerialize_towards_budget(g, costs, o, std::move(over), elapsed, &out);
   std::sort(out.within_budget.begin(), out.within_budget.end(),

@@ -8,8 +8,9 @@
 // output as a checkpoint, back-propagate the rest of the chain first, and come back. A
 // segment can be recomputed many times (multi-level recomputation), so the smallest plans
 // hold one segment's working set and a few checkpoints above the parameters and their
-// gradients. Operators run their memory-lean implementations (lean_choices), out of place
-// where they read a cut (a later sweep starts from it again); each schedule is made twice,
+// gradients. The program runs twice: with every operator's memory-lean implementations and
+// with its fastest (implementation_choices), out of place where they read a cut (a later
+// sweep starts from it again); each schedule is made twice,
 // with recomputations as the forward run (in place where it is) and all out of place (as
 // the MONeT program expresses them, for warm starts). The fastest schedules a little above
 // the budget, and the leanest when none fits, are rematerialized towards it
