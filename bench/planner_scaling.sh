@@ -10,7 +10,7 @@
 #
 # Usage: bench/planner_scaling.sh
 # Environment: CASES ("model batch [image]" lines; default: the sizes of the paper
-# benchmarks on this CPU, docs/RESULTS.md issue 5), RATIOS (default "0.3 0.5 0.7 0.9"),
+# benchmarks on this CPU, docs/HISTORY.md issue 5), RATIOS (default "0.3 0.5 0.7 0.9"),
 # SEARCHES (default "fast exact"), TIME_LIMIT (s, default 60), RUN_ITERS (timed iterations
 # of each plan and of autograd, interleaved; default 3; 0: no runs), RUN_WARMUP
 # (untimed iterations of each first; default 1), OUT (CSV path, default
