@@ -288,6 +288,43 @@ void rematerialize_towards_budget(const Graph& g, const CostModel& costs,
     out->smallest = std::move(lowered);
 }
 
+// Whether a backward implementation chosen in `c` other than `reader`'s reads value `v`.
+bool backward_reads(const Graph& g, const ScheduleChoices& c, int v, int reader) {
+  const auto reads = [&](const Node& n) {
+    const auto impls = backward_impls(g, n);
+    const auto parts = backward_parts(g, n);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const BackwardImplInfo b = find_backward_impl(impls, n, parts[k], c.backward[n.id][k]);
+      if (b.reads_output && n.output == v) return true;
+      for (int i : b.reads_inputs)
+        if (n.inputs[i] == v) return true;
+    }
+    return false;
+  };
+  const int producer = g.value(v).producer;
+  if (producer >= 0 && producer != reader && reads(g.node(producer))) return true;
+  for (int consumer : g.value(v).consumers)
+    if (consumer != reader && reads(g.node(consumer))) return true;
+  return false;
+}
+
+// The implementations of a family: out of place where the input is a cut (later sweeps
+// start from it again) or a tensor another node's backward reads (an in-place forward
+// would overwrite it).
+ScheduleChoices chain_choices(const Graph& g, const CostModel& costs,
+                              ImplementationPreference preference, const std::vector<int>& cuts) {
+  ScheduleChoices c = implementation_choices(g, costs, preference);
+  std::vector<bool> cut(g.values().size(), false);
+  for (int v : cuts) cut[v] = true;
+  for (const Node& n : g.nodes()) {
+    if (n.inputs.empty()) continue;
+    const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, c.forward[n.id]);
+    if (f.inplace && (cut[n.inputs[0]] || backward_reads(g, c, n.inputs[0], n.id)))
+      c.forward[n.id] = out_of_place(c.forward[n.id]);
+  }
+  return c;
+}
+
 // The chain's segments: the nodes up to each cut's producer, then the rest (the loss's).
 std::vector<Segment> chain_segments(const Graph& g, const std::vector<int>& cuts) {
   std::vector<bool> ends_segment(g.nodes().size(), false);
@@ -320,20 +357,23 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostMode
   // later sweeps start from again.
   for (ImplementationPreference preference :
        {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest}) {
-    ScheduleChoices choices = implementation_choices(g, costs, preference);
-    for (int v : cuts)
-      for (int consumer : g.value(v).consumers)
-        choices.forward[consumer] = out_of_place(choices.forward[consumer]);
+    const ScheduleChoices choices = chain_choices(g, costs, preference, cuts);
     std::vector<Segment> segments = chain_segments(g, cuts);
     for (Segment& s : segments) measure(g, costs, choices, needs_backward, &s);
     out.segments = static_cast<int>(segments.size());
     const ChainProgram program(segments, std::max(1, o.memory_levels));
     std::set<std::vector<std::pair<int, bool>>> seen;
-    // From the most memory down: faster schedules first.
-    for (int m = program.levels(); m >= 0 && program.feasible(m); --m) {
+    // The leanest schedule first (so that it is simulated however short the time), then
+    // from the most memory down: faster schedules first.
+    int leanest = 0;
+    while (leanest <= program.levels() && !program.feasible(leanest)) ++leanest;
+    if (leanest > program.levels()) continue;
+    std::vector<int> levels = {leanest};
+    for (int m = program.levels(); m > leanest; --m) levels.push_back(m);
+    for (int m : levels) {
       std::vector<std::pair<int, bool>> steps = program.schedule(m);
       if (!seen.insert(steps).second) continue;
-      if (out.schedules > 0 && elapsed() > o.time_limit_seconds) break;
+      if (m != leanest && elapsed() > o.time_limit_seconds) break;
       for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
         SimulatedPlan p;
         p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);

@@ -235,6 +235,24 @@ std::string choose_warm_start(const MonetProgram& program, const Graph& g, const
   return name;
 }
 
+// Returns the heuristic's plan in `result` when it is faster than the program's or the
+// program found none; the gap is then the heuristic's to the program's bound.
+void prefer_heuristic(SimulatedPlan heuristic, PlanSource source, MonetMode mode,
+                      MonetResult* result) {
+  if (heuristic.plan.program.empty() ||
+      (result->found && heuristic.simulated.seconds >= result->predicted.seconds))
+    return;
+  result->found = true;
+  result->source = source;
+  result->plan = std::move(heuristic.plan);
+  result->plan.planner = monet_mode_name(mode);
+  result->predicted = std::move(heuristic.simulated);
+  result->objective_seconds = result->predicted.seconds;
+  if (std::isfinite(result->solve.bound))
+    result->solve.gap =
+        (result->objective_seconds - result->solve.bound) / result->objective_seconds;
+}
+
 }  // namespace
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
@@ -311,17 +329,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
                    static_cast<long long>(excess));
     budget -= excess + 4096;
   }
-  if (!heuristic.plan.program.empty() &&
-      (!result.found || heuristic.simulated.seconds < result.predicted.seconds)) {
-    result.found = true;
-    result.source = heuristic_source;
-    result.plan = std::move(heuristic.plan);
-    result.plan.planner = monet_mode_name(o.mode);
-    result.predicted = std::move(heuristic.simulated);
-    result.objective_seconds = result.predicted.seconds;
-    if (std::isfinite(result.solve.bound))
-      result.solve.gap = (result.objective_seconds - result.solve.bound) / result.objective_seconds;
-  }
+  prefer_heuristic(std::move(heuristic), heuristic_source, o.mode, &result);
   result.seconds = seconds_since(t0);
   return result;
 }
