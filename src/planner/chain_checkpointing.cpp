@@ -288,29 +288,8 @@ void rematerialize_towards_budget(const Graph& g, const CostModel& costs,
     out->smallest = std::move(lowered);
 }
 
-// Whether a backward implementation chosen in `c` other than `reader`'s reads value `v`.
-bool backward_reads(const Graph& g, const ScheduleChoices& c, int v, int reader) {
-  const auto reads = [&](const Node& n) {
-    const auto impls = backward_impls(g, n);
-    const auto parts = backward_parts(g, n);
-    for (size_t k = 0; k < parts.size(); ++k) {
-      const BackwardImplInfo b = find_backward_impl(impls, n, parts[k], c.backward[n.id][k]);
-      if (b.reads_output && n.output == v) return true;
-      for (int i : b.reads_inputs)
-        if (n.inputs[i] == v) return true;
-    }
-    return false;
-  };
-  const int producer = g.value(v).producer;
-  if (producer >= 0 && producer != reader && reads(g.node(producer))) return true;
-  for (int consumer : g.value(v).consumers)
-    if (consumer != reader && reads(g.node(consumer))) return true;
-  return false;
-}
-
-// The implementations of a family: out of place where the input is a cut (later sweeps
-// start from it again) or a tensor another node's backward reads (an in-place forward
-// would overwrite it).
+// The implementations of a family, out of place where the input is a cut (later sweeps
+// start from it again).
 ScheduleChoices chain_choices(const Graph& g, const CostModel& costs,
                               ImplementationPreference preference, const std::vector<int>& cuts) {
   ScheduleChoices c = implementation_choices(g, costs, preference);
@@ -319,8 +298,7 @@ ScheduleChoices chain_choices(const Graph& g, const CostModel& costs,
   for (const Node& n : g.nodes()) {
     if (n.inputs.empty()) continue;
     const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, c.forward[n.id]);
-    if (f.inplace && (cut[n.inputs[0]] || backward_reads(g, c, n.inputs[0], n.id)))
-      c.forward[n.id] = out_of_place(c.forward[n.id]);
+    if (f.inplace && cut[n.inputs[0]]) c.forward[n.id] = out_of_place(c.forward[n.id]);
   }
   return c;
 }

@@ -13,20 +13,6 @@ bool is_relu(const Node& n) { return n.op == OpKind::kReLU || n.op == OpKind::kR
 // copies of the output gradient).
 bool keeps_nothing(const Node& n) { return n.op == OpKind::kAdd || n.op == OpKind::kCat; }
 
-// Whether node `reader`'s chosen backward reads value `v` (an input of it, or its output).
-bool backward_reads(const Graph& g, const ScheduleChoices& c, const Node& reader, int v) {
-  const auto impls = backward_impls(g, reader);
-  const auto parts = backward_parts(g, reader);
-  for (size_t k = 0; k < parts.size() && k < c.backward[reader.id].size(); ++k) {
-    const BackwardImplInfo b =
-        find_backward_impl(impls, reader, parts[k], c.backward[reader.id][k]);
-    if (b.reads_output && reader.output == v) return true;
-    for (int i : b.reads_inputs)
-      if (reader.inputs[i] == v) return true;
-  }
-  return false;
-}
-
 // Switches convolution `conv` to keep the `encoding` of its input ("sparse_input",
 // "half_input") for its weight gradient, and its input gradient to one that does not read
 // the input.

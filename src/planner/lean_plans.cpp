@@ -28,6 +28,15 @@ bool preferred(ImplementationPreference preference, int64_t bytes, double second
   return seconds < best_seconds || (seconds == best_seconds && bytes < best_bytes);
 }
 
+// Whether a node other than `reader` has a backward in `c` that reads value `v`.
+bool read_by_another_backward(const Graph& g, const ScheduleChoices& c, int v, int reader) {
+  const int producer = g.value(v).producer;
+  if (producer >= 0 && producer != reader && backward_reads(g, c, g.node(producer), v)) return true;
+  for (int consumer : g.value(v).consumers)
+    if (consumer != reader && backward_reads(g, c, g.node(consumer), v)) return true;
+  return false;
+}
+
 }  // namespace
 
 ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
@@ -77,6 +86,14 @@ ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
         if (!parts.empty()) c.backward[n.id] = chosen;
       }
     }
+  }
+  // In place only where no other node's chosen backward reads the overwritten input (a
+  // batch norm's output-reading backward after an in-place ReLU).
+  for (const auto& n : g.nodes()) {
+    if (n.inputs.empty()) continue;
+    const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, c.forward[n.id]);
+    if (f.inplace && read_by_another_backward(g, c, n.inputs[0], n.id))
+      c.forward[n.id] = out_of_place(c.forward[n.id]);
   }
   return c;
 }

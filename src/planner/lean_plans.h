@@ -22,7 +22,8 @@ enum class ImplementationPreference {
   kFastest,      // profiled seconds of forward and backward; bytes break ties
 };
 /// Per node, the compatible forward and backward implementations that are best by
-/// `preference` (in-place forwards only where the input has no other reader).
+/// `preference` (in-place forwards only where the input has no other reader, and no other
+/// node's chosen backward reads it).
 ScheduleChoices implementation_choices(const Graph& graph, const CostModel& costs,
                                        ImplementationPreference preference);
 /// implementation_choices(graph, costs, kLeastMemory).

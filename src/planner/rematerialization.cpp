@@ -10,11 +10,11 @@
 namespace monet {
 namespace {
 
-// A tensor alive across the peak: the activation of `value`, written at `written`, last
-// read before the peak at `last_read` (or `written`), next read after it at `next_read`.
+// A tensor alive across the peak: the activation of `value`, last read before the peak
+// at `last_read` (or written there), next read after it at `next_read`.
 struct AliveAcross {
   int value = -1;
-  int written = -1, last_read = -1, next_read = -1;
+  int last_read = -1, next_read = -1;
   int64_t bytes = 0;
 };
 
@@ -32,7 +32,7 @@ std::vector<AliveAcross> alive_across(const Graph& g, const Liveness& live, int 
       if (i <= peak) {
         last_read[t] = i;
       } else if (written[t] < peak && i > first_backward) {
-        out.push_back({t, written[t], std::max(written[t], last_read[t]), i, g.value(t).bytes()});
+        out.push_back({t, std::max(written[t], last_read[t]), i, g.value(t).bytes()});
         done[t] = true;
       }
     }

@@ -4,6 +4,19 @@
 
 namespace monet {
 
+bool backward_reads(const Graph& g, const ScheduleChoices& c, const Node& reader, int v) {
+  const auto impls = backward_impls(g, reader);
+  const auto parts = backward_parts(g, reader);
+  for (size_t k = 0; k < parts.size() && k < c.backward[reader.id].size(); ++k) {
+    const BackwardImplInfo b =
+        find_backward_impl(impls, reader, parts[k], c.backward[reader.id][k]);
+    if (b.reads_output && reader.output == v) return true;
+    for (int i : b.reads_inputs)
+      if (reader.inputs[i] == v) return true;
+  }
+  return false;
+}
+
 ScheduleChoices default_choices(const Graph& g) {
   ScheduleChoices c;
   c.drop_after_forward.assign(g.values().size(), false);

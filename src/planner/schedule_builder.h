@@ -24,6 +24,10 @@ struct ScheduleChoices {
   std::vector<bool> drop_after_forward;
 };
 
+/// Whether node `reader`'s backward implementations in `choices` read value `v` (an input
+/// of it, or its output).
+bool backward_reads(const Graph& graph, const ScheduleChoices& choices, const Node& reader, int v);
+
 /// Defaults: every node's default implementations, nothing dropped.
 ScheduleChoices default_choices(const Graph& graph);
 
