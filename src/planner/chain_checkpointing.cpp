@@ -267,8 +267,8 @@ void rematerialize_towards_budget(const Graph& g, const CostModel& costs,
   });
   RematerializationOptions r;
   r.budget_bytes = o.budget_bytes;
-  const auto lower = [&](const SimulatedPlan& start) {
-    r.time_limit_seconds = std::max(0.0, o.time_limit_seconds - elapsed());
+  const auto lower = [&](const SimulatedPlan& start, double seconds) {
+    r.time_limit_seconds = seconds;
     SimulatedPlan lowered = rematerialize(g, costs, start, r);
     if (lowered.simulated.peak_bytes > o.budget_bytes) return lowered;
     ++out->rematerialized;
@@ -280,10 +280,11 @@ void rematerialize_towards_budget(const Graph& g, const CostModel& costs,
     if (p.simulated.seconds >= fastest || out->rematerialized >= o.rematerialized_plans ||
         elapsed() > o.time_limit_seconds)
       break;
-    if (static_cast<double>(p.simulated.peak_bytes) <= reach) lower(p);
+    if (static_cast<double>(p.simulated.peak_bytes) <= reach)
+      lower(p, std::max(0.0, o.time_limit_seconds - elapsed()));
   }
   if (!out->within_budget.empty() || out->smallest.plan.program.empty()) return;
-  SimulatedPlan lowered = lower(out->smallest);
+  SimulatedPlan lowered = lower(out->smallest, o.first_fit_time_limit_seconds);
   if (lowered.simulated.peak_bytes < out->smallest.simulated.peak_bytes)
     out->smallest = std::move(lowered);
 }

@@ -38,6 +38,10 @@ struct ChainCheckpointingOptions {
   int max_segments = 64;
   /// Wall-clock limit (seconds) of the schedules' simulations and the rematerialization.
   double time_limit_seconds = 10;
+  /// Wall-clock limit (seconds) of lowering the leanest schedule into the budget when no
+  /// schedule fits it, counted from that step's start: a first fit is sought however long
+  /// the schedules before it took (on a loaded machine, all of time_limit_seconds).
+  double first_fit_time_limit_seconds = 10;
   /// Schedules whose simulated peak is above the budget by at most this fraction of it,
   /// and faster than every schedule within it, are rematerialized towards it.
   double rematerialization_reach = 0.25;

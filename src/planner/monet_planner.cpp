@@ -19,6 +19,12 @@
 namespace monet {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 struct ModeName {
   MonetMode mode;
   const char* name;
@@ -74,8 +80,10 @@ struct HeuristicPlans {
   PlanSource fastest_source = PlanSource::kProgram;
 };
 
+// `seconds_left`: what is left of the time limit (seconds), all of which a first fit may
+// take when no heuristic plan fits otherwise.
 HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t budget,
-                               const MonetOptions& o) {
+                               const MonetOptions& o, double seconds_left) {
   HeuristicPlans h;
   h.within_budget = o.warm_plans;
   const auto take = [&](SimulatedPlan p, PlanSource source) {
@@ -83,7 +91,7 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
       h.fastest = p, h.fastest_source = source;
     h.within_budget.push_back(std::move(p.plan));
   };
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   const double limit = o.solver.time_limit_seconds;
   SegmentKeepingOptions keeping_options;
   keeping_options.budget_bytes = budget;
@@ -94,6 +102,7 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
   ChainCheckpointingOptions chain_options;
   chain_options.budget_bytes = budget;
   chain_options.time_limit_seconds = limit * o.chain_checkpointing_share;
+  chain_options.first_fit_time_limit_seconds = std::max(1.0, seconds_left - seconds_since(t0));
   ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, chain_options);
   // The fastest chain schedule within the budget, and the leanest (its smallest peak).
   if (!chain.within_budget.empty())
@@ -104,8 +113,7 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
     std::fprintf(stderr,
                  "planner: heuristics took %.1f s: segment keeping, chain checkpointing "
                  "(%d segments, %d schedules, %zu within the budget)\n",
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                 chain.segments, chain.schedules, chain.within_budget.size());
+                 seconds_since(t0), chain.segments, chain.schedules, chain.within_budget.size());
   return h;
 }
 
@@ -197,12 +205,6 @@ const char* plan_source_name(PlanSource source) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 // The program for `budget` in the planner's mode.
 MonetProgram fixed_budget_program(const Graph& g, const CostModel& costs, const MonetOptions& o,
                                   int64_t budget) {
@@ -288,7 +290,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
                           }).share();
     }
     // Heuristic plans, and the warm start.
-    const HeuristicPlans h = heuristic_plans(g, costs, budget, o);
+    const HeuristicPlans h =
+        heuristic_plans(g, costs, budget, o, limit - seconds_since(t0) - o.return_reserve_seconds);
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         result.first_fit_seconds < 0)
       result.first_fit_seconds = seconds_since(t0);
