@@ -61,7 +61,9 @@ TEST_P(AvailabilityRows, AcceptEveryPlanAndBoundBetweenRelaxationAndOptimum) {
   const RelaxationBound t = solve_relaxation(tight.milp(), 120, nullptr);
   ASSERT_TRUE(p.solved);
   ASSERT_TRUE(t.solved);
-  EXPECT_GE(t.bound, p.bound * (1 - 1e-5));  // within CLP's tolerances
+  // Within CLP's tolerances: its absolute dual tolerance (1e-7) is large beside column
+  // costs of microseconds; 4.5e-5 of the bound was seen on tiny ResNet-50.
+  EXPECT_GE(t.bound, p.bound * (1 - 1e-4));
   EXPECT_LE(t.bound, best * (1 + 1e-6));
   std::cout << GetParam().name << ": budget " << budget << " B, LP bound " << p.bound
             << " s without the availability rows, " << t.bound << " s with them; best of "
