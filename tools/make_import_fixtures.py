@@ -44,6 +44,8 @@ MODELS = {
     "efficientnet_b0": ({"stochastic_depth_prob": 0.0}, 64, True),
     "shufflenet_v2_x0_5": ({}, 64, True),
 }
+# Hand-written models: name -> (class name, input image size, traced in train mode).
+HAND_WRITTEN = {"generic_ops": ("GenericOps", 16, True)}
 BATCH = 2
 CLASSES = 10
 LARGE = 1 << 21
@@ -57,10 +59,14 @@ def prepare(model, gen):
 
 
 def write(outdir, name):
-    kwargs, image, train_trace = MODELS[name]
     gen = torch.Generator().manual_seed(1234)
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(num_classes=CLASSES, **kwargs)
+    if name in HAND_WRITTEN:
+        cls, image, train_trace = HAND_WRITTEN[name]
+        model = globals()[cls]()
+    else:
+        kwargs, image, train_trace = MODELS[name]
+        model = getattr(torchvision.models, name)(num_classes=CLASSES, **kwargs)
     prepare(model, gen)
     x = torch.randn(BATCH, 3, image, image, generator=gen)
     target = torch.randint(0, CLASSES, (BATCH,), generator=gen)
@@ -89,14 +95,51 @@ def write(outdir, name):
 
 
 class Unsupported(torch.nn.Module):
-    """Calls an operator monet does not import (tanh): the error must name it and where."""
+    """Calls an operator monet does not import (argmax: an integer result): the error must
+    name it and where."""
 
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(8, 4)
 
     def forward(self, x):
-        return torch.tanh(self.fc(x))
+        y = self.fc(x)
+        return y * y.argmax(1, keepdim=True)
+
+
+class GenericOps(torch.nn.Module):
+    """A small conv net through operators that have no dedicated implementation in monet
+    (the generic ATen path): GELU, group / instance / layer norm, leaky ReLU, ELU, tanh,
+    softplus, Mish, padding, pixel shuffle, bilinear and nearest upsampling, permutes,
+    broadcasting arithmetic with a parameter and with scalars, an in-place scalar multiply,
+    a reshape that is no flatten, and a mean over all elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.gn = torch.nn.GroupNorm(2, 8)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.inorm = torch.nn.InstanceNorm2d(16, affine=True)
+        self.ln = torch.nn.LayerNorm(16)
+        self.pos = torch.nn.Parameter(torch.randn(1, 16, 1, 1))
+        self.conv3 = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, CLASSES)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        x = F.gelu(self.gn(self.conv1(x)))
+        x = F.leaky_relu(self.conv2(x), 0.1)
+        x = F.elu(self.inorm(x)) + self.pos
+        x = self.ln(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        x = F.softplus(x) * 0.5 + F.mish(x)
+        x = F.pixel_shuffle(x, 2)                      # [N, 4, H, W]
+        x = F.interpolate(x, scale_factor=0.5, mode="bilinear", align_corners=False)
+        x = torch.tanh(self.conv3(F.pad(x, (1, 0, 0, 1))))
+        x = F.interpolate(x, scale_factor=2.0, mode="nearest")
+        x = x.mul_(2.0)
+        n, c, h, w = x.shape
+        x = x.reshape(n, c, h * w).transpose(1, 2)     # [N, HW, C]
+        return self.fc(x.mean(1)) + x.mean()
 
 
 def copy_of(model):
@@ -109,7 +152,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     outdir = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS)
+    names = sys.argv[2:] or list(MODELS) + list(HAND_WRITTEN)
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(2)
     for name in names:

@@ -1,5 +1,7 @@
 #include "graph/op_kind.h"
 
+#include "graph/aten_call.h"
+
 #include <array>
 #include <sstream>
 #include <stdexcept>
@@ -8,7 +10,8 @@
 namespace monet {
 namespace {
 
-constexpr std::array<std::pair<OpKind, const char*>, 22> kNames = {{
+constexpr std::array<std::pair<OpKind, const char*>, 23> kNames = {{
+    {OpKind::kAten, "aten"},
     {OpKind::kConv, "conv"},
     {OpKind::kConvTranspose, "conv_transpose"},
     {OpKind::kBatchNorm, "batch_norm"},
@@ -93,6 +96,9 @@ std::string describe_attrs(OpKind op, const OpAttrs& a) {
       break;
     case OpKind::kDropout:
       s << "p=" << a.p;
+      break;
+    case OpKind::kAten:
+      if (a.aten) s << describe_aten_call(*a.aten);
       break;
     default:
       break;

@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace monet {
+
+struct AtenCall;  // graph/aten_call.h
 
 enum class OpKind {
   kConv,               // inputs: x, weight[, bias]
@@ -34,6 +37,7 @@ enum class OpKind {
   kDropout,            // inputs: x (probability attrs.p)
   kCrossEntropyLoss,   // inputs: logits [N, C], target [N] int64; mean reduction
   kBCEWithLogitsLoss,  // inputs: logits, target (same shape, float); mean reduction
+  kAten,               // any other ATen operator: inputs and arguments in attrs.aten
 };
 
 /// Stable lower-case name ("conv", "batch_norm", ...), used in printing and plans.
@@ -64,6 +68,9 @@ struct OpAttrs {
   /// The reference framework (torchvision) runs this op in place on its first input.
   /// The autograd baseline honours it; planners may choose otherwise.
   bool inplace = false;
+  /// kAten: the operator, its constant arguments and what its derivative keeps (shared:
+  /// copies of a graph share the call, which never changes once imported).
+  std::shared_ptr<const AtenCall> aten;
 };
 
 /// The attributes relevant to `op`, as "key=value" pairs in a fixed order. Used for

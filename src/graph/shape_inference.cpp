@@ -1,5 +1,6 @@
 #include "graph/shape_inference.h"
 
+#include "graph/aten_call.h"
 #include "graph/graph.h"
 
 namespace monet {
@@ -246,6 +247,13 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
         fail(node, "target '" + in[1]->name + "' " + shape_string(in[1]->shape) +
                        " must have the logits' shape " + shape_string(in[0]->shape));
       return {};
+    case OpKind::kAten:
+      // The shape running the operator once at import gave (aten_call.h).
+      if (!a.aten) fail(node, "an ATen operator node without its call");
+      if (in.size() != a.aten->tensor_slots.size())
+        fail(node, "expects " + std::to_string(a.aten->tensor_slots.size()) + " inputs, got " +
+                       std::to_string(in.size()));
+      return a.aten->output_shape;
   }
   fail(node, "operator without shape inference");
 }

@@ -71,12 +71,24 @@ void Importer::translate(JitNode* node) {
       constants = constants && e.kind == Entry::kConstant;
     }
     if (constants) {
-      bool all_int = true;
-      for (const JitValue* v : node->inputs()) all_int = all_int && entry(v).constant.isInt();
+      bool all_int = true, all_double = true, all_bool = true;
+      for (const JitValue* v : node->inputs()) {
+        all_int = all_int && entry(v).constant.isInt();
+        all_double = all_double && entry(v).constant.isDouble();
+        all_bool = all_bool && entry(v).constant.isBool();
+      }
       if (all_int) {
         std::vector<int64_t> ints;
         for (const JitValue* v : node->inputs()) ints.push_back(entry(v).constant.toInt());
         entries_[node->output()] = constant_entry(c10::IValue(ints));
+      } else if (all_double) {
+        std::vector<double> doubles;
+        for (const JitValue* v : node->inputs()) doubles.push_back(entry(v).constant.toDouble());
+        entries_[node->output()] = constant_entry(c10::IValue(doubles));
+      } else if (all_bool) {
+        c10::List<bool> bools;
+        for (const JitValue* v : node->inputs()) bools.push_back(entry(v).constant.toBool());
+        entries_[node->output()] = constant_entry(c10::IValue(bools));
       } else {
         c10::impl::GenericList list(c10::AnyType::get());
         for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
@@ -191,15 +203,17 @@ void Importer::translate_pool(JitNode* node, const std::string& kind) {
   const size_t spatial = shape_of(x).size() - 2;
   OpAttrs a;
   if (kind == "aten::mean") {
-    // Global average pooling written as x.mean((2, 3)) (EfficientNet-style heads).
+    // Global average pooling written as x.mean((2, 3)) (EfficientNet-style heads); any
+    // other mean is a generic operator.
+    if (node->inputs().size() < 3 || !constant(node, 1, "dim").isIntList() ||
+        shape_of(x).size() < 3 || (node->inputs().size() > 3 && !is_none(node, 3)))
+      return translate_aten(node, kind);
     std::vector<int64_t> dims = ints_arg(node, 1, "dim");
     for (auto& d : dims)
       if (d < 0) d += static_cast<int64_t>(spatial + 2);
     std::set<int64_t> got(dims.begin(), dims.end()), want;
     for (size_t d = 2; d < spatial + 2; ++d) want.insert(static_cast<int64_t>(d));
-    if (got != want) fail(node, "mean is supported over all spatial dimensions only");
-    if (node->inputs().size() > 3 && !is_none(node, 3))
-      fail(node, "mean with a dtype argument is not supported");
+    if (got != want) return translate_aten(node, kind);
     a.output_size.assign(spatial, 1);
     const bool keepdim = bool_arg(node, 2, "keepdim");
     emit(node, OpKind::kAdaptiveAvgPool, {x}, a);
@@ -244,7 +258,7 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
     const int x = tensor(node, 0);
     if (base == "aten::hardtanh" &&
         (double_arg(node, 1, "min_val") != 0.0 || double_arg(node, 2, "max_val") != 6.0))
-      fail(node, "hardtanh is supported as ReLU6 only (bounds 0 and 6)");
+      return translate_aten(node, kind);
     OpAttrs a;
     // ReLU and ReLU6 have in-place implementations; the others run out of place.
     const bool has_inplace = it->second == OpKind::kReLU || it->second == OpKind::kReLU6;
@@ -253,22 +267,18 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
   }
   if (base == "aten::add" || base == "aten::mul") {
     const Entry& self = arg(node, 0);
-    if (self.kind == Entry::kState) {
-      // A buffer update (batch norm's num_batches_tracked += 1 in a train-mode trace):
-      // not part of the computation being trained.
-      if (kind.back() == '_') return;
-      fail(node, "arithmetic on a parameter or buffer is not supported");
-    }
+    // A buffer update (batch norm's num_batches_tracked += 1 in a train-mode trace): not
+    // part of the computation being trained.
+    if (self.kind == Entry::kState && kind.back() == '_') return;
+    // Arithmetic with a scalar, a parameter or a buffer: a generic operator.
     const Entry& other = arg(node, 1);
-    if (other.kind != Entry::kTensor)
-      fail(node, base + " of a tensor and a scalar is not supported");
+    if (self.kind != Entry::kTensor || other.kind != Entry::kTensor)
+      return translate_aten(node, kind);
     const int a = tensor(node, 0), b = tensor(node, 1);
     if (base == "aten::add") {
-      if (node->inputs().size() > 2 && double_arg(node, 2, "alpha") != 1.0)
-        fail(node, "add with alpha other than 1 is not supported");
-      if (shape_of(a) != shape_of(b))
-        fail(node, "add of " + shape_string(shape_of(a)) + " and " + shape_string(shape_of(b)) +
-                       ": broadcasting add is not supported");
+      if ((node->inputs().size() > 2 && double_arg(node, 2, "alpha") != 1.0) ||
+          shape_of(a) != shape_of(b))
+        return translate_aten(node, kind);
       OpAttrs at;
       at.inplace = inplace_allowed(node, a);
       return emit(node, OpKind::kAdd, {a, b}, at);
@@ -279,7 +289,7 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
                       (va.shape.size() == vb.shape.size() && va.numel() < vb.numel());
     return emit(node, OpKind::kMul, swap ? std::vector<int>{b, a} : std::vector<int>{a, b}, {});
   }
-  fail(node, "unsupported operator '" + kind + "'");
+  translate_aten(node, kind);
 }
 
 }  // namespace torchscript

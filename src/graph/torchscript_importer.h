@@ -226,8 +226,9 @@ class Importer {
   // Adds the node translating `node` and maps `output` (node's only output when null) to
   // it.
   void emit(JitNode* node, OpKind op, std::vector<int> inputs, OpAttrs attrs,
-            const std::string& module = "", const JitValue* output = nullptr) {
-    const std::string name = node_name(module, op_name(op));
+            const std::string& module = "", const JitValue* output = nullptr,
+            const char* label = nullptr) {
+    const std::string name = node_name(module, label ? label : op_name(op));
     Entry e;
     e.kind = Entry::kTensor;
     try {
@@ -268,6 +269,8 @@ class Importer {
   void translate_split(JitNode* node, const std::string& kind);
   void translate_unpack(JitNode* node);
   bool fold_arithmetic(JitNode* node, const std::string& kind);
+  // Any other operator with a schema and a derivative, as a generic node (aten_call.h).
+  void translate_aten(JitNode* node, const std::string& kind);
 
   std::string path_;
   torch::jit::Module module_;

@@ -17,7 +17,7 @@ void Importer::translate_reshape(JitNode* node, const std::string& kind) {
     int64_t end = int_arg(node, 2, "end_dim");
     if (start < 0) start += rank;
     if (end < 0) end += rank;
-    if (end != rank - 1) fail(node, "flatten must run to the last dimension");
+    if (end != rank - 1) return translate_aten(node, kind);
   } else {
     // view / reshape to the shape flatten(start) gives, for some start, or the channels
     // split in groups (the first step of a channel shuffle).
@@ -35,9 +35,7 @@ void Importer::translate_reshape(JitNode* node, const std::string& kind) {
     start = static_cast<int64_t>(want.size()) - 1;
     bool ok = start >= 0 && start < rank;
     for (int64_t j = 0; ok && j < start; ++j) ok = want[j] == s[j];
-    if (!ok)
-      fail(node, "reshaping " + shape_string(s) + " to " + shape_string(want) +
-                     " is not supported (only flattening trailing dimensions)");
+    if (!ok) return translate_aten(node, kind);
   }
   if (start == rank - 1) return alias(node, x);
   OpAttrs a;
@@ -94,6 +92,7 @@ void Importer::translate_transpose(JitNode* node, const std::string& kind) {
     for (size_t i = 3; swaps_groups && i < perm.size(); ++i)
       swaps_groups = perm[i] == static_cast<int64_t>(i);
   }
+  if (in.kind == Entry::kTensor || in.kind == Entry::kState) return translate_aten(node, kind);
   if (in.kind != Entry::kGroupedChannels || !swaps_groups)
     fail(node, kind +
                    " is supported only within a channel shuffle (view to [N, groups, "

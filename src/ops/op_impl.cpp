@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "graph/aten_call.h"
 #include "ops/sparse_storage.h"
 
 namespace monet {
@@ -37,6 +38,17 @@ BackwardImplInfo bwd(std::string name, BackwardPart part, std::vector<int> input
   b.description = std::move(d);
   b.requires_forward = std::move(requires_forward);
   return b;
+}
+
+// The activation inputs whose values a generic ATen operator's backward needs: those
+// PyTorch's derivative saves, or all when it saves the output (recomputed from them).
+std::vector<int> aten_read_inputs(const Graph& g, const Node& n) {
+  std::vector<int> reads;
+  for (size_t k = 0; k < n.inputs.size(); ++k)
+    if (g.value(n.inputs[k]).kind == ValueKind::kActivation &&
+        (n.attrs.aten->saves_output || n.attrs.aten->saves_input[k]))
+      reads.push_back(static_cast<int>(k));
+  return reads;
 }
 
 // In-place-capable element-wise operators: the default follows the graph's attribute.
@@ -195,6 +207,10 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
     case OpKind::kCrossEntropyLoss:
     case OpKind::kBCEWithLogitsLoss:
       return {bwd("default", P::kAll, {0, 1}, false, false, "from the logits and targets")};
+    case OpKind::kAten:
+      return {bwd("rerun", P::kAll, aten_read_inputs(g, n), false, false,
+                  "re-runs the operator under autograd from its inputs (stand-ins of their "
+                  "shape where PyTorch's derivative does not read them) and back-propagates")};
     case OpKind::kAdd:
     case OpKind::kCat:
     case OpKind::kFlatten: {

@@ -100,6 +100,9 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
     case OpKind::kBCEWithLogitsLoss:
       out.output = at::binary_cross_entropy_with_logits(in[0], in[1], {}, {}, at::Reduction::Mean);
       break;
+    case OpKind::kAten:
+      out.output = kernels::aten_forward(n, in);
+      break;
   }
   state.computed = true;
   if (!impl.inplace && !impl.output_aliases_input) out.output = tight(std::move(out.output));
@@ -192,6 +195,8 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
       grads[0] = (at::sigmoid(logits) - a.inputs[1]).mul_(go / static_cast<double>(logits.numel()));
       return grads;
     }
+    case OpKind::kAten:
+      return kernels::aten_backward(g, n, a);
   }
   throw std::logic_error(std::string("run_backward: no backward for ") + op_name(n.op));
 }

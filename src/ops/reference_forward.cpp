@@ -1,5 +1,6 @@
 #include "ops/reference_forward.h"
 
+#include "graph/aten_call.h"
 #include "ops/op_kernels.h"
 
 namespace monet {
@@ -54,6 +55,8 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
       return at::cross_entropy_loss(in[0], in[1], {}, at::Reduction::Mean, -100, 0.0);
     case OpKind::kBCEWithLogitsLoss:
       return at::binary_cross_entropy_with_logits(in[0], in[1], {}, {}, at::Reduction::Mean);
+    case OpKind::kAten:
+      return call_aten(*a.aten, in);
   }
   throw std::logic_error(std::string("reference_forward: no forward for ") + op_name(n.op));
 }

@@ -1,0 +1,112 @@
+#include "graph/aten_call.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <sstream>
+
+namespace monet {
+namespace {
+
+std::string qualified(const AtenCall& c) {
+  return c.overload.empty() ? c.name : c.name + "." + c.overload;
+}
+
+// FNV-1a over a tensor's bytes (contiguous float64 copy): constant tensors in the
+// fingerprint.
+uint64_t tensor_hash(const at::Tensor& t) {
+  const at::Tensor c = t.to(at::kDouble).contiguous();
+  const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return h;
+}
+
+void describe_value(std::ostream& s, const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    s << "tensor" << t.sizes() << c10::toString(t.scalar_type()) << '#' << std::hex
+      << tensor_hash(t) << std::dec;
+  } else {
+    s << v;
+  }
+}
+
+}  // namespace
+
+at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
+  if (inputs.size() != c.tensor_slots.size())
+    throw AtenCallError(qualified(c) + ": " + std::to_string(inputs.size()) +
+                        " tensor inputs given for " + std::to_string(c.tensor_slots.size()));
+  const auto op = c10::Dispatcher::singleton().findSchema({c.name, c.overload});
+  if (!op) throw AtenCallError(qualified(c) + " is not an operator of the ATen dispatcher");
+  torch::jit::Stack stack(c.arguments.begin(), c.arguments.end());
+  for (size_t k = 0; k < inputs.size(); ++k) stack[c.tensor_slots[k]] = inputs[k];
+  op->callBoxed(&stack);
+  if (stack.size() != 1 || !stack[0].isTensor())
+    throw AtenCallError(qualified(c) + " returned " + std::to_string(stack.size()) +
+                        " values; monet takes operators returning one tensor");
+  return stack[0].toTensor();
+}
+
+void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
+                     const std::vector<bool>& differentiable) {
+  at::AutoGradMode grad_mode(true);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  std::vector<at::Tensor> leaves, in;
+  std::vector<int64_t> before;
+  bool any = false;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    at::Tensor leaf = at::randn(shapes[k], gen);
+    if (differentiable[k]) leaf.requires_grad_(true), any = true;
+    leaves.push_back(leaf);
+    // A differentiable input is passed as a view of its leaf: the leaf's gradient
+    // accumulator holds the leaf, so only what the derivative saves holds the view.
+    in.push_back(differentiable[k] ? leaf.view_as(leaf) : leaf.view_as(leaf).detach());
+    before.push_back(static_cast<int64_t>(in.back().storage().use_count()));
+  }
+  at::Tensor out;
+  try {
+    out = call_aten(*c, in);
+  } catch (const c10::Error& e) {
+    throw AtenCallError(qualified(*c) +
+                        " failed on inputs of the traced shapes: " + e.what_without_backtrace());
+  }
+  if (!out.is_floating_point())
+    throw AtenCallError(qualified(*c) + " returns a " + c10::toString(out.scalar_type()) +
+                        " tensor; monet's graphs carry floating-point activations (integer and "
+                        "boolean results are not supported)");
+  if (any && !out.requires_grad())
+    throw AtenCallError(qualified(*c) + " has no derivative in PyTorch for its tensor inputs");
+  c->output_shape = out.sizes().vec();
+  bool alias = false;
+  for (const at::Tensor& t : in) alias = alias || out.is_alias_of(t);
+  const auto output_storage = out.storage().getWeakStorageImpl();
+  const auto node = out.grad_fn();  // keeps what the derivative saved alive
+  out.reset();
+  c->saves_input.assign(in.size(), false);
+  for (size_t k = 0; k < in.size(); ++k)
+    c->saves_input[k] =
+        in[k].use_count() > 1 || static_cast<int64_t>(in[k].storage().use_count()) > before[k];
+  c->saves_output = !alias && output_storage.use_count() > 0;
+}
+
+std::string describe_aten_call(const AtenCall& c) {
+  std::ostringstream s;
+  s << qualified(c) << '(';
+  for (size_t i = 0; i < c.arguments.size(); ++i) {
+    if (i) s << ", ";
+    const auto slot = std::find(c.tensor_slots.begin(), c.tensor_slots.end(), static_cast<int>(i));
+    if (slot != c.tensor_slots.end())
+      s << '%' << (slot - c.tensor_slots.begin());
+    else
+      describe_value(s, c.arguments[i]);
+  }
+  s << ") saves=[";
+  for (size_t k = 0; k < c.saves_input.size(); ++k) s << (k ? "," : "") << c.saves_input[k];
+  s << ']' << (c.saves_output ? " saves_output" : "");
+  return s.str();
+}
+
+}  // namespace monet

@@ -1,0 +1,59 @@
+// AtenCall: an ATen operator that monet has no dedicated OpKind for, as the graph keeps it
+// (OpKind::kAten): the operator's name and overload, every argument in its schema's order
+// (constants, and the places of the node's tensor inputs), and what running it once under
+// autograd showed: its output's shape, and which of its inputs (or its output) PyTorch's
+// derivative keeps, so that a backward re-running the operator knows which inputs it needs
+// with their values and which only by shape. The call runs through the dispatcher, so any
+// operator with a schema and a derivative works, on any device.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace monet {
+
+struct AtenCall {
+  std::string name;      // qualified operator name, "aten::gelu"
+  std::string overload;  // overload name ("" for the default, "Tensor", "Scalar", ...)
+  /// Every argument in the schema's order; None where a node input goes (tensor_slots).
+  std::vector<c10::IValue> arguments;
+  /// Argument position of each node input, ordered as node.inputs.
+  std::vector<int> tensor_slots;
+  /// By node input: PyTorch's derivative keeps it (its values matter to the backward).
+  std::vector<bool> saves_input;
+  /// PyTorch's derivative keeps the output (tanh, exp): every input then matters, since a
+  /// backward re-running the operator computes the output from them.
+  bool saves_output = false;
+  std::vector<int64_t> output_shape;  // as probed at import
+};
+
+/// Thrown when an operator cannot be called, probed or differentiated; the message names
+/// the operator.
+class AtenCallError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs the operator on `inputs` (ordered as node.inputs) through the dispatcher and
+/// returns its single tensor output. Autograd records it when grad mode is on and an input
+/// requires a gradient, as for any ATen call.
+at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs);
+
+/// Fills `call->output_shape`, `saves_input` and `saves_output` by running the operator
+/// once under autograd on random float32 inputs of `input_shapes` (only inputs listed in
+/// `differentiable` require a gradient). Throws AtenCallError when the call fails, returns
+/// something other than one floating-point tensor, or has no derivative.
+void probe_aten_call(AtenCall* call, const std::vector<std::vector<int64_t>>& input_shapes,
+                     const std::vector<bool>& differentiable);
+
+/// "aten::gelu(%0, approximate='tanh') saves=[0]": the operator, its arguments (constant
+/// tensors by shape and a hash of their values) and what its derivative keeps.
+/// Deterministic: part of the graph fingerprint.
+std::string describe_aten_call(const AtenCall& call);
+
+}  // namespace monet
