@@ -10,7 +10,7 @@ training iteration's loss and parameter gradients computed by PyTorch autograd i
 float64 (in float32, rounding alone moves deep networks' gradients by ~1e-3).
 
 Randomness is removed so the reference is deterministic: dropout probabilities are set
-to 0 and EfficientNet's stochastic depth is off. Batch-norm parameters and running
+and stochastic depth (EfficientNet, ConvNeXt, Swin) probabilities are set to 0. Batch-norm parameters and running
 statistics are randomised so that the comparison exercises them. Some models are traced
 in eval mode and some in train mode (which records the num_batches_tracked updates):
 the importer must handle both.
@@ -43,9 +43,20 @@ MODELS = {
     "densenet121": ({}, 64, False),
     "efficientnet_b0": ({"stochastic_depth_prob": 0.0}, 64, True),
     "shufflenet_v2_x0_5": ({}, 64, True),
+    "convnext_tiny": ({}, 32, True),
+    "swin_t": ({}, 32, True),
 }
-# Hand-written models: name -> (class name, input image size, traced in train mode).
-HAND_WRITTEN = {"generic_ops": ("GenericOps", 16, True)}
+# Other models: name -> (constructor, input image size, traced in train mode).
+OTHERS = {
+    "generic_ops": (lambda: GenericOps(), 16, True),
+    "vit_tiny": (lambda: torchvision.models.vision_transformer.VisionTransformer(
+        image_size=32, patch_size=4, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32,
+        num_classes=CLASSES), 32, True),
+}
+# Models whose reference runs the traced module (in float64) rather than the Python one:
+# Swin's trace computes its attention scale from a size as a float32 tensor, so the
+# trace and the Python module differ by ~1e-8 in float64.
+TRACE_REFERENCE = {"swin_t"}
 BATCH = 2
 CLASSES = 10
 LARGE = 1 << 21
@@ -53,7 +64,7 @@ LARGE = 1 << 21
 
 def prepare(model, gen):
     for m in model.modules():
-        if isinstance(m, torch.nn.Dropout):
+        if isinstance(m, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
             m.p = 0.0
     randomize_batch_norm(model, gen)
 
@@ -61,9 +72,9 @@ def prepare(model, gen):
 def write(outdir, name):
     gen = torch.Generator().manual_seed(1234)
     torch.manual_seed(0)
-    if name in HAND_WRITTEN:
-        cls, image, train_trace = HAND_WRITTEN[name]
-        model = globals()[cls]()
+    if name in OTHERS:
+        make, image, train_trace = OTHERS[name]
+        model = make()
     else:
         kwargs, image, train_trace = MODELS[name]
         model = getattr(torchvision.models, name)(num_classes=CLASSES, **kwargs)
@@ -76,7 +87,10 @@ def write(outdir, name):
         traced = torch.jit.trace(copy_of(model), x, check_trace=False)
     traced.save(os.path.join(outdir, name + ".pt"))
 
-    model64 = model.double().train()
+    if name in TRACE_REFERENCE:
+        model64 = torch.jit.load(os.path.join(outdir, name + ".pt")).double().train()
+    else:
+        model64 = model.double().train()
     loss = F.cross_entropy(model64(x.double()), target)
     loss.backward()
     tensors = {"input": x, "target": target, "loss64": loss.detach()}
@@ -152,7 +166,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     outdir = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS) + list(HAND_WRITTEN)
+    names = sys.argv[2:] or list(MODELS) + list(OTHERS)
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(2)
     for name in names:

@@ -2,6 +2,8 @@
 // OpKind::kAten node that calls it through the dispatcher (aten_call.h).
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <set>
+
 #include "graph/aten_call.h"
 #include "graph/torchscript_importer.h"
 
@@ -16,7 +18,52 @@ bool read_after(const JitNode* node, const JitValue* v) {
   return false;
 }
 
+// Operators whose result depends on their first argument's shape and type only.
+const std::set<std::string> kShapeOnly = {"aten::new_zeros", "aten::new_ones",   "aten::new_full",
+                                          "aten::new_empty", "aten::zeros_like", "aten::ones_like",
+                                          "aten::full_like", "aten::empty_like"};
+
+// A constant for argument `i` of `node`'s schema: a number where the schema takes a
+// tensor (the trace's prim::NumToTensor, which the importer keeps as a number) becomes
+// the 0-dimensional tensor PyTorch made of it.
+c10::IValue argument_constant(const JitNode* node, size_t i, const c10::IValue& v) {
+  const auto& args = node->schema().arguments();
+  if (i >= args.size() || !args[i].type()->cast<c10::TensorType>() || v.isTensor()) return v;
+  if (v.isInt()) return at::scalar_tensor(v.toScalar(), at::kLong);
+  if (v.isDouble()) return at::scalar_tensor(v.toScalar(), at::kDouble);
+  if (v.isBool()) return at::scalar_tensor(v.toScalar(), at::kBool);
+  return v;
+}
+
 }  // namespace
+
+bool Importer::fold_constants(JitNode* node, const std::string& kind) {
+  if (kind.rfind("aten::", 0) != 0 || !node->maybeSchema()) return false;
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const auto it = entries_.find(node->inputs()[i]);
+    if (it == entries_.end()) return false;
+    const Entry& e = it->second;
+    if (e.kind == Entry::kConstant) {
+      stack.push_back(argument_constant(node, i, e.constant));
+    } else if (i == 0 && kShapeOnly.count(kind) && e.kind == Entry::kTensor) {
+      const Value& v = graph_.value(e.value);
+      stack.emplace_back(at::zeros(v.shape, at::dtype(v.dtype)));
+    } else {
+      return false;
+    }
+  }
+  try {
+    node->getOperation()(stack);
+  } catch (const c10::Error& e) {
+    fail(node, "'" + kind + "' on constants failed: " + e.what_without_backtrace());
+  }
+  if (stack.size() != node->outputs().size())
+    fail(node, "'" + kind + "' on constants gave " + std::to_string(stack.size()) + " values");
+  for (size_t i = 0; i < stack.size(); ++i)
+    entries_[node->outputs()[i]] = constant_entry(std::move(stack[i]));
+  return true;
+}
 
 void Importer::translate_aten(JitNode* node, const std::string& kind) {
   const c10::FunctionSchema* schema = node->maybeSchema();
@@ -46,7 +93,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind) {
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     const Entry& e = arg(node, i);
     if (e.kind == Entry::kConstant) {
-      call->arguments.push_back(e.constant);
+      call->arguments.push_back(argument_constant(node, i, e.constant));
       continue;
     }
     if (e.kind == Entry::kTensorList)

@@ -55,6 +55,9 @@ void Importer::translate(JitNode* node) {
     const std::string path = join(owner.path, node->s(torch::jit::attr::name));
     if (node->output()->type()->cast<c10::ClassType>()) {
       entries_[node->output()] = module_entry(path);
+    } else if (state_.count(path) && !state_.at(path).first.is_floating_point()) {
+      // An integer buffer (Swin's relative position index) is a constant of the trace.
+      entries_[node->output()] = constant_entry(state_.at(path).first);
     } else if (state_.count(path)) {
       Entry e;
       e.kind = Entry::kState;
@@ -90,7 +93,8 @@ void Importer::translate(JitNode* node) {
         for (const JitValue* v : node->inputs()) bools.push_back(entry(v).constant.toBool());
         entries_[node->output()] = constant_entry(c10::IValue(bools));
       } else {
-        c10::impl::GenericList list(c10::AnyType::get());
+        c10::impl::GenericList list(
+            node->output()->type()->expectRef<c10::ListType>().getElementType());
         for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
         entries_[node->output()] = constant_entry(c10::IValue(list));
       }
@@ -109,7 +113,7 @@ void Importer::translate(JitNode* node) {
     entries_[node->output()] = constant_entry(c10::IValue(s.at(d)));
   } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit") {
     entries_[node->output()] = constant_entry(constant(node, 0, "value"));
-  } else if (fold_arithmetic(node, kind)) {
+  } else if (fold_arithmetic(node, kind) || fold_constants(node, kind)) {
     return;
   } else if (kind == "aten::transpose" || kind == "aten::permute") {
     translate_transpose(node, kind);

@@ -271,6 +271,10 @@ class Importer {
   bool fold_arithmetic(JitNode* node, const std::string& kind);
   // Any other operator with a schema and a derivative, as a generic node (aten_call.h).
   void translate_aten(JitNode* node, const std::string& kind);
+  // An operator none of whose arguments is a tensor of the model (or one it reads only
+  // for its shape and type: new_zeros, zeros_like), run at import: its results are
+  // constants of the trace (Swin's attention masks). Returns false for any other.
+  bool fold_constants(JitNode* node, const std::string& kind);
 
   std::string path_;
   torch::jit::Module module_;

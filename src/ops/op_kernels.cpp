@@ -174,14 +174,18 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
     case OpKind::kChannelShuffle:
       if (a.needs_grad[0]) grads[0] = kernels::channel_shuffle(go, go.size(1) / n.attrs.groups);
       return grads;
-    case OpKind::kLinear:
+    case OpKind::kLinear: {
+      // Inputs of any rank: the leading dimensions are rows (ConvNeXt's [N, H, W, C]).
+      const at::Tensor rows = go.reshape({-1, go.size(-1)});
       if (impl.part == BackwardPart::kWeight) {
-        if (a.needs_grad[1]) grads[1] = go.t().mm(a.inputs[0]);
-        if (n.inputs.size() > 2 && a.needs_grad[2]) grads[2] = go.sum(0);
+        if (a.needs_grad[1])
+          grads[1] = rows.t().mm(a.inputs[0].reshape({-1, a.inputs[0].size(-1)}));
+        if (n.inputs.size() > 2 && a.needs_grad[2]) grads[2] = rows.sum(0);
       } else if (a.needs_grad[0]) {
-        grads[0] = go.mm(a.inputs[1]);
+        grads[0] = go.matmul(a.inputs[1]);
       }
       return grads;
+    }
     case OpKind::kCrossEntropyLoss: {
       const at::Tensor& logits = a.inputs[0];
       const at::Tensor& target = a.inputs[1];
