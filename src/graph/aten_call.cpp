@@ -28,6 +28,8 @@ void describe_value(std::ostream& s, const c10::IValue& v) {
     const at::Tensor& t = v.toTensor();
     s << "tensor" << t.sizes() << c10::toString(t.scalar_type()) << '#' << std::hex
       << tensor_hash(t) << std::dec;
+  } else if (v.isString()) {
+    s << '\'' << v.toStringRef() << '\'';
   } else {
     s << v;
   }
@@ -90,6 +92,19 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
     c->saves_input[k] =
         in[k].use_count() > 1 || static_cast<int64_t>(in[k].storage().use_count()) > before[k];
   c->saves_output = !alias && output_storage.use_count() > 0;
+}
+
+std::shared_ptr<const AtenCall> make_aten_call(
+    std::string name, std::string overload, std::vector<c10::IValue> arguments,
+    std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
+    const std::vector<bool>& differentiable) {
+  auto call = std::make_shared<AtenCall>();
+  call->name = std::move(name);
+  call->overload = std::move(overload);
+  call->arguments = std::move(arguments);
+  call->tensor_slots = std::move(tensor_slots);
+  probe_aten_call(call.get(), input_shapes, differentiable);
+  return call;
 }
 
 std::string describe_aten_call(const AtenCall& c) {

@@ -11,6 +11,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,6 +51,13 @@ at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs
 /// something other than one floating-point tensor, or has no derivative.
 void probe_aten_call(AtenCall* call, const std::vector<std::vector<int64_t>>& input_shapes,
                      const std::vector<bool>& differentiable);
+
+/// A call of `name.overload` with `arguments` (None where `tensor_slots` puts the node's
+/// inputs), probed on inputs of `input_shapes` (probe_aten_call; throws as it does).
+std::shared_ptr<const AtenCall> make_aten_call(
+    std::string name, std::string overload, std::vector<c10::IValue> arguments,
+    std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
+    const std::vector<bool>& differentiable);
 
 /// "aten::gelu(%0, approximate='tanh') saves=[0]": the operator, its arguments (constant
 /// tensors by shape and a hash of their values) and what its derivative keeps.

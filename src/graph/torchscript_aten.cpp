@@ -72,11 +72,11 @@ void Importer::translate_aten(JitNode* node, const std::string& kind) {
     fail(node, "unsupported operator '" + kind +
                    "': monet takes operators returning one tensor (several outputs, "
                    "lists and scalars are not supported)");
-  auto call = std::make_shared<AtenCall>();
-  call->name = schema->name();
-  call->overload = schema->overload_name();
+  std::string name = schema->name();
+  std::vector<c10::IValue> arguments;
+  std::vector<int> slots;
   if (schema->is_mutable()) {
-    if (call->name.back() != '_')
+    if (name.back() != '_')
       fail(node, "unsupported operator '" + kind + "': it writes into an argument");
     if (arg(node, 0).kind != Entry::kTensor)
       fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
@@ -84,7 +84,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind) {
       fail(node, "in-place '" + kind +
                      "' on a tensor that is read again afterwards is not supported; trace "
                      "the model with the out-of-place operator");
-    call->name.pop_back();
+    name.pop_back();
   }
   std::vector<int> inputs;
   std::vector<std::vector<int64_t>> shapes;
@@ -93,7 +93,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind) {
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     const Entry& e = arg(node, i);
     if (e.kind == Entry::kConstant) {
-      call->arguments.push_back(argument_constant(node, i, e.constant));
+      arguments.push_back(argument_constant(node, i, e.constant));
       continue;
     }
     if (e.kind == Entry::kTensorList)
@@ -101,8 +101,8 @@ void Importer::translate_aten(JitNode* node, const std::string& kind) {
     const int v = tensor(node, i);
     const Value& value = graph_.value(v);
     if (value.kind == ValueKind::kParameter && module.empty()) module = parent(value.name);
-    call->arguments.emplace_back();
-    call->tensor_slots.push_back(static_cast<int>(i));
+    arguments.emplace_back();
+    slots.push_back(static_cast<int>(i));
     inputs.push_back(v);
     shapes.push_back(value.shape);
     differentiable.push_back(value.kind == ValueKind::kActivation ||
@@ -110,13 +110,13 @@ void Importer::translate_aten(JitNode* node, const std::string& kind) {
   }
   if (inputs.empty())
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
+  OpAttrs a;
   try {
-    probe_aten_call(call.get(), shapes, differentiable);
+    a.aten = make_aten_call(std::move(name), schema->overload_name(), std::move(arguments),
+                            std::move(slots), shapes, differentiable);
   } catch (const AtenCallError& err) {
     fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
   }
-  OpAttrs a;
-  a.aten = std::move(call);
   const std::string label = kind.substr(6);  // without "aten::"
   emit(node, OpKind::kAten, std::move(inputs), std::move(a), module, nullptr, label.c_str());
 }

@@ -3,6 +3,8 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "graph/aten_call.h"
+#include "ops/aten_impls.h"
+#include "ops/bit_mask.h"
 #include "ops/op_kernels.h"
 
 namespace monet::kernels {
@@ -16,13 +18,8 @@ at::Tensor own_storage(at::Tensor t, const std::vector<at::Tensor>& others) {
   return t;
 }
 
-}  // namespace
-
-at::Tensor aten_forward(const Node& n, const std::vector<at::Tensor>& in) {
-  return own_storage(call_aten(*n.attrs.aten, in), in);
-}
-
-std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardArgs& a) {
+// The re-running backward (any operator).
+std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const BackwardArgs& a) {
   std::vector<at::Tensor> leaves(n.inputs.size()), wanted;
   std::vector<size_t> positions;
   const at::TensorOptions options = a.grad_output.options();
@@ -50,6 +47,49 @@ std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const Backw
     const size_t k = positions[i];
     grads[k] = got[i].defined() ? own_storage(got[i], sources) : at::zeros_like(leaves[k]);
   }
+  return grads;
+}
+
+// The specialised backwards (aten_impls.h) of an operator with one activation input.
+at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
+                                const BackwardArgs& a) {
+  const std::string& op = n.attrs.aten->name;
+  const at::Tensor& go = a.grad_output;
+  const bool from_output = impl.name == "output";
+  if (op == "aten::tanh") return at::tanh_backward(go, a.output);
+  if (op == "aten::gelu")
+    return at::gelu_backward(go, a.inputs[0], n.attrs.aten->arguments.at(1).toStringRef());
+  if (op == "aten::elu")
+    return at::elu_backward(go, aten_scalar_argument(n, 1), aten_scalar_argument(n, 2),
+                            aten_scalar_argument(n, 3), from_output,
+                            from_output ? a.output : a.inputs[0]);
+  if (op == "aten::leaky_relu") {
+    const double slope = aten_scalar_argument(n, 1);
+    if (impl.name == "mask") {
+      const at::Tensor positive = unpack_bits(a.intermediate, g.value(n.inputs[0]).shape);
+      return at::where(positive, go, go * slope);
+    }
+    return at::leaky_relu_backward(go, from_output ? a.output : a.inputs[0], slope, from_output);
+  }
+  throw std::logic_error("no backward '" + impl.name + "' for " + op);
+}
+
+}  // namespace
+
+ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
+                           const std::vector<at::Tensor>& in) {
+  ForwardOutput out;
+  // The mask first: the input may be an alias of the output.
+  if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
+  out.output = own_storage(call_aten(*n.attrs.aten, in), in);
+  return out;
+}
+
+std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
+                                      const BackwardArgs& a) {
+  if (impl.name == "rerun") return rerun_backward(g, n, a);
+  std::vector<at::Tensor> grads(n.inputs.size());
+  if (a.needs_grad[0]) grads[0] = specialised_backward(g, n, impl, a);
   return grads;
 }
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "graph/aten_call.h"
+#include "ops/aten_impls.h"
 #include "ops/sparse_storage.h"
 
 namespace monet {
@@ -17,7 +17,18 @@ bool is_plain_conv2d(const Graph& g, const Node& n) {
   return true;
 }
 
-ForwardImplInfo fwd(std::string name, bool inplace, bool intermediate, std::string d) {
+// In-place-capable element-wise operators: the default follows the graph's attribute.
+std::vector<ForwardImplInfo> inplace_choice(const Node& n, const std::string& what) {
+  auto out_of_place = make_forward_impl("default", false, false, what + " into a new tensor");
+  auto inplace = make_forward_impl("inplace", true, false, what + " in place on the input");
+  if (n.attrs.inplace) return {inplace, out_of_place};
+  return {out_of_place, inplace};
+}
+
+}  // namespace
+
+ForwardImplInfo make_forward_impl(std::string name, bool inplace, bool intermediate,
+                                  std::string d) {
   ForwardImplInfo f;
   f.name = std::move(name);
   f.inplace = inplace;
@@ -26,9 +37,9 @@ ForwardImplInfo fwd(std::string name, bool inplace, bool intermediate, std::stri
   return f;
 }
 
-BackwardImplInfo bwd(std::string name, BackwardPart part, std::vector<int> inputs, bool output,
-                     bool intermediate, std::string d,
-                     std::vector<std::string> requires_forward = {}) {
+BackwardImplInfo make_backward_impl(std::string name, BackwardPart part, std::vector<int> inputs,
+                                    bool output, bool intermediate, std::string d,
+                                    std::vector<std::string> requires_forward) {
   BackwardImplInfo b;
   b.name = std::move(name);
   b.part = part;
@@ -39,27 +50,6 @@ BackwardImplInfo bwd(std::string name, BackwardPart part, std::vector<int> input
   b.requires_forward = std::move(requires_forward);
   return b;
 }
-
-// The activation inputs whose values a generic ATen operator's backward needs: those
-// PyTorch's derivative saves, or all when it saves the output (recomputed from them).
-std::vector<int> aten_read_inputs(const Graph& g, const Node& n) {
-  std::vector<int> reads;
-  for (size_t k = 0; k < n.inputs.size(); ++k)
-    if (g.value(n.inputs[k]).kind == ValueKind::kActivation &&
-        (n.attrs.aten->saves_output || n.attrs.aten->saves_input[k]))
-      reads.push_back(static_cast<int>(k));
-  return reads;
-}
-
-// In-place-capable element-wise operators: the default follows the graph's attribute.
-std::vector<ForwardImplInfo> inplace_choice(const Node& n, const std::string& what) {
-  auto out_of_place = fwd("default", false, false, what + " into a new tensor");
-  auto inplace = fwd("inplace", true, false, what + " in place on the input");
-  if (n.attrs.inplace) return {inplace, out_of_place};
-  return {out_of_place, inplace};
-}
-
-}  // namespace
 
 const char* backward_part_name(BackwardPart part) {
   switch (part) {
@@ -84,18 +74,22 @@ std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
   switch (n.op) {
     case OpKind::kConv: {
       std::vector<ForwardImplInfo> v = {
-          fwd("default", false, false, "at::convolution (oneDNN where PyTorch uses it)"),
-          fwd("mkldnn", false, false, "oneDNN convolution called directly")};
+          make_forward_impl("default", false, false,
+                            "at::convolution (oneDNN where PyTorch uses it)"),
+          make_forward_impl("mkldnn", false, false, "oneDNN convolution called directly")};
       if (is_plain_conv2d(g, n)) {
-        v.push_back(fwd("im2col", false, false, "im2col + GEMM (THNN slow_conv2d)"));
-        v.push_back(fwd("dilated_im2col", false, false, "per-sample im2col (slow_conv_dilated2d)"));
+        v.push_back(make_forward_impl("im2col", false, false, "im2col + GEMM (THNN slow_conv2d)"));
+        v.push_back(make_forward_impl("dilated_im2col", false, false,
+                                      "per-sample im2col (slow_conv_dilated2d)"));
       }
-      auto sparse = fwd("sparse_input", false, true,
-                        "at::convolution; keeps its input as CSR rows of 256 with 8-bit column "
-                        "indices for the weight gradient (Gist SSDC)");
-      auto half = fwd("half_input", false, true,
-                      "at::convolution; keeps its input in float16 for the weight gradient "
-                      "(Gist delayed precision reduction: lossy)");
+      auto sparse =
+          make_forward_impl("sparse_input", false, true,
+                            "at::convolution; keeps its input as CSR rows of 256 with 8-bit column "
+                            "indices for the weight gradient (Gist SSDC)");
+      auto half =
+          make_forward_impl("half_input", false, true,
+                            "at::convolution; keeps its input in float16 for the weight gradient "
+                            "(Gist delayed precision reduction: lossy)");
       sparse.gist_encoding = sparse.size_is_bound = true;
       half.gist_encoding = half.lossy = true;
       v.insert(v.end(), {sparse, half});
@@ -104,26 +98,32 @@ std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
     case OpKind::kReLU:
     case OpKind::kReLU6: {
       auto v = inplace_choice(n, op_name(n.op));
-      v.push_back(fwd("mask", false, true, "out of place, plus a 1-bit sign mask"));
-      v.push_back(fwd("inplace_mask", true, true, "in place, plus a 1-bit sign mask"));
+      v.push_back(make_forward_impl("mask", false, true, "out of place, plus a 1-bit sign mask"));
+      v.push_back(
+          make_forward_impl("inplace_mask", true, true, "in place, plus a 1-bit sign mask"));
       return v;
     }
     case OpKind::kAdd:
       return inplace_choice(n, "add");
     case OpKind::kMaxPool:
-      return {fwd("default", false, true, "keeps int64 argmax indices, as PyTorch does"),
-              fwd("argmax8", false, true, "keeps the argmax as an 8-bit window offset"),
-              fwd("plain", false, false, "keeps nothing")};
+      return {
+          make_forward_impl("default", false, true, "keeps int64 argmax indices, as PyTorch does"),
+          make_forward_impl("argmax8", false, true, "keeps the argmax as an 8-bit window offset"),
+          make_forward_impl("plain", false, false, "keeps nothing")};
     case OpKind::kDropout:
-      return {fwd("default", false, true, "keeps the scaled noise tensor, as PyTorch does"),
-              fwd("reseed", false, false, "keeps nothing; backward regenerates the noise")};
+      return {make_forward_impl("default", false, true,
+                                "keeps the scaled noise tensor, as PyTorch does"),
+              make_forward_impl("reseed", false, false,
+                                "keeps nothing; backward regenerates the noise")};
+    case OpKind::kAten:
+      return aten_forward_impls(n);
     case OpKind::kFlatten: {
-      auto view = fwd("default", false, false, "a view of the input (no copy)");
+      auto view = make_forward_impl("default", false, false, "a view of the input (no copy)");
       view.output_aliases_input = true;
       return {view};
     }
     default:
-      return {fwd("default", false, false, "reference ATen call")};
+      return {make_forward_impl("default", false, false, "reference ATen call")};
   }
 }
 
@@ -132,14 +132,17 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
   switch (n.op) {
     case OpKind::kConv:
     case OpKind::kConvTranspose: {
-      auto transposed = bwd("transposed", P::kInput, {}, false, false,
-                            "transposed convolution of the gradient (needs no activation)");
-      auto aten = bwd("aten", P::kInput, {0}, false, false,
-                      "at::convolution_backward, input (reads the input: fastest depthwise)");
-      auto aten_shape = bwd("aten_shape", P::kInput, {}, false, false,
-                            "at::convolution_backward on a zero-stride stand-in of the input");
-      std::vector<BackwardImplInfo> v = {
-          bwd("default", P::kWeight, {0}, false, false, "at::convolution_backward, weight")};
+      auto transposed =
+          make_backward_impl("transposed", P::kInput, {}, false, false,
+                             "transposed convolution of the gradient (needs no activation)");
+      auto aten = make_backward_impl(
+          "aten", P::kInput, {0}, false, false,
+          "at::convolution_backward, input (reads the input: fastest depthwise)");
+      auto aten_shape =
+          make_backward_impl("aten_shape", P::kInput, {}, false, false,
+                             "at::convolution_backward on a zero-stride stand-in of the input");
+      std::vector<BackwardImplInfo> v = {make_backward_impl(
+          "default", P::kWeight, {0}, false, false, "at::convolution_backward, weight")};
       // ATen's own input gradient is what autograd runs, and it is several times faster
       // than a transposed convolution of the gradient on 3x3 layers (ResNet-18 layer1 at
       // 160², batch 8: 6.3 ms against 41 ms), so it is the default: on the real input for
@@ -147,79 +150,89 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
       // stand-in, which keeps the default backward free of the activation.
       const bool depthwise = n.attrs.groups > 1 && n.attrs.groups == g.value(n.inputs[0]).shape[1];
       if (n.op == OpKind::kConvTranspose) {
-        v.push_back(bwd("conv", P::kInput, {}, false, false,
-                        "convolution of the gradient (needs no activation)"));
+        v.push_back(make_backward_impl("conv", P::kInput, {}, false, false,
+                                       "convolution of the gradient (needs no activation)"));
       } else if (depthwise) {
         v.insert(v.end(), {aten, transposed, aten_shape});
       } else {
         v.insert(v.end(), {aten_shape, transposed, aten});
       }
       if (n.op == OpKind::kConv) {
-        auto sparse = bwd("sparse_input", P::kWeight, {}, false, true,
-                          "weight gradient from the CSR copy of the input", {"sparse_input"});
-        auto half = bwd("half_input", P::kWeight, {}, false, true,
-                        "weight gradient from the float16 copy of the input", {"half_input"});
+        auto sparse =
+            make_backward_impl("sparse_input", P::kWeight, {}, false, true,
+                               "weight gradient from the CSR copy of the input", {"sparse_input"});
+        auto half = make_backward_impl("half_input", P::kWeight, {}, false, true,
+                                       "weight gradient from the float16 copy of the input",
+                                       {"half_input"});
         sparse.gist_encoding = half.gist_encoding = true;
         v.insert(v.end(), {sparse, half});
       }
       if (is_plain_conv2d(g, n)) {
-        v.push_back(bwd("im2col_gemm", P::kWeight, {0}, false, false, "im2col + batched GEMM"));
-        v.push_back(bwd("slow_transpose", P::kInput, {}, false, false,
-                        "THNN slow_conv_transpose2d of the gradient"));
+        v.push_back(make_backward_impl("im2col_gemm", P::kWeight, {0}, false, false,
+                                       "im2col + batched GEMM"));
+        v.push_back(make_backward_impl("slow_transpose", P::kInput, {}, false, false,
+                                       "THNN slow_conv_transpose2d of the gradient"));
       }
       return v;
     }
     case OpKind::kLinear:
-      return {bwd("default", P::kWeight, {0}, false, false, "grad^T x"),
-              bwd("default", P::kInput, {}, false, false, "grad W")};
+      return {make_backward_impl("default", P::kWeight, {0}, false, false, "grad^T x"),
+              make_backward_impl("default", P::kInput, {}, false, false, "grad W")};
     case OpKind::kBatchNorm:
-      return {bwd("input", P::kAll, {0}, false, false, "from the input (native backward)"),
-              bwd("output", P::kAll, {}, true, false, "from the output (x_hat = (y - b) / w)")};
+      return {make_backward_impl("input", P::kAll, {0}, false, false,
+                                 "from the input (native backward)"),
+              make_backward_impl("output", P::kAll, {}, true, false,
+                                 "from the output (x_hat = (y - b) / w)")};
     case OpKind::kReLU:
     case OpKind::kReLU6: {
-      auto out = bwd("output", P::kAll, {}, true, false, "from the output");
-      auto in = bwd("input", P::kAll, {0}, false, false, "from the input");
-      auto mask = bwd("mask", P::kAll, {}, false, true, "from the 1-bit sign mask",
-                      {"mask", "inplace_mask"});
+      auto out = make_backward_impl("output", P::kAll, {}, true, false, "from the output");
+      auto in = make_backward_impl("input", P::kAll, {0}, false, false, "from the input");
+      auto mask = make_backward_impl("mask", P::kAll, {}, false, true, "from the 1-bit sign mask",
+                                     {"mask", "inplace_mask"});
       if (n.attrs.inplace) return {out, in, mask};
       return {in, out, mask};
     }
     case OpKind::kSigmoid:
     case OpKind::kHardsigmoid: {
       // PyTorch saves sigmoid's output and hardsigmoid's input; either can serve.
-      auto out = bwd("output", P::kAll, {}, true, false, "from the output");
-      auto in = bwd("input", P::kAll, {0}, false, false, "from the input");
+      auto out = make_backward_impl("output", P::kAll, {}, true, false, "from the output");
+      auto in = make_backward_impl("input", P::kAll, {0}, false, false, "from the input");
       if (n.op == OpKind::kSigmoid) return {out, in};
       return {in, out};
     }
     case OpKind::kHardswish:
     case OpKind::kSiLU:
-      return {bwd("input", P::kAll, {0}, false, false, "from the input")};
+      return {make_backward_impl("input", P::kAll, {0}, false, false, "from the input")};
     case OpKind::kMul:
-      return {bwd("default", P::kAll, {0, 1}, false, false, "from both operands")};
+      return {make_backward_impl("default", P::kAll, {0, 1}, false, false, "from both operands")};
     case OpKind::kMaxPool:
-      return {bwd("indices", P::kAll, {}, false, true, "from int64 argmax indices", {"default"}),
-              bwd("argmax8", P::kAll, {}, false, true, "from 8-bit window offsets", {"argmax8"}),
-              bwd("input", P::kAll, {0}, false, false, "recomputes the argmax from the input")};
+      return {make_backward_impl("indices", P::kAll, {}, false, true, "from int64 argmax indices",
+                                 {"default"}),
+              make_backward_impl("argmax8", P::kAll, {}, false, true, "from 8-bit window offsets",
+                                 {"argmax8"}),
+              make_backward_impl("input", P::kAll, {0}, false, false,
+                                 "recomputes the argmax from the input")};
     case OpKind::kDropout:
-      return {bwd("noise", P::kAll, {}, false, true, "from the kept noise tensor", {"default"}),
-              bwd("reseed", P::kAll, {}, false, false, "regenerates the noise from its seed")};
+      return {make_backward_impl("noise", P::kAll, {}, false, true, "from the kept noise tensor",
+                                 {"default"}),
+              make_backward_impl("reseed", P::kAll, {}, false, false,
+                                 "regenerates the noise from its seed")};
     case OpKind::kCrossEntropyLoss:
     case OpKind::kBCEWithLogitsLoss:
-      return {bwd("default", P::kAll, {0, 1}, false, false, "from the logits and targets")};
+      return {make_backward_impl("default", P::kAll, {0, 1}, false, false,
+                                 "from the logits and targets")};
     case OpKind::kAten:
-      return {bwd("rerun", P::kAll, aten_read_inputs(g, n), false, false,
-                  "re-runs the operator under autograd from its inputs (stand-ins of their "
-                  "shape where PyTorch's derivative does not read them) and back-propagates")};
+      return aten_backward_impls(g, n);
     case OpKind::kAdd:
     case OpKind::kCat:
     case OpKind::kFlatten: {
-      auto b = bwd("default", P::kAll, {}, false, false, "views of the output gradient");
+      auto b =
+          make_backward_impl("default", P::kAll, {}, false, false, "views of the output gradient");
       b.grads_alias_output = true;
       return {b};
     }
     default:
-      return {bwd("default", P::kAll, {}, false, false, "needs shapes only")};
+      return {make_backward_impl("default", P::kAll, {}, false, false, "needs shapes only")};
   }
 }
 
@@ -316,6 +329,8 @@ int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& for
                                     static_cast<int64_t>(c10::elementSize(x.dtype)));
       return 0;
     }
+    case OpKind::kAten:
+      return aten_intermediate_bytes(g, n, forward_impl);
     default:
       return 0;
   }

@@ -53,6 +53,14 @@ struct BackwardImplInfo {
   std::string description;
 };
 
+/// Entries of the implementation tables.
+ForwardImplInfo make_forward_impl(std::string name, bool inplace, bool intermediate,
+                                  std::string description);
+BackwardImplInfo make_backward_impl(std::string name, BackwardPart part, std::vector<int> inputs,
+                                    bool reads_output, bool reads_intermediate,
+                                    std::string description,
+                                    std::vector<std::string> requires_forward = {});
+
 /// Forward implementations available for `node`; the first is the default (what
 /// PyTorch would run).
 std::vector<ForwardImplInfo> forward_impls(const Graph& graph, const Node& node);

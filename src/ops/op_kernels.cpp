@@ -101,7 +101,7 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
       out.output = at::binary_cross_entropy_with_logits(in[0], in[1], {}, {}, at::Reduction::Mean);
       break;
     case OpKind::kAten:
-      out.output = kernels::aten_forward(n, in);
+      out = kernels::aten_forward(n, impl, in);
       break;
   }
   state.computed = true;
@@ -200,7 +200,7 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
       return grads;
     }
     case OpKind::kAten:
-      return kernels::aten_backward(g, n, a);
+      return kernels::aten_backward(g, n, impl, a);
   }
   throw std::logic_error(std::string("run_backward: no backward for ") + op_name(n.op));
 }

@@ -91,10 +91,14 @@ std::vector<at::Tensor> pool_backward(const Graph& g, const Node& n, const Backw
                                       const BackwardArgs& a);
 /// A generic ATen operator (OpKind::kAten): the dispatcher's call, copied when the
 /// result is a view of an input (the memory model gives every output its own storage).
-at::Tensor aten_forward(const Node& n, const std::vector<at::Tensor>& in);
-/// Its backward: the call re-run under autograd on the inputs it reads (zero-stride
-/// stand-ins for the others), then autograd's gradients, copied where they are views.
-std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardArgs& a);
+/// The "mask" forward also packs the input's sign (aten_impls.h).
+ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
+                           const std::vector<at::Tensor>& in);
+/// Its backward: "rerun" re-runs the call under autograd on the inputs it reads
+/// (zero-stride stand-ins for the others) and returns autograd's gradients, copied where
+/// they are views; the specialised implementations use ATen's derivatives.
+std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
+                                      const BackwardArgs& a);
 }  // namespace kernels
 
 }  // namespace monet

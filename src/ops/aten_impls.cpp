@@ -1,0 +1,78 @@
+#include "ops/aten_impls.h"
+
+#include "graph/aten_call.h"
+
+namespace monet {
+namespace {
+
+using P = BackwardPart;
+
+const std::string& op_of(const Node& n) { return n.attrs.aten->name; }
+
+// The activation inputs whose values the re-running backward needs: those PyTorch's
+// derivative saves, or all when it saves the output (recomputed from them).
+std::vector<int> rerun_reads(const Graph& g, const Node& n) {
+  std::vector<int> reads;
+  for (size_t k = 0; k < n.inputs.size(); ++k)
+    if (g.value(n.inputs[k]).kind == ValueKind::kActivation &&
+        (n.attrs.aten->saves_output || n.attrs.aten->saves_input[k]))
+      reads.push_back(static_cast<int>(k));
+  return reads;
+}
+
+BackwardImplInfo rerun(const Graph& g, const Node& n) {
+  return make_backward_impl("rerun", P::kAll, rerun_reads(g, n), false, false,
+                            "re-runs the operator under autograd from its inputs (stand-ins of "
+                            "their shape where PyTorch's derivative does not read them)");
+}
+
+// The input's position when it is an activation (its backward reads it), else none.
+std::vector<int> input_read(const Graph& g, const Node& n) {
+  if (g.value(n.inputs[0]).kind == ValueKind::kActivation) return {0};
+  return {};
+}
+
+}  // namespace
+
+double aten_scalar_argument(const Node& n, size_t position) {
+  return n.attrs.aten->arguments.at(position).toScalar().toDouble();
+}
+
+std::vector<ForwardImplInfo> aten_forward_impls(const Node& n) {
+  std::vector<ForwardImplInfo> v = {
+      make_forward_impl("default", false, false, n.attrs.aten->name + " through the dispatcher")};
+  if (op_of(n) == "aten::leaky_relu")
+    v.push_back(make_forward_impl("mask", false, true, "out of place, plus a 1-bit sign mask"));
+  return v;
+}
+
+std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n) {
+  const std::string& op = op_of(n);
+  const auto output =
+      make_backward_impl("output", P::kAll, {}, true, false, "from the output (its derivative)");
+  const auto input = make_backward_impl("input", P::kAll, input_read(g, n), false, false,
+                                        "from the input, with ATen's derivative");
+  if (op == "aten::tanh") return {output, rerun(g, n)};
+  if (op == "aten::gelu") return {input};
+  if (op == "aten::elu") {
+    if (aten_scalar_argument(n, 1) >= 0) return {input, output};
+    return {input};
+  }
+  if (op == "aten::leaky_relu") {
+    std::vector<BackwardImplInfo> v = {input};
+    if (aten_scalar_argument(n, 1) >= 0) v.push_back(output);
+    v.push_back(make_backward_impl("mask", P::kAll, {}, false, true,
+                                   "from the 1-bit sign mask (derivative 1 or the slope)",
+                                   {"mask"}));
+    return v;
+  }
+  return {rerun(g, n)};
+}
+
+int64_t aten_intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {
+  if (op_of(n) == "aten::leaky_relu" && forward_impl == "mask")
+    return (g.value(n.inputs[0]).numel() + 7) / 8;  // packed bits
+  return 0;
+}
+
+}  // namespace monet

@@ -1,0 +1,32 @@
+// The implementations of generic ATen operators (OpKind::kAten, graph/aten_call.h): for
+// every operator, the dispatcher's call forward and a backward that re-runs the call under
+// autograd ("rerun"); and where a memory trade-off exists, specialised ones chosen by the
+// operator's name, which the planner chooses between like any other:
+//  - tanh: backward from the output (what PyTorch keeps);
+//  - ELU (alpha >= 0): backward from the input (PyTorch's) or from the output;
+//  - leaky ReLU: backward from the input (PyTorch's), from the output (slope >= 0), or
+//    from a 1-bit sign mask a "mask" forward leaves (the derivative is 1 or the slope);
+//  - GELU: backward from the input with ATen's derivative (no re-run).
+// Operators whose derivative reads no activation (upsampling, padding, permutes) need no
+// specialisation: their "rerun" backward reads stand-ins only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/op_impl.h"
+
+namespace monet {
+
+std::vector<ForwardImplInfo> aten_forward_impls(const Node& node);
+std::vector<BackwardImplInfo> aten_backward_impls(const Graph& graph, const Node& node);
+/// Bytes of the intermediate `forward_impl` leaves (the leaky ReLU's packed sign mask).
+int64_t aten_intermediate_bytes(const Graph& graph, const Node& node,
+                                const std::string& forward_impl);
+
+/// A scalar argument of the call (leaky ReLU's slope, ELU's alpha), by schema position.
+double aten_scalar_argument(const Node& node, size_t position);
+
+}  // namespace monet

@@ -1,0 +1,138 @@
+// Generic ATen operators (graph/aten_call.h, ops/aten_impls.h): what the probe finds that
+// PyTorch's derivatives keep, every implementation against autograd, the declared sizes,
+// and the planner choosing a specialised backward where it saves memory.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gradient_check.h"
+#include "graph/aten_call.h"
+#include "graph/graph_builder.h"
+#include "ops/op_kernels.h"
+#include "planner/lean_plans.h"
+#include "planner/monet_planner.h"
+#include "quick_profile.h"
+#include "rotated_plan.h"
+#include "runtime/memory_tracker.h"
+
+namespace monet {
+namespace {
+
+// A kAten node applying `op` (default overload) to x, with the arguments after it.
+int aten(GraphBuilder& b, const std::string& op, int x, const std::string& name,
+         std::vector<c10::IValue> rest = {}, const std::string& overload = "") {
+  rest.insert(rest.begin(), c10::IValue());
+  OpAttrs a;
+  a.aten = make_aten_call(op, overload, std::move(rest), {0}, {b.graph().value(x).shape}, {true});
+  return b.graph().add_node(OpKind::kAten, name, {x}, a);
+}
+
+// conv, leaky ReLU, conv, tanh, ELU, GELU, nearest upsampling, pooling, linear.
+Graph activations_graph() {
+  GraphBuilder b("generic_activations");
+  const int x = b.input("input", {2, 3, 6, 6});
+  int h = b.conv(x, "conv1", {8, {3}, 1, 1, 1, true, default_init()});
+  h = aten(b, "aten::leaky_relu", h, "leaky", {0.1});
+  h = b.conv(h, "conv2", {8, {3}, 1, 1, 1, true, default_init()});
+  h = aten(b, "aten::tanh", h, "tanh");
+  h = aten(b, "aten::elu", h, "elu", {1.0, 1.0, 1.0});
+  h = aten(b, "aten::gelu", h, "gelu", {std::string("tanh")});
+  h = aten(b, "aten::upsample_nearest2d", h, "up",
+           {c10::IValue(), c10::IValue(std::vector<double>{2.0, 2.0})}, "vec");
+  const int head = b.flatten(b.adaptive_avg_pool(h, "pool", {1, 1}), "flatten");
+  b.cross_entropy(b.linear(head, "fc", 3), b.class_target("target", 2));
+  return b.finish();
+}
+
+std::shared_ptr<const AtenCall> unary(const std::string& op, std::vector<c10::IValue> rest = {},
+                                      const std::string& overload = "") {
+  rest.insert(rest.begin(), c10::IValue());
+  return make_aten_call(op, overload, std::move(rest), {0}, {{2, 3, 4, 4}}, {true});
+}
+
+TEST(AtenCall, ProbeFindsWhatTheDerivativeKeeps) {
+  const auto gelu = unary("aten::gelu", {std::string("none")});
+  EXPECT_TRUE(gelu->saves_input[0]);
+  EXPECT_FALSE(gelu->saves_output);
+  const auto tanh = unary("aten::tanh");
+  EXPECT_FALSE(tanh->saves_input[0]);
+  EXPECT_TRUE(tanh->saves_output);
+  const auto permute = unary("aten::permute", {std::vector<int64_t>{0, 2, 3, 1}});
+  EXPECT_FALSE(permute->saves_input[0]);
+  EXPECT_FALSE(permute->saves_output);
+  EXPECT_EQ(permute->output_shape, (std::vector<int64_t>{2, 4, 4, 3}));
+  const auto up = unary("aten::upsample_bilinear2d",
+                        {c10::IValue(), false, std::vector<double>{2.0, 2.0}}, "vec");
+  EXPECT_FALSE(up->saves_input[0]);
+  EXPECT_EQ(up->output_shape, (std::vector<int64_t>{2, 3, 8, 8}));
+  const auto mul = make_aten_call("aten::mul", "Tensor", {c10::IValue(), c10::IValue()}, {0, 1},
+                                  {{2, 3}, {2, 3}}, {true, true});
+  EXPECT_TRUE(mul->saves_input[0]);
+  EXPECT_TRUE(mul->saves_input[1]);
+  // The description, part of the fingerprint, names the arguments.
+  EXPECT_NE(describe_aten_call(*gelu).find("aten::gelu(%0, 'none') saves=[1]"), std::string::npos)
+      << describe_aten_call(*gelu);
+}
+
+TEST(AtenCall, RefusesIntegerResultsAndOperatorsWithoutDerivative) {
+  EXPECT_THROW(unary("aten::argmax", {c10::IValue(), false}), AtenCallError);
+  EXPECT_THROW(unary("aten::no_such_operator"), AtenCallError);
+  try {
+    unary("aten::argmax", {c10::IValue(), false});
+  } catch (const AtenCallError& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::argmax returns a Long tensor"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(AtenOps, EveryImplementationMatchesAutograd) {
+  MemoryTracker::install();
+  const Graph g = activations_graph();
+  std::set<std::string> used;
+  for (int variant = 0; variant < 6; ++variant)
+    EXPECT_LT(testing::max_gradient_error(g, testing::rotated_plan(g, variant, &used)), 1e-9)
+        << "variant " << variant;
+  for (const char* impl :
+       {"aten forward mask", "aten backward all mask", "aten backward all output",
+        "aten backward all input", "aten backward all rerun"})
+    EXPECT_TRUE(used.count(impl)) << impl;
+}
+
+TEST(AtenOps, SignMaskHasItsDeclaredSize) {
+  const Graph g = activations_graph();
+  const Node* leaky = nullptr;
+  for (const Node& n : g.nodes())
+    if (n.name == "leaky") leaky = &n;
+  ASSERT_NE(leaky, nullptr);
+  NodeState state;
+  const auto impl = find_forward_impl(forward_impls(g, *leaky), *leaky, "mask");
+  const auto out = run_forward(g, *leaky, impl, {at::randn({2, 8, 6, 6})}, state, true);
+  EXPECT_EQ(out.intermediate.nbytes(), intermediate_bytes(g, *leaky, "mask"));
+  EXPECT_EQ(intermediate_bytes(g, *leaky, "mask"), 2 * 8 * 6 * 6 / 8);
+}
+
+// At the smallest budget the memory-lean plans reach, the planner keeps neither the leaky
+// ReLU's nor tanh's input for their backward: it takes the mask or the output.
+TEST(AtenOps, PlannerChoosesOutputOrMaskBackwardsUnderATightBudget) {
+  MemoryTracker::install();
+  const Graph g = activations_graph();
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  MonetOptions o;
+  o.budget_bytes = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+  o.solver.time_limit_seconds = 10;
+  const MonetResult r = plan_monet(g, costs, o);
+  ASSERT_TRUE(r.found);
+  std::map<std::string, std::string> backward;
+  for (const Instruction& in : r.plan.program)
+    if (in.kind == InstrKind::kBackward) backward[g.node(in.node).name] = in.impl;
+  EXPECT_NE(backward.at("leaky"), "input");
+  EXPECT_EQ(backward.at("tanh"), "output");
+  testing::expect_runs_as_simulated(g, state, batch, r.plan, r.predicted);
+  std::cout << "leaky ReLU backward: " << backward.at("leaky")
+            << ", tanh backward: " << backward.at("tanh") << " at " << o.budget_bytes << " B\n";
+}
+
+}  // namespace
+}  // namespace monet
