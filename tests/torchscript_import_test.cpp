@@ -29,12 +29,22 @@ struct Imported {
   std::map<std::string, at::Tensor> ref;
 };
 
+// What each fixture is trained on (tools/make_import_fixtures.py): segmentation models
+// with per-pixel cross-entropy on their "out", the UNet with the mean squared error.
+ImportOptions import_options(const std::string& name) {
+  if (name == "fcn_resnet50" || name == "deeplabv3_mobilenet_v3_large")
+    return {"out", OpKind::kCrossEntropyLoss};
+  if (name == "unet_gn") return {"", OpKind::kMSELoss};
+  return {};
+}
+
 Imported import(const std::string& name) {
   std::map<std::string, at::Tensor> ref;
   for (const auto& b : torch::jit::load(kDir + "/" + name + "_ref.pt").named_buffers())
     ref[b.name] = b.value;
   const at::Tensor input = ref.at("input");
-  Graph g = import_torchscript(kDir + "/" + name + ".pt", input.sizes().vec());
+  Graph g =
+      import_torchscript(kDir + "/" + name + ".pt", input.sizes().vec(), import_options(name));
   ModelState state = ModelState::initialize(g, 0);
   const WeightTransfer t = load_torchscript_weights(g, state, kDir + "/" + name + ".pt");
   EXPECT_EQ(t.copied,
@@ -142,7 +152,8 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                          ::testing::Values("resnet18", "resnet50", "vgg11", "mobilenet_v2",
                                            "mobilenet_v3_small", "googlenet", "densenet121",
                                            "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
-                                           "swin_t", "vit_tiny", "generic_ops"),
+                                           "swin_t", "vit_tiny", "generic_ops", "unet_gn",
+                                           "fcn_resnet50", "deeplabv3_mobilenet_v3_large"),
                          [](const auto& info) { return info.param; });
 
 // Training through the public API on traced torchvision models: 5 steps of SGD with

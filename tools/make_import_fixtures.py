@@ -52,7 +52,13 @@ OTHERS = {
     "vit_tiny": (lambda: torchvision.models.vision_transformer.VisionTransformer(
         image_size=32, patch_size=4, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32,
         num_classes=CLASSES), 32, True),
+    "unet_gn": (lambda: UNetGN(), 32, True),
 }
+# Segmentation models (a dict output, {"out": [N, classes, H, W]}): name -> input size.
+# They are trained with per-pixel cross-entropy on "out".
+SEGMENTATION = {"fcn_resnet50": 32, "deeplabv3_mobilenet_v3_large": 32}
+# Models trained with the mean squared error against a float target (loss "mse").
+MSE = {"unet_gn"}
 # Models whose reference runs the traced module (in float64) rather than the Python one:
 # Swin's trace computes its attention scale from a size as a float32 tensor, so the
 # trace and the Python module differ by ~1e-8 in float64.
@@ -75,23 +81,36 @@ def write(outdir, name):
     if name in OTHERS:
         make, image, train_trace = OTHERS[name]
         model = make()
+    elif name in SEGMENTATION:
+        image, train_trace = SEGMENTATION[name], True
+        model = getattr(torchvision.models.segmentation, name)(
+            num_classes=CLASSES, weights_backbone=None)
     else:
         kwargs, image, train_trace = MODELS[name]
         model = getattr(torchvision.models, name)(num_classes=CLASSES, **kwargs)
     prepare(model, gen)
     x = torch.randn(BATCH, 3, image, image, generator=gen)
-    target = torch.randint(0, CLASSES, (BATCH,), generator=gen)
 
     model.train(train_trace)
     with torch.no_grad():
-        traced = torch.jit.trace(copy_of(model), x, check_trace=False)
+        traced = torch.jit.trace(copy_of(model), x, check_trace=False,
+                                 strict=name not in SEGMENTATION)
     traced.save(os.path.join(outdir, name + ".pt"))
 
     if name in TRACE_REFERENCE:
         model64 = torch.jit.load(os.path.join(outdir, name + ".pt")).double().train()
     else:
         model64 = model.double().train()
-    loss = F.cross_entropy(model64(x.double()), target)
+    out = model64(x.double())
+    if name in SEGMENTATION:
+        out = out["out"]
+    if name in MSE:
+        target = torch.randn(out.shape, generator=gen)
+        loss = F.mse_loss(out, target.double())
+    else:
+        target_shape = (out.shape[0],) + tuple(out.shape[2:])
+        target = torch.randint(0, CLASSES, target_shape, generator=gen)
+        loss = F.cross_entropy(out, target)
     loss.backward()
     tensors = {"input": x, "target": target, "loss64": loss.detach()}
     for pname, p in model64.named_parameters():
@@ -156,6 +175,35 @@ class GenericOps(torch.nn.Module):
         return self.fc(x.mean(1)) + x.mean()
 
 
+class UNetGN(torch.nn.Module):
+    """A small UNet with group norm, leaky ReLU, bilinear upsampling, padding to the skip
+    connection's size and a tanh output (an image-to-image model trained with MSE)."""
+
+    def __init__(self):
+        super().__init__()
+
+        def block(cin, cout):
+            return torch.nn.Sequential(
+                torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.GroupNorm(4, cout),
+                torch.nn.LeakyReLU(0.2))
+
+        self.down1, self.down2, self.mid = block(3, 8), block(8, 16), block(16, 16)
+        self.up2, self.up1 = block(32, 8), block(16, 8)
+        self.out = torch.nn.Conv2d(8, 3, 1)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        d1 = self.down1(x)
+        d2 = self.down2(F.max_pool2d(d1, 2))
+        m = self.mid(F.max_pool2d(d2, 3, 3))       # 16 -> 5: upsampled back to 10
+        u = F.interpolate(m, scale_factor=2.0, mode="bilinear", align_corners=False)
+        u = F.pad(u, (0, d2.shape[3] - u.shape[3], 0, d2.shape[2] - u.shape[2]))
+        u = self.up2(torch.cat([u, d2], 1))
+        u = F.interpolate(u, scale_factor=2.0, mode="bilinear", align_corners=True)
+        u = self.up1(torch.cat([u, d1], 1))
+        return torch.tanh(self.out(u))
+
+
 def copy_of(model):
     # Tracing must not touch the model the reference is computed with (train-mode tracing
     # updates batch-norm running statistics).
@@ -166,7 +214,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     outdir = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS) + list(OTHERS)
+    names = sys.argv[2:] or list(MODELS) + list(OTHERS) + list(SEGMENTATION)
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(2)
     for name in names:

@@ -37,6 +37,17 @@
 
 namespace monet {
 
+/// The loss a traced model is trained with (zoo models have their own).
+enum class LossKind {
+  kCrossEntropy,   // logits [N, C] or [N, C, ...] against int64 classes [N] or [N, ...]
+  kMSE,            // mean squared error against a float target of the output's shape
+  kBCEWithLogits,  // binary cross-entropy with logits against a float target
+  kSum,            // the output summed (no target)
+};
+const char* loss_kind_name(LossKind kind);
+/// "cross_entropy", "mse", "bce_with_logits", "sum"; throws std::invalid_argument.
+LossKind loss_kind_from_name(const std::string& name);
+
 /// What to build: a zoo model (`monet models` lists them) at a size, or a model traced
 /// in Python with torch.jit.trace(...).save(path) and the input shape to plan it for.
 struct ModelSpec {
@@ -46,6 +57,10 @@ struct ModelSpec {
   double width = 1.0;                // zoo models: channel width multiplier
   int64_t classes = 0;               // zoo models: output classes; 0 = the model's own
   std::vector<int64_t> input_shape;  // TorchScript models: input shape, batch first
+  /// TorchScript models returning a tuple or dict: the output trained (an index or a
+  /// key); empty = the first.
+  std::string output;
+  LossKind loss = LossKind::kCrossEntropy;  // TorchScript models: the loss
 };
 
 /// A network and its trainable state. Copies share the same tensors.

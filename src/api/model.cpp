@@ -8,6 +8,43 @@
 
 namespace monet {
 
+namespace {
+constexpr std::pair<LossKind, const char*> kLossNames[] = {
+    {LossKind::kCrossEntropy, "cross_entropy"},
+    {LossKind::kMSE, "mse"},
+    {LossKind::kBCEWithLogits, "bce_with_logits"},
+    {LossKind::kSum, "sum"}};
+}  // namespace
+
+const char* loss_kind_name(LossKind kind) {
+  for (const auto& [k, name] : kLossNames)
+    if (k == kind) return name;
+  return "?";
+}
+
+LossKind loss_kind_from_name(const std::string& name) {
+  std::string known;
+  for (const auto& [k, n] : kLossNames) {
+    if (name == n) return k;
+    known += known.empty() ? n : std::string(", ") + n;
+  }
+  throw std::invalid_argument("unknown loss '" + name + "' (known: " + known + ")");
+}
+
+OpKind loss_op(LossKind kind) {
+  switch (kind) {
+    case LossKind::kCrossEntropy:
+      return OpKind::kCrossEntropyLoss;
+    case LossKind::kMSE:
+      return OpKind::kMSELoss;
+    case LossKind::kBCEWithLogits:
+      return OpKind::kBCEWithLogitsLoss;
+    case LossKind::kSum:
+      return OpKind::kSumLoss;
+  }
+  throw std::invalid_argument("unknown loss kind");
+}
+
 ModelConfig model_config(const ModelSpec& s) {
   if (is_traced_model(s)) {
     ModelConfig c;
@@ -19,6 +56,9 @@ ModelConfig model_config(const ModelSpec& s) {
   if (!s.input_shape.empty())
     throw std::invalid_argument("input_shape applies to traced models (a .pt file); zoo model '" +
                                 s.model + "' takes batch and image");
+  if (!s.output.empty() || s.loss != LossKind::kCrossEntropy)
+    throw std::invalid_argument("output and loss apply to traced models (a .pt file); zoo model '" +
+                                s.model + "' has its own loss");
   const ModelInfo& info = zoo_model_info(s.model);
   ModelConfig c;
   c.batch = s.batch;
@@ -46,7 +86,7 @@ Graph build(const ModelSpec& s) {
   if (!std::ifstream(s.model))
     throw std::invalid_argument("cannot read traced model '" + s.model + "'");
   try {
-    return import_torchscript(s.model, s.input_shape);
+    return import_torchscript(s.model, s.input_shape, {s.output, loss_op(s.loss)});
   } catch (const ImportError& e) {
     throw std::invalid_argument(e.what());
   }

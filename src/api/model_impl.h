@@ -30,6 +30,8 @@ struct Model::Impl {
 
 /// Whether `model` names a TorchScript file (.pt / .pth) rather than a zoo model.
 bool is_traced_model(const ModelSpec& spec);
+/// The graph's loss operator for `kind`.
+OpKind loss_op(LossKind kind);
 /// The ModelConfig `spec` describes (zoo defaults filled in); throws std::invalid_argument
 /// for an unknown zoo model.
 ModelConfig model_config(const ModelSpec& spec);

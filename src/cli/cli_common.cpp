@@ -1,4 +1,5 @@
 #include "cli/cli_common.h"
+#include "api/model_impl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,6 +37,13 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--input-shape", o.input_shape,
                   "input shape of a traced model, batch first: B,C,H,W (e.g. 8,3,224,224)");
+  cmd->add_option("--output", o.output,
+                  "traced model returning a tuple or dict: the output to train (index or key; "
+                  "default: the first)");
+  cmd->add_option("--loss", o.loss,
+                  "traced model's loss: cross_entropy (logits [N, C] or per position [N, C, "
+                  "...]), mse, bce_with_logits or sum")
+      ->capture_default_str();
 }
 
 ModelConfig model_config(const ModelOptions& o) {
@@ -43,6 +51,11 @@ ModelConfig model_config(const ModelOptions& o) {
     if (o.input_shape.empty())
       throw UsageError("--model " + o.model + " is a traced model: give its input with " +
                        "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
+    try {
+      loss_kind_from_name(o.loss);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--loss: ") + e.what());
+    }
     if (!o.image.empty() || o.width != 1.0 || o.classes > 0)
       throw UsageError(
           "--image, --width and --classes apply to zoo models; a traced model's "
@@ -61,6 +74,9 @@ ModelConfig model_config(const ModelOptions& o) {
   if (!o.input_shape.empty())
     throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
                      std::string("take --batch and --image"));
+  if (!o.output.empty() || o.loss != "cross_entropy")
+    throw UsageError("--output and --loss apply to traced models (--model FILE.pt); zoo model " +
+                     o.model + " has its own loss");
   try {
     const ModelInfo& info = zoo_model_info(o.model);
     ModelConfig c;
@@ -79,7 +95,8 @@ Graph build_graph(const ModelOptions& o) {
   if (is_torchscript_path(o.model)) {
     if (!std::ifstream(o.model)) throw UsageError("cannot read traced model '" + o.model + "'");
     try {
-      return import_torchscript(o.model, c.input_shape);
+      return import_torchscript(o.model, c.input_shape,
+                                {o.output, loss_op(loss_kind_from_name(o.loss))});
     } catch (const ImportError& e) {
       throw UsageError(e.what());
     }

@@ -93,6 +93,8 @@ int run_train(TrainOptions o) {
   const ModelConfig config = model_config(mo);
   ModelSpec spec{mo.model,     config.batch,   config.image,
                  config.width, config.classes, config.input_shape};
+  spec.output = mo.output;
+  spec.loss = loss_kind_from_name(mo.loss);
   Model model = [&] {
     try {
       return Model::load(spec, o.seed);

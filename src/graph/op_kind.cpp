@@ -10,7 +10,7 @@
 namespace monet {
 namespace {
 
-constexpr std::array<std::pair<OpKind, const char*>, 23> kNames = {{
+constexpr std::array<std::pair<OpKind, const char*>, 25> kNames = {{
     {OpKind::kAten, "aten"},
     {OpKind::kConv, "conv"},
     {OpKind::kConvTranspose, "conv_transpose"},
@@ -34,6 +34,8 @@ constexpr std::array<std::pair<OpKind, const char*>, 23> kNames = {{
     {OpKind::kDropout, "dropout"},
     {OpKind::kCrossEntropyLoss, "cross_entropy_loss"},
     {OpKind::kBCEWithLogitsLoss, "bce_with_logits_loss"},
+    {OpKind::kMSELoss, "mse_loss"},
+    {OpKind::kSumLoss, "sum_loss"},
 }};
 
 std::string list(const std::vector<int64_t>& v) {
@@ -57,7 +59,8 @@ OpKind op_from_name(const std::string& name) {
 }
 
 bool is_loss(OpKind op) {
-  return op == OpKind::kCrossEntropyLoss || op == OpKind::kBCEWithLogitsLoss;
+  return op == OpKind::kCrossEntropyLoss || op == OpKind::kBCEWithLogitsLoss ||
+         op == OpKind::kMSELoss || op == OpKind::kSumLoss;
 }
 
 bool is_convolution(OpKind op) { return op == OpKind::kConv || op == OpKind::kConvTranspose; }

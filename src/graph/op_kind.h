@@ -35,8 +35,10 @@ enum class OpKind {
   kChannelShuffle,     // inputs: x [N, C, ...]; channels regrouped (attrs.groups: ShuffleNet)
   kLinear,             // inputs: x, weight[, bias]
   kDropout,            // inputs: x (probability attrs.p)
-  kCrossEntropyLoss,   // inputs: logits [N, C], target [N] int64; mean reduction
+  kCrossEntropyLoss,   // inputs: logits [N, C, ...], target [N, ...] int64; mean reduction
   kBCEWithLogitsLoss,  // inputs: logits, target (same shape, float); mean reduction
+  kMSELoss,            // inputs: output, target (same shape, float); mean squared error
+  kSumLoss,            // inputs: output; its elements summed (no target)
   kAten,               // any other ATen operator: inputs and arguments in attrs.aten
 };
 

@@ -234,18 +234,24 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
       return out;
     }
     case OpKind::kCrossEntropyLoss: {
+      // Logits [N, C] with a class per sample, or [N, C, ...] with one per position.
       expect_arity(node, in, 2, 2);
-      expect_rank(node, *in[0], 2, 2);
-      if (in[1]->shape != std::vector<int64_t>{in[0]->shape[0]} || in[1]->dtype != at::kLong)
-        fail(node, "target '" + in[1]->name + "' must be int64 of shape [" +
-                       std::to_string(in[0]->shape[0]) + "]");
+      expect_rank(node, *in[0], 2, 5);
+      std::vector<int64_t> target = in[0]->shape;
+      target.erase(target.begin() + 1);
+      if (in[1]->shape != target || in[1]->dtype != at::kLong)
+        fail(node, "target '" + in[1]->name + "' must be int64 of shape " + shape_string(target));
       return {};
     }
     case OpKind::kBCEWithLogitsLoss:
+    case OpKind::kMSELoss:
       expect_arity(node, in, 2, 2);
       if (in[0]->shape != in[1]->shape)
         fail(node, "target '" + in[1]->name + "' " + shape_string(in[1]->shape) +
-                       " must have the logits' shape " + shape_string(in[0]->shape));
+                       " must have the output's shape " + shape_string(in[0]->shape));
+      return {};
+    case OpKind::kSumLoss:
+      expect_arity(node, in, 1, 1);
       return {};
     case OpKind::kAten:
       // The shape running the operator once at import gave (aten_call.h).

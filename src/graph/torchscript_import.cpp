@@ -29,18 +29,68 @@ Graph Importer::run() {
   entries_[inputs[1]] = x;
   for (JitNode* node : jit->nodes()) translate(node);
   const auto outputs = jit->outputs();
-  if (outputs.size() != 1 || entry(outputs[0]).kind != Entry::kTensor)
-    throw ImportError("'" + path_ + "': the model must return one tensor of logits (a " +
-                      "module returning a tuple or dict cannot be trained as a classifier)");
-  const int logits = entry(outputs[0]).value;
-  const auto& shape = graph_.value(logits).shape;
-  if (shape.size() != 2)
-    throw ImportError("'" + path_ + "': the model's output has shape " + shape_string(shape) +
-                      "; monet trains classifiers, whose output is [batch, classes] logits");
-  const int target = graph_.add_input("target", {shape[0]}, at::kLong, ValueKind::kTarget);
-  graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {logits, target});
+  if (outputs.size() != 1)
+    throw ImportError("'" + path_ + "': the traced forward returns " +
+                      std::to_string(outputs.size()) + " values");
+  add_loss(trained_output(outputs[0]));
   graph_.validate();
   return std::move(graph_);
+}
+
+int Importer::trained_output(const JitValue* output) const {
+  const JitNode* node = output->node();
+  const std::string kind = node->kind().toQualString();
+  std::vector<std::pair<std::string, const JitValue*>> named;  // the outputs, by name
+  if (kind == "prim::TupleConstruct") {
+    for (size_t i = 0; i < node->inputs().size(); ++i)
+      named.emplace_back(std::to_string(i), node->inputs()[i]);
+  } else if (kind == "prim::DictConstruct") {
+    for (size_t i = 0; i + 1 < node->inputs().size(); i += 2) {
+      const Entry& key = entry(node->inputs()[i]);
+      if (key.kind != Entry::kConstant || !key.constant.isString())
+        fail(node, "a dict output needs string keys");
+      named.emplace_back(key.constant.toStringRef(), node->inputs()[i + 1]);
+    }
+  } else {
+    if (!options_.output.empty())
+      throw ImportError("'" + path_ + "': the model returns one tensor; --output '" +
+                        options_.output + "' names none");
+    named.emplace_back("", output);
+  }
+  std::string names;
+  for (const auto& [name, value] : named) {
+    names += (names.empty() ? "" : ", ") + name;
+    if (!options_.output.empty() && name != options_.output) continue;
+    const Entry& e = entry(value);
+    if (e.kind != Entry::kTensor)
+      throw ImportError("'" + path_ + "': the output '" + name + "' is not a tensor");
+    return e.value;
+  }
+  throw ImportError("'" + path_ + "': no output '" + options_.output + "' (the model returns " +
+                    names + ")");
+}
+
+void Importer::add_loss(int output) {
+  const Value& out = graph_.value(output);
+  const std::vector<int64_t> shape = out.shape;
+  if (options_.loss == OpKind::kSumLoss) {
+    graph_.add_node(OpKind::kSumLoss, "loss", {output});
+    return;
+  }
+  if (options_.loss == OpKind::kCrossEntropyLoss) {
+    if (shape.size() < 2)
+      throw ImportError("'" + path_ + "': cross-entropy needs logits [batch, classes, ...]; " +
+                        "the output has shape " + shape_string(shape));
+    std::vector<int64_t> target = shape;
+    target.erase(target.begin() + 1);
+    const int t = graph_.add_input("target", target, at::kLong, ValueKind::kTarget);
+    graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {output, t});
+    return;
+  }
+  if (options_.loss != OpKind::kMSELoss && options_.loss != OpKind::kBCEWithLogitsLoss)
+    throw ImportError(std::string("'") + op_name(options_.loss) + "' is not a loss");
+  const int t = graph_.add_input("target", shape, at::kFloat, ValueKind::kTarget);
+  graph_.add_node(options_.loss, "loss", {output, t});
 }
 
 void Importer::translate(JitNode* node) {
@@ -106,6 +156,8 @@ void Importer::translate(JitNode* node) {
     } else {
       fail(node, "list mixing tensors and other values");
     }
+  } else if (kind == "prim::TupleConstruct" || kind == "prim::DictConstruct") {
+    return;  // the model's outputs (trained_output)
   } else if (kind == "aten::size") {
     const auto& s = shape_of(tensor(node, 0));
     int64_t d = int_arg(node, 1, "dim");
@@ -304,7 +356,8 @@ bool is_torchscript_path(const std::string& model) {
   return false;
 }
 
-Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape) {
+Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape,
+                         const ImportOptions& options) {
   if (input_shape.size() < 2)
     throw ImportError("the input shape must give at least the batch and one more dimension, got " +
                       shape_string(input_shape));
@@ -317,7 +370,7 @@ Graph import_torchscript(const std::string& path, const std::vector<int64_t>& in
   } catch (const c10::Error& e) {
     throw ImportError("cannot load TorchScript file '" + path + "': " + e.what_without_backtrace());
   }
-  return torchscript::Importer(path, std::move(module), input_shape).run();
+  return torchscript::Importer(path, std::move(module), input_shape, options).run();
 }
 
 }  // namespace monet

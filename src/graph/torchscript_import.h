@@ -2,8 +2,10 @@
 // the TorchScript forward is inlined, its ATen operators become graph nodes and the
 // module's parameters and buffers become graph parameters and buffers under their
 // state_dict names (trainable, not frozen; load_torchscript_weights copies their values).
-// The model's output must be [batch, classes] logits; a cross-entropy loss against an
-// int64 "target" of shape [batch] is appended.
+// The output trained (the model's, or one of the tuple or dict it returns) gets a loss and
+// its "target" input: cross-entropy over logits [N, C] or per position over [N, C, ...]
+// (int64 targets [N] or [N, ...]), mean squared error or binary cross-entropy with
+// logits (float targets of the output's shape), or the output summed (no target).
 //
 // The imported graph is trained: batch norm uses batch statistics and dropout is active
 // at its recorded probability whatever mode the module was traced in.
@@ -29,8 +31,18 @@ class ImportError : public std::runtime_error {
 /// model.
 bool is_torchscript_path(const std::string& model);
 
+/// What a traced model is trained on.
+struct ImportOptions {
+  /// The output trained when the model returns a tuple (its index, "0") or a dict (its
+  /// key, "out"); empty: the first.
+  std::string output;
+  /// The loss appended: kCrossEntropyLoss, kMSELoss, kBCEWithLogitsLoss or kSumLoss.
+  OpKind loss = OpKind::kCrossEntropyLoss;
+};
+
 /// The graph of the module saved at `path`, fed an input of `input_shape` (batch first,
 /// e.g. {8, 3, 224, 224}). Throws ImportError.
-Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape);
+Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape,
+                         const ImportOptions& options = {});
 
 }  // namespace monet

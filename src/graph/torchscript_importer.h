@@ -72,10 +72,12 @@ inline std::string parent(const std::string& path) {
 
 class Importer {
  public:
-  Importer(const std::string& path, torch::jit::Module module, std::vector<int64_t> input_shape)
+  Importer(const std::string& path, torch::jit::Module module, std::vector<int64_t> input_shape,
+           ImportOptions options)
       : path_(path),
         module_(std::move(module)),
         input_shape_(std::move(input_shape)),
+        options_(std::move(options)),
         graph_(module_name(path)) {
     for (const auto& p : module_.named_parameters(/*recurse=*/true))
       state_[p.name] = {p.value, true};
@@ -257,6 +259,10 @@ class Importer {
   const std::vector<int64_t>& shape_of(int v) const { return graph_.value(v).shape; }
 
   void translate(JitNode* node);
+  // The graph value of the output trained (options_.output of a tuple or dict).
+  int trained_output(const JitValue* output) const;
+  // Appends options_.loss and its target.
+  void add_loss(int output);
   void translate_conv(JitNode* node, const std::string& kind);
   void translate_pool(JitNode* node, const std::string& kind);
   void translate_elementwise(JitNode* node, const std::string& kind);
@@ -279,6 +285,7 @@ class Importer {
   std::string path_;
   torch::jit::Module module_;
   std::vector<int64_t> input_shape_;
+  ImportOptions options_;
   Graph graph_;
   std::map<std::string, std::pair<at::Tensor, bool>> state_;  // name -> (tensor, trainable)
   std::map<std::string, int> state_ids_;

@@ -219,6 +219,7 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
                                  "regenerates the noise from its seed")};
     case OpKind::kCrossEntropyLoss:
     case OpKind::kBCEWithLogitsLoss:
+    case OpKind::kMSELoss:
       return {make_backward_impl("default", P::kAll, {0, 1}, false, false,
                                  "from the logits and targets")};
     case OpKind::kAten:

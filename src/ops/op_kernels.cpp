@@ -4,6 +4,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "ops/reference_forward.h"
+
 namespace monet {
 
 uint64_t node_seed(uint64_t iteration_seed, int node_id) {
@@ -98,7 +100,9 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
       out.output = at::cross_entropy_loss(in[0], in[1], {}, at::Reduction::Mean, -100, 0.0);
       break;
     case OpKind::kBCEWithLogitsLoss:
-      out.output = at::binary_cross_entropy_with_logits(in[0], in[1], {}, {}, at::Reduction::Mean);
+    case OpKind::kMSELoss:
+    case OpKind::kSumLoss:
+      out.output = reference_forward(n, in, training);
       break;
     case OpKind::kAten:
       out = kernels::aten_forward(n, impl, in);
@@ -187,13 +191,21 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
       return grads;
     }
     case OpKind::kCrossEntropyLoss: {
+      // Mean over the targets (samples, or samples x positions).
       const at::Tensor& logits = a.inputs[0];
-      const at::Tensor& target = a.inputs[1];
+      const at::Tensor index = a.inputs[1].unsqueeze(1);
       at::Tensor d = at::softmax(logits, 1);
-      d.scatter_add_(1, target.unsqueeze(1), at::full({logits.size(0), 1}, -1.0, logits.options()));
-      grads[0] = d.mul_(go / static_cast<double>(logits.size(0)));
+      d.scatter_add_(1, index, at::full(index.sizes(), -1.0, logits.options()));
+      grads[0] = d.mul_(go / static_cast<double>(a.inputs[1].numel()));
       return grads;
     }
+    case OpKind::kMSELoss:
+      if (a.needs_grad[0])
+        grads[0] = (a.inputs[0] - a.inputs[1]).mul_(go * (2.0 / a.inputs[0].numel()));
+      return grads;
+    case OpKind::kSumLoss:
+      if (a.needs_grad[0]) grads[0] = go.expand(g.value(n.inputs[0]).shape).contiguous();
+      return grads;
     case OpKind::kBCEWithLogitsLoss: {
       const at::Tensor& logits = a.inputs[0];
       grads[0] = (at::sigmoid(logits) - a.inputs[1]).mul_(go / static_cast<double>(logits.numel()));

@@ -55,6 +55,10 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
       return at::cross_entropy_loss(in[0], in[1], {}, at::Reduction::Mean, -100, 0.0);
     case OpKind::kBCEWithLogitsLoss:
       return at::binary_cross_entropy_with_logits(in[0], in[1], {}, {}, at::Reduction::Mean);
+    case OpKind::kMSELoss:
+      return at::mse_loss(in[0], in[1], at::Reduction::Mean);
+    case OpKind::kSumLoss:
+      return in[0].sum();
     case OpKind::kAten:
       return call_aten(*a.aten, in);
   }
