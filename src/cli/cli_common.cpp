@@ -37,7 +37,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--input-shape", o.input_shape,
                   "input shape of a traced model, batch first: B,C,H,W (e.g. 8,3,224,224)");
-  cmd->add_option("--output", o.output,
+  cmd->add_option("--model-output", o.output,
                   "traced model returning a tuple or dict: the output to train (index or key; "
                   "default: the first)");
   cmd->add_option("--loss", o.loss,
@@ -75,7 +75,7 @@ ModelConfig model_config(const ModelOptions& o) {
     throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
                      std::string("take --batch and --image"));
   if (!o.output.empty() || o.loss != "cross_entropy")
-    throw UsageError("--output and --loss apply to traced models (--model FILE.pt); zoo model " +
+    throw UsageError("--model-output and --loss apply to traced models (--model FILE.pt); zoo model " +
                      o.model + " has its own loss");
   try {
     const ModelInfo& info = zoo_model_info(o.model);

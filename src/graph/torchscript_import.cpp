@@ -53,7 +53,7 @@ int Importer::trained_output(const JitValue* output) const {
     }
   } else {
     if (!options_.output.empty())
-      throw ImportError("'" + path_ + "': the model returns one tensor; --output '" +
+      throw ImportError("'" + path_ + "': the model returns one tensor; output '" +
                         options_.output + "' names none");
     named.emplace_back("", output);
   }
