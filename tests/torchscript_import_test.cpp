@@ -201,6 +201,32 @@ TEST(TorchscriptImport, UnsupportedOperatorIsNamedWithItsLocation) {
   }
 }
 
+// A dict output is chosen by key, a missing one is refused naming those there are; the
+// per-pixel loss's target has the output's shape without the class dimension.
+TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
+  const std::string path = kDir + "/deeplabv3_mobilenet_v3_large.pt";
+  const Graph g = import_torchscript(path, {2, 3, 32, 32}, {"out", OpKind::kCrossEntropyLoss});
+  const Value& target = g.value(g.values_of_kind(ValueKind::kTarget).at(0));
+  EXPECT_EQ(target.shape, (std::vector<int64_t>{2, 32, 32}));
+  try {
+    import_torchscript(path, {2, 3, 32, 32}, {"aux", OpKind::kCrossEntropyLoss});
+    FAIL() << "expected an ImportError";
+  } catch (const ImportError& e) {
+    EXPECT_NE(std::string(e.what()).find("no output 'aux' (the model returns out)"),
+              std::string::npos)
+        << e.what();
+  }
+  const Graph summed = import_torchscript(path, {2, 3, 32, 32}, {"", OpKind::kSumLoss});
+  EXPECT_TRUE(summed.values_of_kind(ValueKind::kTarget).empty());
+  EXPECT_NE(summed.fingerprint(), g.fingerprint());
+  const ModelSpec spec{kDir + "/unet_gn.pt", 2, {}, 1.0, 0, {2, 3, 32, 32}, "", LossKind::kMSE};
+  const Model m = Model::load(spec);
+  EXPECT_EQ(m.target_dtype(), torch::kFloat);
+  EXPECT_EQ(m.target_shape(), (std::vector<int64_t>{2, 3, 32, 32}));
+  EXPECT_THROW(loss_kind_from_name("hinge"), std::invalid_argument);
+  EXPECT_STREQ(loss_kind_name(loss_kind_from_name("bce_with_logits")), "bce_with_logits");
+}
+
 TEST(TorchscriptImport, BadFileAndBadShapeGiveClearErrors) {
   const std::string bad = ::testing::TempDir() + "/not_a_model.pt";
   std::ofstream(bad) << "not a zip archive";

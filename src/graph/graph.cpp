@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <iomanip>
 #include <queue>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
+#include "graph/aten_call.h"
 #include "graph/shape_inference.h"
 
 namespace monet {
@@ -244,6 +246,26 @@ int64_t Graph::activation_bytes() const {
   for (const auto& v : values_)
     if (v.kind == ValueKind::kActivation) n += v.bytes();
   return n;
+}
+
+int64_t Graph::constant_bytes() const {
+  std::set<const void*> seen;
+  int64_t bytes = 0;
+  for (const Node& n : nodes_) {
+    if (!n.attrs.aten) continue;
+    for (const c10::IValue& v : n.attrs.aten->arguments) {
+      std::vector<at::Tensor> tensors;
+      if (v.isTensor()) tensors.push_back(v.toTensor());
+      if (v.isList())
+        for (const c10::IValue& e : v.toListRef())
+          if (e.isTensor()) tensors.push_back(e.toTensor());
+      for (const at::Tensor& t : tensors)
+        if (t.defined() && t.has_storage() &&
+            seen.insert(t.storage().unsafeGetStorageImpl()).second)
+          bytes += static_cast<int64_t>(t.storage().nbytes());
+    }
+  }
+  return bytes;
 }
 
 int64_t Graph::parameter_bytes() const {

@@ -96,6 +96,9 @@ class Graph {
   /// Total bytes of all activation values (every node output, nothing freed).
   int64_t activation_bytes() const;
   int64_t parameter_bytes() const;
+  /// Bytes of the constant tensors generic operators take (attrs.aten: Swin's attention
+  /// masks), each storage once. They live as long as the graph.
+  int64_t constant_bytes() const;
 
   /// Stable 64-bit FNV-1a hash, as 16 hex digits, of operators, attributes, wiring,
   /// shapes and dtypes. Names are not included: two graphs that compute the same thing

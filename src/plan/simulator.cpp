@@ -56,7 +56,7 @@ class StorageModel {
 }  // namespace
 
 int64_t iteration_start_bytes(const Graph& g) {
-  int64_t bytes = 0;
+  int64_t bytes = g.constant_bytes();
   for (const auto& v : g.values())
     if (v.kind != ValueKind::kActivation) bytes += v.bytes();
   return bytes;

@@ -46,7 +46,8 @@ struct SimulatedPlan {
   SimulationResult simulated;
 };
 
-/// Bytes live before an iteration: parameters, buffers, inputs and targets.
+/// Bytes live before an iteration: parameters, buffers, inputs and targets, and the
+/// graph's constants (allocated when it was imported, under the memory tracker).
 int64_t iteration_start_bytes(const Graph& graph);
 
 /// Replays `plan` (validated first; throws PlanError like the executor would) with
