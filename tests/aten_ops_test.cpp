@@ -9,6 +9,7 @@
 #include "graph/aten_call.h"
 #include "graph/graph_builder.h"
 #include "ops/op_kernels.h"
+#include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
@@ -27,14 +28,33 @@ int aten(GraphBuilder& b, const std::string& op, int x, const std::string& name,
   return b.graph().add_node(OpKind::kAten, name, {x}, a);
 }
 
-// conv, leaky ReLU, conv, tanh, ELU, GELU, nearest upsampling, pooling, linear.
+// A layer or group norm node (`what`: the normalised shape or the group count) with
+// affine parameters drawn from N(0, 1).
+int norm(GraphBuilder& b, const std::string& op, int x, const std::string& name, c10::IValue what,
+         int64_t size) {
+  Graph& g = b.graph();
+  InitSpec init;
+  init.kind = InitKind::kNormal;
+  init.std = 1.0;
+  const int w = g.add_parameter(name + ".weight", {size}, init);
+  const int bias = g.add_parameter(name + ".bias", {size}, init);
+  OpAttrs a;
+  a.aten = make_aten_call(op, "", {c10::IValue(), what, c10::IValue(), c10::IValue(), 1e-5, true},
+                          {0, 2, 3}, {g.value(x).shape, {size}, {size}}, {true, true, true});
+  return g.add_node(OpKind::kAten, name, {x, w, bias}, a);
+}
+
+// conv, group norm, leaky ReLU, conv, tanh, layer norm, ELU, GELU, nearest upsampling,
+// pooling, linear.
 Graph activations_graph() {
   GraphBuilder b("generic_activations");
   const int x = b.input("input", {2, 3, 6, 6});
   int h = b.conv(x, "conv1", {8, {3}, 1, 1, 1, true, default_init()});
+  h = norm(b, "aten::group_norm", h, "group_norm", int64_t{2}, 8);
   h = aten(b, "aten::leaky_relu", h, "leaky", {0.1});
   h = b.conv(h, "conv2", {8, {3}, 1, 1, 1, true, default_init()});
   h = aten(b, "aten::tanh", h, "tanh");
+  h = norm(b, "aten::layer_norm", h, "layer_norm", std::vector<int64_t>{6}, 6);
   h = aten(b, "aten::elu", h, "elu", {1.0, 1.0, 1.0});
   h = aten(b, "aten::gelu", h, "gelu", {std::string("tanh")});
   h = aten(b, "aten::upsample_nearest2d", h, "up",
@@ -88,14 +108,21 @@ TEST(AtenCall, RefusesIntegerResultsAndOperatorsWithoutDerivative) {
 TEST(AtenOps, EveryImplementationMatchesAutograd) {
   MemoryTracker::install();
   const Graph g = activations_graph();
-  std::set<std::string> used;
-  for (int variant = 0; variant < 6; ++variant)
-    EXPECT_LT(testing::max_gradient_error(g, testing::rotated_plan(g, variant, &used)), 1e-9)
-        << "variant " << variant;
+  std::set<std::string> used, by_node;
+  for (int variant = 0; variant < 6; ++variant) {
+    const Plan plan = testing::rotated_plan(g, variant, &used);
+    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9) << "variant " << variant;
+    for (const Instruction& in : plan.program)
+      if (in.kind == InstrKind::kBackward) by_node.insert(g.node(in.node).name + " " + in.impl);
+  }
   for (const char* impl :
-       {"aten forward mask", "aten backward all mask", "aten backward all output",
-        "aten backward all input", "aten backward all rerun"})
-    EXPECT_TRUE(used.count(impl)) << impl;
+       {"group_norm input", "group_norm output", "leaky input", "leaky output", "leaky mask",
+        "tanh output", "tanh rerun", "layer_norm input", "layer_norm output", "elu input",
+        "elu output", "gelu input", "up rerun"})
+    EXPECT_TRUE(by_node.count(impl)) << impl;
+  EXPECT_TRUE(used.count("aten forward mask"));
+  // Recomputation: the norms reuse the statistics of their first forward.
+  EXPECT_LT(testing::max_gradient_error(g, chen_plan(g)), 1e-9);
 }
 
 TEST(AtenOps, SignMaskHasItsDeclaredSize) {

@@ -34,6 +34,22 @@ std::vector<int> input_read(const Graph& g, const Node& n) {
 
 }  // namespace
 
+bool is_aten_norm(const Node& n) {
+  return op_of(n) == "aten::layer_norm" || op_of(n) == "aten::group_norm";
+}
+
+int64_t aten_state_bytes(const Graph& g, const Node& n) {
+  if (!is_aten_norm(n)) return 0;
+  const Value& x = g.value(n.inputs[0]);
+  const c10::IValue& what = n.attrs.aten->arguments.at(1);  // normalised shape, or groups
+  int64_t rows = x.numel();
+  if (what.isInt())
+    rows = x.shape[0] * what.toInt();  // group norm: N x G
+  else
+    for (int64_t d : what.toIntVector()) rows /= d;
+  return 2 * rows * static_cast<int64_t>(c10::elementSize(x.dtype));  // mean and rstd
+}
+
 double aten_scalar_argument(const Node& n, size_t position) {
   return n.attrs.aten->arguments.at(position).toScalar().toDouble();
 }
@@ -43,6 +59,9 @@ std::vector<ForwardImplInfo> aten_forward_impls(const Node& n) {
       make_forward_impl("default", false, false, n.attrs.aten->name + " through the dispatcher")};
   if (op_of(n) == "aten::leaky_relu")
     v.push_back(make_forward_impl("mask", false, true, "out of place, plus a 1-bit sign mask"));
+  if (is_aten_norm(n))
+    v.front().description =
+        "ATen's native norm; the first forward keeps the statistics, recomputations reuse them";
   return v;
 }
 
@@ -53,6 +72,11 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
   const auto input = make_backward_impl("input", P::kAll, input_read(g, n), false, false,
                                         "from the input, with ATen's derivative");
   if (op == "aten::tanh") return {output, rerun(g, n)};
+  if (is_aten_norm(n))
+    return {make_backward_impl("input", P::kAll, input_read(g, n), false, false,
+                               "from the input and the statistics (native backward)"),
+            make_backward_impl("output", P::kAll, {}, true, false,
+                               "from the output and the statistics: x_hat = (y - b) / w")};
   if (op == "aten::gelu") return {input};
   if (op == "aten::elu") {
     if (aten_scalar_argument(n, 1) >= 0) return {input, output};

@@ -6,7 +6,11 @@
 //  - ELU (alpha >= 0): backward from the input (PyTorch's) or from the output;
 //  - leaky ReLU: backward from the input (PyTorch's), from the output (slope >= 0), or
 //    from a 1-bit sign mask a "mask" forward leaves (the derivative is 1 or the slope);
-//  - GELU: backward from the input with ATen's derivative (no re-run).
+//  - GELU: backward from the input with ATen's derivative (no re-run);
+//  - layer norm and group norm: the first forward keeps the statistics for the iteration
+//    (recomputations reuse them, as batch norm's do); backward from the input (ATen's
+//    native backward) or from the output (x_hat = (y - bias) / weight: it needs a weight
+//    with no zero).
 // Operators whose derivative reads no activation (upsampling, padding, permutes) need no
 // specialisation: their "rerun" backward reads stand-ins only.
 #pragma once
@@ -25,6 +29,11 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& graph, const Node
 /// Bytes of the intermediate `forward_impl` leaves (the leaky ReLU's packed sign mask).
 int64_t aten_intermediate_bytes(const Graph& graph, const Node& node,
                                 const std::string& forward_impl);
+
+/// Bytes of the per-iteration state the first forward keeps (norms' statistics), else 0.
+int64_t aten_state_bytes(const Graph& graph, const Node& node);
+/// Layer norm or group norm (the implementations of norm_kernels.cpp).
+bool is_aten_norm(const Node& node);
 
 /// A scalar argument of the call (leaky ReLU's slope, ELU's alpha), by schema position.
 double aten_scalar_argument(const Node& node, size_t position);

@@ -77,7 +77,8 @@ at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImp
 }  // namespace
 
 ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
-                           const std::vector<at::Tensor>& in) {
+                           const std::vector<at::Tensor>& in, NodeState& state) {
+  if (is_aten_norm(n)) return norm_forward(n, in, state);
   ForwardOutput out;
   // The mask first: the input may be an alias of the output.
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
@@ -86,8 +87,9 @@ ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
 }
 
 std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
-                                      const BackwardArgs& a) {
+                                      const BackwardArgs& a, const NodeState& state) {
   if (impl.name == "rerun") return rerun_backward(g, n, a);
+  if (is_aten_norm(n)) return norm_backward(n, impl, a, state);
   std::vector<at::Tensor> grads(n.inputs.size());
   if (a.needs_grad[0]) grads[0] = specialised_backward(g, n, impl, a);
   return grads;

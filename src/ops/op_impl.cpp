@@ -290,6 +290,7 @@ std::vector<bool> backward_grad_mask(const Graph& g, const Node& n, BackwardPart
 }
 
 int64_t node_state_bytes(const Graph& g, const Node& n) {
+  if (n.op == OpKind::kAten) return aten_state_bytes(g, n);
   if (n.op != OpKind::kBatchNorm) return 0;
   const Value& x = g.value(n.inputs[0]);
   return 2 * x.shape[1] * static_cast<int64_t>(c10::elementSize(x.dtype));

@@ -105,7 +105,7 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
       out.output = reference_forward(n, in, training);
       break;
     case OpKind::kAten:
-      out = kernels::aten_forward(n, impl, in);
+      out = kernels::aten_forward(n, impl, in, state);
       break;
   }
   state.computed = true;
@@ -212,7 +212,7 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
       return grads;
     }
     case OpKind::kAten:
-      return kernels::aten_backward(g, n, impl, a);
+      return kernels::aten_backward(g, n, impl, a, state);
   }
   throw std::logic_error(std::string("run_backward: no backward for ") + op_name(n.op));
 }

@@ -93,12 +93,17 @@ std::vector<at::Tensor> pool_backward(const Graph& g, const Node& n, const Backw
 /// result is a view of an input (the memory model gives every output its own storage).
 /// The "mask" forward also packs the input's sign (aten_impls.h).
 ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
-                           const std::vector<at::Tensor>& in);
+                           const std::vector<at::Tensor>& in, NodeState& state);
 /// Its backward: "rerun" re-runs the call under autograd on the inputs it reads
 /// (zero-stride stand-ins for the others) and returns autograd's gradients, copied where
 /// they are views; the specialised implementations use ATen's derivatives.
 std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
-                                      const BackwardArgs& a);
+                                      const BackwardArgs& a, const NodeState& state);
+/// Layer and group norm (norm_kernels.cpp): statistics kept in `state` by the first
+/// forward; backward from the input or the output.
+ForwardOutput norm_forward(const Node& n, const std::vector<at::Tensor>& in, NodeState& state);
+std::vector<at::Tensor> norm_backward(const Node& n, const BackwardImplInfo& impl,
+                                      const BackwardArgs& a, const NodeState& state);
 }  // namespace kernels
 
 }  // namespace monet
