@@ -219,6 +219,16 @@ TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
   const Graph summed = import_torchscript(path, {2, 3, 32, 32}, {"", OpKind::kSumLoss});
   EXPECT_TRUE(summed.values_of_kind(ValueKind::kTarget).empty());
   EXPECT_NE(summed.fingerprint(), g.fingerprint());
+  // A plan file records the output and the loss, so the graph can be rebuilt from it.
+  Plan plan = store_all_plan(g);
+  plan.model = path;
+  plan.config.input_shape = {2, 3, 32, 32};
+  plan.config.import = {"out", OpKind::kSumLoss};
+  std::string model;
+  ModelConfig config;
+  read_plan_model(plan_to_json(g, plan), &model, &config);
+  EXPECT_EQ(config.import.output, "out");
+  EXPECT_EQ(config.import.loss, OpKind::kSumLoss);
   const ModelSpec spec{kDir + "/unet_gn.pt", 2, {}, 1.0, 0, {2, 3, 32, 32}, "", LossKind::kMSE};
   const Model m = Model::load(spec);
   EXPECT_EQ(m.target_dtype(), torch::kFloat);

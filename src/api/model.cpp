@@ -49,6 +49,7 @@ ModelConfig model_config(const ModelSpec& s) {
   if (is_traced_model(s)) {
     ModelConfig c;
     c.input_shape = s.input_shape;
+    c.import = {s.output, loss_op(s.loss)};
     c.batch = s.input_shape.empty() ? 0 : s.input_shape[0];
     if (s.input_shape.size() > 2) c.image.assign(s.input_shape.begin() + 2, s.input_shape.end());
     return c;
@@ -86,7 +87,7 @@ Graph build(const ModelSpec& s) {
   if (!std::ifstream(s.model))
     throw std::invalid_argument("cannot read traced model '" + s.model + "'");
   try {
-    return import_torchscript(s.model, s.input_shape, {s.output, loss_op(s.loss)});
+    return import_torchscript(s.model, s.input_shape, model_config(s).import);
   } catch (const ImportError& e) {
     throw std::invalid_argument(e.what());
   }

@@ -66,6 +66,7 @@ ModelConfig model_config(const ModelOptions& o) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
+    c.import = {o.output, loss_op(loss_kind_from_name(o.loss))};
     c.batch = c.input_shape[0];
     c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),
                    c.input_shape.end());
@@ -90,23 +91,23 @@ ModelConfig model_config(const ModelOptions& o) {
   }
 }
 
-Graph build_graph(const ModelOptions& o) {
-  const ModelConfig c = model_config(o);
-  if (is_torchscript_path(o.model)) {
-    if (!std::ifstream(o.model)) throw UsageError("cannot read traced model '" + o.model + "'");
+Graph build_graph(const ModelOptions& o) { return build_graph(o.model, model_config(o)); }
+
+Graph build_graph(const std::string& model, const ModelConfig& c) {
+  if (is_torchscript_path(model)) {
+    if (!std::ifstream(model)) throw UsageError("cannot read traced model '" + model + "'");
     try {
-      return import_torchscript(o.model, c.input_shape,
-                                {o.output, loss_op(loss_kind_from_name(o.loss))});
+      return import_torchscript(model, c.input_shape, c.import);
     } catch (const ImportError& e) {
       throw UsageError(e.what());
     }
   }
   try {
-    return build_zoo_model(o.model, c);
+    return build_zoo_model(model, c);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   } catch (const GraphError& e) {
-    throw UsageError("cannot build " + o.model + " at image size " + image_size_string(c.image) +
+    throw UsageError("cannot build " + model + " at image size " + image_size_string(c.image) +
                      ": " + e.what());
   }
 }
@@ -178,22 +179,12 @@ LoadedPlan load_plan_file(const std::string& path) {
     throw UsageError("plan '" + path + "' is not valid JSON (truncated?): " + e.what());
   }
   try {
-    ModelOptions m;
+    std::string model;
     ModelConfig c;
-    read_plan_model(j, &m.model, &c);
-    m.batch = c.batch;
-    m.image = image_size_string(c.image);
-    m.width = c.width;
-    m.classes = c.classes;
-    if (!c.input_shape.empty()) {
-      m.image.clear();
-      m.classes = 0;
-      for (size_t i = 0; i < c.input_shape.size(); ++i)
-        m.input_shape += (i ? "," : "") + std::to_string(c.input_shape[i]);
-    }
-    Graph g = build_graph(m);
+    read_plan_model(j, &model, &c);
+    Graph g = build_graph(model, c);
     Plan plan = plan_from_json(g, j);
-    plan.model = m.model;
+    plan.model = model;
     plan.config = c;
     validate_plan(g, plan);
     return {std::move(g), std::move(plan)};

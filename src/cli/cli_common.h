@@ -48,6 +48,8 @@ struct ModelOptions {
 void add_model_options(CLI::App* cmd, ModelOptions& options, int64_t default_batch = 1);
 /// Builds the graph for the options; bad model names or sizes become UsageError.
 Graph build_graph(const ModelOptions& options);
+/// The graph of `model` (zoo name or traced file) at `config` (a plan file's).
+Graph build_graph(const std::string& model, const ModelConfig& config);
 /// The effective ModelConfig for the options (defaults filled in).
 ModelConfig model_config(const ModelOptions& options);
 /// The parameters and buffers to train `graph` from: a TorchScript model's own values

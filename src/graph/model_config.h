@@ -6,7 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "graph/op_kind.h"
+
 namespace monet {
+
+/// What a traced model is trained on.
+struct ImportOptions {
+  /// The output trained when the model returns a tuple (its index, "0") or a dict (its
+  /// key, "out"); empty: the first.
+  std::string output;
+  /// The loss appended: kCrossEntropyLoss, kMSELoss, kBCEWithLogitsLoss or kSumLoss.
+  OpKind loss = OpKind::kCrossEntropyLoss;
+};
 
 struct ModelConfig {
   int64_t batch = 1;           // samples per iteration
@@ -16,6 +27,7 @@ struct ModelConfig {
   /// Imported TorchScript models only: the full input shape, batch first ("2,3,224,224");
   /// empty for zoo models.
   std::vector<int64_t> input_shape;
+  ImportOptions import;  // imported TorchScript models only
 };
 
 /// Parses "224" (square; cube for 3-D models when `spatial_dims` is 3), "416x608" or

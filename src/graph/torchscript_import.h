@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/model_config.h"
 
 namespace monet {
 
@@ -30,15 +31,6 @@ class ImportError : public std::runtime_error {
 /// Whether `model` names a TorchScript file (ends in ".pt" or ".pth") rather than a zoo
 /// model.
 bool is_torchscript_path(const std::string& model);
-
-/// What a traced model is trained on.
-struct ImportOptions {
-  /// The output trained when the model returns a tuple (its index, "0") or a dict (its
-  /// key, "out"); empty: the first.
-  std::string output;
-  /// The loss appended: kCrossEntropyLoss, kMSELoss, kBCEWithLogitsLoss or kSumLoss.
-  OpKind loss = OpKind::kCrossEntropyLoss;
-};
 
 /// The graph of the module saved at `path`, fed an input of `input_shape` (batch first,
 /// e.g. {8, 3, 224, 224}). Throws ImportError.

@@ -44,6 +44,9 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
                           {"width", plan.config.width},
                           {"classes", plan.config.classes}};
   if (!plan.config.input_shape.empty()) model["input_shape"] = plan.config.input_shape;
+  if (!plan.config.import.output.empty()) model["output"] = plan.config.import.output;
+  if (plan.config.import.loss != OpKind::kCrossEntropyLoss)
+    model["loss"] = op_name(plan.config.import.loss);
   return {{"format", "monet-plan-1"}, {"graph", g.name()},
           {"model", model},           {"fingerprint", plan.graph_fingerprint},
           {"planner", plan.planner},  {"program", program}};
@@ -61,7 +64,13 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     config->classes = m.at("classes").get<int64_t>();
     if (m.contains("input_shape"))
       config->input_shape = m.at("input_shape").get<std::vector<int64_t>>();
+    config->import.output = m.value("output", "");
+    const std::string loss = m.value("loss", op_name(OpKind::kCrossEntropyLoss));
+    config->import.loss = op_from_name(loss);
+    if (!is_loss(config->import.loss)) throw PlanError("not a monet plan: '" + loss + "' is no loss");
   } catch (const nlohmann::json::exception& e) {
+    throw PlanError(std::string("not a monet plan: ") + e.what());
+  } catch (const std::invalid_argument& e) {
     throw PlanError(std::string("not a monet plan: ") + e.what());
   }
 }
