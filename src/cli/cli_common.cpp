@@ -76,8 +76,9 @@ ModelConfig model_config(const ModelOptions& o) {
     throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
                      std::string("take --batch and --image"));
   if (!o.output.empty() || o.loss != "cross_entropy")
-    throw UsageError("--model-output and --loss apply to traced models (--model FILE.pt); zoo model " +
-                     o.model + " has its own loss");
+    throw UsageError(
+        "--model-output and --loss apply to traced models (--model FILE.pt); zoo model " + o.model +
+        " has its own loss");
   try {
     const ModelInfo& info = zoo_model_info(o.model);
     ModelConfig c;

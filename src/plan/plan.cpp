@@ -67,7 +67,8 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     config->import.output = m.value("output", "");
     const std::string loss = m.value("loss", op_name(OpKind::kCrossEntropyLoss));
     config->import.loss = op_from_name(loss);
-    if (!is_loss(config->import.loss)) throw PlanError("not a monet plan: '" + loss + "' is no loss");
+    if (!is_loss(config->import.loss))
+      throw PlanError("not a monet plan: '" + loss + "' is no loss");
   } catch (const nlohmann::json::exception& e) {
     throw PlanError(std::string("not a monet plan: ") + e.what());
   } catch (const std::invalid_argument& e) {
