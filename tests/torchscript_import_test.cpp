@@ -38,29 +38,33 @@ ImportOptions import_options(const std::string& name) {
   return {};
 }
 
-Imported import(const std::string& name) {
+Imported import(const std::string& name, const ImportOptions& options) {
   std::map<std::string, at::Tensor> ref;
   for (const auto& b : torch::jit::load(kDir + "/" + name + "_ref.pt").named_buffers())
     ref[b.name] = b.value;
   const at::Tensor input = ref.at("input");
-  Graph g =
-      import_torchscript(kDir + "/" + name + ".pt", input.sizes().vec(), import_options(name));
+  Graph g = import_torchscript(kDir + "/" + name + ".pt", input.sizes().vec(), options);
   ModelState state = ModelState::initialize(g, 0);
   const WeightTransfer t = load_torchscript_weights(g, state, kDir + "/" + name + ".pt");
   EXPECT_EQ(t.copied,
             static_cast<int>(g.parameters().size() + g.values_of_kind(ValueKind::kBuffer).size()));
   // What the graph leaves out: integer buffers (batch counters; Swin's relative position
-  // index, a constant of the trace).
+  // index, a constant of the trace), and on the generic path batch norms' running
+  // statistics.
   std::map<std::string, at::Tensor> buffers;
   for (const auto& b : torch::jit::load(kDir + "/" + name + ".pt").named_buffers())
     buffers[b.name] = b.value;
   for (const auto& unused : t.unused)
-    EXPECT_TRUE(buffers.count(unused) && !buffers.at(unused).is_floating_point()) << unused;
+    EXPECT_TRUE(buffers.count(unused) && (!buffers.at(unused).is_floating_point() ||
+                                          options.activations_and_norms == OperatorPath::kGeneric))
+        << unused;
   Batch batch;
   batch[g.values_of_kind(ValueKind::kInput).at(0)] = input;
   batch[g.values_of_kind(ValueKind::kTarget).at(0)] = ref.at("target");
   return {std::move(g), std::move(state), std::move(batch), std::move(ref)};
 }
+
+Imported import(const std::string& name) { return import(name, import_options(name)); }
 
 // Runs `plan` in float64 and compares loss and every parameter gradient with PyTorch's.
 // Returns the largest relative error.
@@ -235,6 +239,24 @@ TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
   EXPECT_EQ(m.target_shape(), (std::vector<int64_t>{2, 3, 32, 32}));
   EXPECT_THROW(loss_kind_from_name("hinge"), std::invalid_argument);
   EXPECT_STREQ(loss_kind_name(loss_kind_from_name("bce_with_logits")), "bce_with_logits");
+}
+
+// With activations and batch norms on the generic path (--operator-path generic), a traced
+// ResNet-18 keeps none of their own operators and still trains as PyTorch does.
+TEST(TorchscriptImport, GenericOperatorPathMatchesPyTorch) {
+  MemoryTracker::install();
+  ImportOptions options;
+  options.activations_and_norms = OperatorPath::kGeneric;
+  const Imported m = import("resnet18", options);
+  int generic = 0;
+  for (const Node& n : m.graph.nodes()) {
+    EXPECT_NE(n.op, OpKind::kReLU) << n.name;
+    EXPECT_NE(n.op, OpKind::kBatchNorm) << n.name;
+    generic += n.op == OpKind::kAten;
+  }
+  EXPECT_EQ(generic, 17 + 20);  // ReLUs and batch norms
+  EXPECT_NE(m.graph.fingerprint(), import("resnet18").graph.fingerprint());
+  EXPECT_LE(worst_error_against_pytorch(m, store_all_plan(m.graph)), 1e-9);
 }
 
 TEST(TorchscriptImport, BadFileAndBadShapeGiveClearErrors) {

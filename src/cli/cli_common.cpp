@@ -44,6 +44,12 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
                   "traced model's loss: cross_entropy (logits [N, C] or per position [N, C, "
                   "...]), mse, bce_with_logits or sum")
       ->capture_default_str();
+  cmd->add_option("--operator-path", o.operator_path,
+                  "traced model's activations and batch norms: specialised (their own "
+                  "implementations) or generic (generic ATen nodes, to measure what the "
+                  "specialised ones save; batch norm then keeps no running statistics)")
+      ->check(CLI::IsMember({"specialised", "generic"}))
+      ->capture_default_str();
 }
 
 ModelConfig model_config(const ModelOptions& o) {
@@ -66,7 +72,8 @@ ModelConfig model_config(const ModelOptions& o) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    c.import = {o.output, loss_op(loss_kind_from_name(o.loss))};
+    c.import = {o.output, loss_op(loss_kind_from_name(o.loss)),
+                o.operator_path == "generic" ? OperatorPath::kGeneric : OperatorPath::kSpecialised};
     c.batch = c.input_shape[0];
     c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),
                    c.input_shape.end());
@@ -75,10 +82,11 @@ ModelConfig model_config(const ModelOptions& o) {
   if (!o.input_shape.empty())
     throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
                      std::string("take --batch and --image"));
-  if (!o.output.empty() || o.loss != "cross_entropy")
+  if (!o.output.empty() || o.loss != "cross_entropy" || o.operator_path != "specialised")
     throw UsageError(
-        "--model-output and --loss apply to traced models (--model FILE.pt); zoo model " + o.model +
-        " has its own loss");
+        "--model-output, --loss and --operator-path apply to traced models (--model FILE.pt); zoo "
+        "model " +
+        o.model + " has its own loss");
   try {
     const ModelInfo& info = zoo_model_info(o.model);
     ModelConfig c;

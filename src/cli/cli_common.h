@@ -42,7 +42,8 @@ struct ModelOptions {
   int64_t classes = 0;
   std::string input_shape;  // "8,3,224,224": imported models only
   std::string output;       // imported models returning a tuple or dict: the output trained
-  std::string loss = "cross_entropy";  // imported models: loss_kind_from_name's names
+  std::string loss = "cross_entropy";         // imported models: loss_kind_from_name's names
+  std::string operator_path = "specialised";  // imported models: or "generic"
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& options, int64_t default_batch = 1);

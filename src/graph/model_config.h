@@ -10,6 +10,15 @@
 
 namespace monet {
 
+/// Which implementations a traced model's activations (ReLU, ReLU6, hardswish,
+/// hardsigmoid, SiLU, sigmoid) and batch norms get.
+enum class OperatorPath {
+  kSpecialised,  // their own operators, with several implementations each (op_impl.h)
+  kGeneric,      // generic ATen nodes (aten_call.h): measures what the specialised ones
+                 // save; batch norm then normalises with batch statistics and leaves its
+                 // running statistics alone
+};
+
 /// What a traced model is trained on.
 struct ImportOptions {
   /// The output trained when the model returns a tuple (its index, "0") or a dict (its
@@ -17,6 +26,7 @@ struct ImportOptions {
   std::string output;
   /// The loss appended: kCrossEntropyLoss, kMSELoss, kBCEWithLogitsLoss or kSumLoss.
   OpKind loss = OpKind::kCrossEntropyLoss;
+  OperatorPath activations_and_norms = OperatorPath::kSpecialised;
 };
 
 struct ModelConfig {

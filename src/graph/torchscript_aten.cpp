@@ -65,7 +65,8 @@ bool Importer::fold_constants(JitNode* node, const std::string& kind) {
   return true;
 }
 
-void Importer::translate_aten(JitNode* node, const std::string& kind) {
+void Importer::translate_aten(JitNode* node, const std::string& kind,
+                              const std::map<size_t, c10::IValue>& overrides) {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
   if (node->outputs().size() != 1 || !node->output()->type()->cast<c10::TensorType>())
@@ -91,6 +92,10 @@ void Importer::translate_aten(JitNode* node, const std::string& kind) {
   std::vector<bool> differentiable;
   std::string module;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
+    if (const auto o = overrides.find(i); o != overrides.end()) {
+      arguments.push_back(o->second);
+      continue;
+    }
     const Entry& e = arg(node, i);
     if (e.kind == Entry::kConstant) {
       arguments.push_back(argument_constant(node, i, e.constant));

@@ -178,6 +178,9 @@ void Importer::translate(JitNode* node) {
   } else if (kind == "aten::_convolution" || kind == "aten::convolution" ||
              kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d") {
     translate_conv(node, kind);
+  } else if (kind == "aten::batch_norm" && generic_path()) {
+    // Batch statistics, no running statistics (OperatorPath::kGeneric).
+    translate_aten(node, kind, {{3, c10::IValue()}, {4, c10::IValue()}, {5, true}});
   } else if (kind == "aten::batch_norm") {
     OpAttrs a;
     for (size_t i = 1; i <= 4; ++i)
@@ -311,6 +314,7 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
       {"aten::hardtanh", OpKind::kReLU6}};
   const std::string base = kind.back() == '_' ? kind.substr(0, kind.size() - 1) : kind;
   if (auto it = unary.find(base); it != unary.end()) {
+    if (generic_path()) return translate_aten(node, kind);
     const int x = tensor(node, 0);
     if (base == "aten::hardtanh" &&
         (double_arg(node, 1, "min_val") != 0.0 || double_arg(node, 2, "max_val") != 6.0))

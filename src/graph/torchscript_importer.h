@@ -276,7 +276,10 @@ class Importer {
   void translate_unpack(JitNode* node);
   bool fold_arithmetic(JitNode* node, const std::string& kind);
   // Any other operator with a schema and a derivative, as a generic node (aten_call.h).
-  void translate_aten(JitNode* node, const std::string& kind);
+  // `overrides`: arguments given other values than the trace's, by position.
+  void translate_aten(JitNode* node, const std::string& kind,
+                      const std::map<size_t, c10::IValue>& overrides = {});
+  bool generic_path() const { return options_.activations_and_norms == OperatorPath::kGeneric; }
   // An operator none of whose arguments is a tensor of the model (or one it reads only
   // for its shape and type: new_zeros, zeros_like), run at import: its results are
   // constants of the trace (Swin's attention masks). Returns false for any other.
