@@ -18,19 +18,11 @@ model = torchvision.models.resnet50().train()
 with torch.no_grad():
     torch.jit.trace(model, torch.randn(int(sys.argv[1]), 3, 224, 224), check_trace=False).save(sys.argv[2])
 PY
-echo "| operator path | budget (B) | measured peak (B) | predicted (B) | ratio | autograd s | plan s | overhead | store-all predicted (B, s) |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+row="$root/bench/plan_run_row.py"
+/usr/bin/python3 "$row" --header "operator path"
 for path in specialised generic; do
   "$monet" plan --model "$out/resnet50.pt" --input-shape "$batch,3,224,224" --operator-path "$path" \
            --budget "$budget" --time-limit "$limit" --json -o "$out/$path.plan.json" > "$out/$path.plan.out"
   "$monet" run --plan "$out/$path.plan.json" --iters 3 --warmup 1 --json > "$out/$path.run.json"
-  /usr/bin/python3 - "$path" "$out/$path.plan.out" "$out/$path.run.json" <<'PY'
-import json, sys
-path, plan, run = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-print(f"| {path} | {plan['budget_bytes']:,} | {run['peak_bytes']:,} | "
-      f"{plan['predicted_peak_bytes']:,} | {run['memory_ratio']:.4f} | "
-      f"{run['baseline_median_seconds']:.2f} | {run['median_seconds']:.2f} | "
-      f"{run['overhead']:+.1%} | {plan['storeall_predicted_peak_bytes']:,}, "
-      f"{plan['storeall_predicted_seconds']:.2f} |")
-PY
+  /usr/bin/python3 "$row" "$path" "$out/$path.plan.out" "$out/$path.run.json"
 done

@@ -11,8 +11,8 @@ source "$(dirname "$0")/locate_monet.sh"
 models="${1:-swin_t convnext_tiny}" batch="${2:-16}" budget="${3:-0.5x}" limit="${4:-60}"
 out="$root/results/traced_full_size"
 mkdir -p "$out"
-echo "| model | autograd peak (B) | budget (B) | measured peak (B) | predicted (B) | ratio | autograd s | plan s | overhead | store-all predicted (B, s) |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+row="$root/bench/plan_run_row.py"
+/usr/bin/python3 "$row" --header "model"
 for m in $models; do
   /usr/bin/python3 - "$m" "$batch" "$out/$m.pt" <<'PY'
 import sys, torch, torchvision
@@ -28,13 +28,5 @@ PY
   "$monet" plan --model "$out/$m.pt" --input-shape "$batch,3,224,224" --budget "$budget" \
            --time-limit "$limit" --json -o "$out/$m.plan.json" > "$out/$m.plan.out"
   "$monet" run --plan "$out/$m.plan.json" --iters 3 --warmup 1 --json > "$out/$m.run.json"
-  /usr/bin/python3 - "$m" "$out/$m.plan.out" "$out/$m.run.json" <<'PY'
-import json, sys
-name, plan, run = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-print(f"| {name} | {run['baseline_peak_bytes']:,} | {plan['budget_bytes']:,} | "
-      f"{run['peak_bytes']:,} | {plan['predicted_peak_bytes']:,} | {run['memory_ratio']:.5f} | "
-      f"{run['baseline_median_seconds']:.2f} | {run['median_seconds']:.2f} | "
-      f"{run['overhead']:+.1%} | {plan['storeall_predicted_peak_bytes']:,}, "
-      f"{plan['storeall_predicted_seconds']:.2f} |")
-PY
+  /usr/bin/python3 "$row" "$m" "$out/$m.plan.out" "$out/$m.run.json"
 done
