@@ -9,41 +9,36 @@
 namespace monet {
 
 namespace {
-constexpr std::pair<LossKind, const char*> kLossNames[] = {
-    {LossKind::kCrossEntropy, "cross_entropy"},
-    {LossKind::kMSE, "mse"},
-    {LossKind::kBCEWithLogits, "bce_with_logits"},
-    {LossKind::kSum, "sum"}};
+struct Loss {
+  LossKind kind;
+  const char* name;
+  OpKind op;  // the graph's loss operator
+};
+constexpr Loss kLosses[] = {
+    {LossKind::kCrossEntropy, "cross_entropy", OpKind::kCrossEntropyLoss},
+    {LossKind::kMSE, "mse", OpKind::kMSELoss},
+    {LossKind::kBCEWithLogits, "bce_with_logits", OpKind::kBCEWithLogitsLoss},
+    {LossKind::kSum, "sum", OpKind::kSumLoss}};
+
+const Loss& loss_of(LossKind kind) {
+  for (const Loss& l : kLosses)
+    if (l.kind == kind) return l;
+  throw std::invalid_argument("unknown loss kind");
+}
 }  // namespace
 
-const char* loss_kind_name(LossKind kind) {
-  for (const auto& [k, name] : kLossNames)
-    if (k == kind) return name;
-  return "?";
-}
+const char* loss_kind_name(LossKind kind) { return loss_of(kind).name; }
 
 LossKind loss_kind_from_name(const std::string& name) {
   std::string known;
-  for (const auto& [k, n] : kLossNames) {
-    if (name == n) return k;
-    known += known.empty() ? n : std::string(", ") + n;
+  for (const Loss& l : kLosses) {
+    if (name == l.name) return l.kind;
+    known += known.empty() ? l.name : std::string(", ") + l.name;
   }
   throw std::invalid_argument("unknown loss '" + name + "' (known: " + known + ")");
 }
 
-OpKind loss_op(LossKind kind) {
-  switch (kind) {
-    case LossKind::kCrossEntropy:
-      return OpKind::kCrossEntropyLoss;
-    case LossKind::kMSE:
-      return OpKind::kMSELoss;
-    case LossKind::kBCEWithLogits:
-      return OpKind::kBCEWithLogitsLoss;
-    case LossKind::kSum:
-      return OpKind::kSumLoss;
-  }
-  throw std::invalid_argument("unknown loss kind");
-}
+OpKind loss_op(LossKind kind) { return loss_of(kind).op; }
 
 ModelConfig model_config(const ModelSpec& s) {
   if (is_traced_model(s)) {

@@ -57,8 +57,9 @@ ModelConfig model_config(const ModelOptions& o) {
     if (o.input_shape.empty())
       throw UsageError("--model " + o.model + " is a traced model: give its input with " +
                        "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
+    OpKind loss;
     try {
-      loss_kind_from_name(o.loss);
+      loss = loss_op(loss_kind_from_name(o.loss));
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--loss: ") + e.what());
     }
@@ -72,8 +73,7 @@ ModelConfig model_config(const ModelOptions& o) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    c.import = {o.output, loss_op(loss_kind_from_name(o.loss)),
-                o.operator_path == "generic" ? OperatorPath::kGeneric : OperatorPath::kSpecialised};
+    c.import = {o.output, loss, operator_path_from_name(o.operator_path)};
     c.batch = c.input_shape[0];
     c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),
                    c.input_shape.end());

@@ -4,6 +4,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace monet {
@@ -52,21 +53,26 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
   return stack[0].toTensor();
 }
 
+namespace {
+
+// Fills the call's output shape and what its derivative keeps (make_aten_call).
 void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
                      const std::vector<bool>& differentiable) {
   at::AutoGradMode grad_mode(true);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
-  std::vector<at::Tensor> leaves, in;
+  std::vector<at::Tensor> in;
   std::vector<int64_t> before;
   bool any = false;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    at::Tensor leaf = at::randn(shapes[k], gen);
-    if (differentiable[k]) leaf.requires_grad_(true), any = true;
-    leaves.push_back(leaf);
-    // A differentiable input is passed as a view of its leaf: the leaf's gradient
+    at::Tensor x = at::randn(shapes[k], gen);
+    // A differentiable input is passed as a view of a leaf: the leaf's gradient
     // accumulator holds the leaf, so only what the derivative saves holds the view.
-    in.push_back(differentiable[k] ? leaf.view_as(leaf) : leaf.view_as(leaf).detach());
-    before.push_back(static_cast<int64_t>(in.back().storage().use_count()));
+    if (differentiable[k]) {
+      x = x.requires_grad_(true).view_as(x);
+      any = true;
+    }
+    in.push_back(x);
+    before.push_back(static_cast<int64_t>(x.storage().use_count()));
   }
   at::Tensor out;
   try {
@@ -93,6 +99,8 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
         in[k].use_count() > 1 || static_cast<int64_t>(in[k].storage().use_count()) > before[k];
   c->saves_output = !alias && output_storage.use_count() > 0;
 }
+
+}  // namespace
 
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,

@@ -45,15 +45,11 @@ class AtenCallError : public std::runtime_error {
 /// requires a gradient, as for any ATen call.
 at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs);
 
-/// Fills `call->output_shape`, `saves_input` and `saves_output` by running the operator
-/// once under autograd on random float32 inputs of `input_shapes` (only inputs listed in
-/// `differentiable` require a gradient). Throws AtenCallError when the call fails, returns
-/// something other than one floating-point tensor, or has no derivative.
-void probe_aten_call(AtenCall* call, const std::vector<std::vector<int64_t>>& input_shapes,
-                     const std::vector<bool>& differentiable);
-
 /// A call of `name.overload` with `arguments` (None where `tensor_slots` puts the node's
-/// inputs), probed on inputs of `input_shapes` (probe_aten_call; throws as it does).
+/// inputs), probed: run once under autograd on random float32 inputs of `input_shapes`
+/// (those `differentiable` names require a gradient) for its output shape and what its
+/// derivative keeps. Throws AtenCallError when the call fails, returns something other
+/// than one floating-point tensor, or has no derivative.
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,

@@ -4,6 +4,16 @@
 
 namespace monet {
 
+const char* operator_path_name(OperatorPath path) {
+  return path == OperatorPath::kGeneric ? "generic" : "specialised";
+}
+
+OperatorPath operator_path_from_name(const std::string& name) {
+  for (OperatorPath p : {OperatorPath::kSpecialised, OperatorPath::kGeneric})
+    if (name == operator_path_name(p)) return p;
+  throw std::invalid_argument("unknown operator path '" + name + "' (known: specialised, generic)");
+}
+
 namespace {
 
 // Positive integers separated by `sep`; `what` and `syntax` go into the error message.

@@ -19,6 +19,10 @@ enum class OperatorPath {
                  // running statistics alone
 };
 
+const char* operator_path_name(OperatorPath path);  // "specialised", "generic"
+/// Parses operator_path_name()'s names; throws std::invalid_argument naming them.
+OperatorPath operator_path_from_name(const std::string& name);
+
 /// What a traced model is trained on.
 struct ImportOptions {
   /// The output trained when the model returns a tuple (its index, "0") or a dict (its

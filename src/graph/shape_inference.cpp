@@ -110,6 +110,12 @@ std::vector<int64_t> pool_shape(const std::string& node, const std::vector<const
 
 }  // namespace
 
+std::vector<int64_t> cross_entropy_target_shape(const std::vector<int64_t>& logits) {
+  std::vector<int64_t> target = logits;
+  target.erase(target.begin() + 1);
+  return target;
+}
+
 std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in, const OpAttrs& a,
                                  const std::string& node) {
   switch (op) {
@@ -237,8 +243,7 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
       // Logits [N, C] with a class per sample, or [N, C, ...] with one per position.
       expect_arity(node, in, 2, 2);
       expect_rank(node, *in[0], 2, 5);
-      std::vector<int64_t> target = in[0]->shape;
-      target.erase(target.begin() + 1);
+      const std::vector<int64_t> target = cross_entropy_target_shape(in[0]->shape);
       if (in[1]->shape != target || in[1]->dtype != at::kLong)
         fail(node, "target '" + in[1]->name + "' must be int64 of shape " + shape_string(target));
       return {};

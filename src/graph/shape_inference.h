@@ -12,6 +12,9 @@ namespace monet {
 
 struct Value;
 
+/// The int64 target of cross-entropy over logits of `logits` shape [N, C, ...]: [N, ...].
+std::vector<int64_t> cross_entropy_target_shape(const std::vector<int64_t>& logits);
+
 /// Output shape of `op` applied to `inputs`. `node_name` is used in error messages.
 std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& inputs,
                                  const OpAttrs& attrs, const std::string& node_name);

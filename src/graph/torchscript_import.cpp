@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
+#include "graph/shape_inference.h"
 #include "graph/torchscript_importer.h"
 
 namespace monet {
@@ -71,8 +72,7 @@ int Importer::trained_output(const JitValue* output) const {
 }
 
 void Importer::add_loss(int output) {
-  const Value& out = graph_.value(output);
-  const std::vector<int64_t> shape = out.shape;
+  const std::vector<int64_t> shape = graph_.value(output).shape;  // add_input may move values
   if (options_.loss == OpKind::kSumLoss) {
     graph_.add_node(OpKind::kSumLoss, "loss", {output});
     return;
@@ -81,9 +81,8 @@ void Importer::add_loss(int output) {
     if (shape.size() < 2)
       throw ImportError("'" + path_ + "': cross-entropy needs logits [batch, classes, ...]; " +
                         "the output has shape " + shape_string(shape));
-    std::vector<int64_t> target = shape;
-    target.erase(target.begin() + 1);
-    const int t = graph_.add_input("target", target, at::kLong, ValueKind::kTarget);
+    const int t = graph_.add_input("target", cross_entropy_target_shape(shape), at::kLong,
+                                   ValueKind::kTarget);
     graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {output, t});
     return;
   }
@@ -124,30 +123,11 @@ void Importer::translate(JitNode* node) {
       constants = constants && e.kind == Entry::kConstant;
     }
     if (constants) {
-      bool all_int = true, all_double = true, all_bool = true;
-      for (const JitValue* v : node->inputs()) {
-        all_int = all_int && entry(v).constant.isInt();
-        all_double = all_double && entry(v).constant.isDouble();
-        all_bool = all_bool && entry(v).constant.isBool();
-      }
-      if (all_int) {
-        std::vector<int64_t> ints;
-        for (const JitValue* v : node->inputs()) ints.push_back(entry(v).constant.toInt());
-        entries_[node->output()] = constant_entry(c10::IValue(ints));
-      } else if (all_double) {
-        std::vector<double> doubles;
-        for (const JitValue* v : node->inputs()) doubles.push_back(entry(v).constant.toDouble());
-        entries_[node->output()] = constant_entry(c10::IValue(doubles));
-      } else if (all_bool) {
-        c10::List<bool> bools;
-        for (const JitValue* v : node->inputs()) bools.push_back(entry(v).constant.toBool());
-        entries_[node->output()] = constant_entry(c10::IValue(bools));
-      } else {
-        c10::impl::GenericList list(
-            node->output()->type()->expectRef<c10::ListType>().getElementType());
-        for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
-        entries_[node->output()] = constant_entry(c10::IValue(list));
-      }
+      // A list of the trace's element type (int[], float[], Tensor?[]), as schemas take it.
+      c10::impl::GenericList list(
+          node->output()->type()->expectRef<c10::ListType>().getElementType());
+      for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
+      entries_[node->output()] = constant_entry(c10::IValue(list));
     } else if (tensors) {
       Entry e;
       e.kind = Entry::kTensorList;

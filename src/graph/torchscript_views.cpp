@@ -77,6 +77,7 @@ void Importer::ungroup_channels(JitNode* node, const std::string& kind) {
 
 void Importer::translate_transpose(JitNode* node, const std::string& kind) {
   const Entry& in = arg(node, 0);
+  if (in.kind == Entry::kTensor || in.kind == Entry::kState) return translate_aten(node, kind);
   bool swaps_groups = false;  // swaps dimensions 1 and 2 and nothing else
   if (kind == "aten::transpose") {
     const int64_t rank = in.kind == Entry::kGroupedChannels
@@ -92,7 +93,6 @@ void Importer::translate_transpose(JitNode* node, const std::string& kind) {
     for (size_t i = 3; swaps_groups && i < perm.size(); ++i)
       swaps_groups = perm[i] == static_cast<int64_t>(i);
   }
-  if (in.kind == Entry::kTensor || in.kind == Entry::kState) return translate_aten(node, kind);
   if (in.kind != Entry::kGroupedChannels || !swaps_groups)
     fail(node, kind +
                    " is supported only within a channel shuffle (view to [N, groups, "

@@ -1,6 +1,7 @@
 #include "ops/aten_impls.h"
 
 #include "graph/aten_call.h"
+#include "ops/bit_mask.h"
 
 namespace monet {
 namespace {
@@ -95,7 +96,7 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
 
 int64_t aten_intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {
   if (op_of(n) == "aten::leaky_relu" && forward_impl == "mask")
-    return (g.value(n.inputs[0]).numel() + 7) / 8;  // packed bits
+    return packed_bits_bytes(g.value(n.inputs[0]).numel());
   return 0;
 }
 

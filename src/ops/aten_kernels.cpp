@@ -80,7 +80,6 @@ ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
                            const std::vector<at::Tensor>& in, NodeState& state) {
   if (is_aten_norm(n)) return norm_forward(n, in, state);
   ForwardOutput out;
-  // The mask first: the input may be an alias of the output.
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
   out.output = own_storage(call_aten(*n.attrs.aten, in), in);
   return out;

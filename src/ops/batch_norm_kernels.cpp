@@ -6,13 +6,6 @@
 namespace monet::kernels {
 namespace {
 
-// Shape [1, C, 1, ...] for broadcasting a per-channel vector against x.
-std::vector<int64_t> channel_shape(const at::Tensor& x) {
-  std::vector<int64_t> s(x.dim(), 1);
-  s[1] = x.size(1);
-  return s;
-}
-
 std::vector<int64_t> reduce_dims(const at::Tensor& x) {
   std::vector<int64_t> d = {0};
   for (int64_t i = 2; i < x.dim(); ++i) d.push_back(i);

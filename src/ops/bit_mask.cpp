@@ -21,7 +21,7 @@ void check_cpu(const at::Tensor& t, const char* what) {
 at::Tensor pack_bits(const at::Tensor& mask) {
   check_cpu(mask, "pack_bits");
   const at::Tensor m = mask.to(at::kBool).contiguous();
-  const int64_t n = m.numel(), bytes = (n + 7) / 8;
+  const int64_t n = m.numel(), bytes = packed_bits_bytes(n);
   at::Tensor packed = at::empty({bytes}, m.options().dtype(at::kByte));
   const bool* in = m.data_ptr<bool>();
   uint8_t* out = packed.data_ptr<uint8_t>();
@@ -40,7 +40,8 @@ at::Tensor unpack_bits(const at::Tensor& packed, at::IntArrayRef shape) {
   check_cpu(packed, "unpack_bits");
   at::Tensor mask = at::empty(shape, packed.options().dtype(at::kBool));
   const int64_t n = mask.numel();
-  if (packed.numel() != (n + 7) / 8) throw std::invalid_argument("unpack_bits: size mismatch");
+  if (packed.numel() != packed_bits_bytes(n))
+    throw std::invalid_argument("unpack_bits: size mismatch");
   const at::Tensor p = packed.contiguous();
   const uint8_t* in = p.data_ptr<uint8_t>();
   bool* out = mask.data_ptr<bool>();

@@ -6,7 +6,9 @@
 
 namespace monet {
 
-/// Packs a bool tensor into uint8, 8 elements a byte: ceil(numel / 8) bytes.
+/// Bytes of `numel` packed bits: ceil(numel / 8).
+inline int64_t packed_bits_bytes(int64_t numel) { return (numel + 7) / 8; }
+/// Packs a bool tensor into uint8, 8 elements a byte: packed_bits_bytes(numel) bytes.
 at::Tensor pack_bits(const at::Tensor& mask);
 /// Inverse of pack_bits for a mask of `shape`.
 at::Tensor unpack_bits(const at::Tensor& packed, at::IntArrayRef shape);

@@ -40,13 +40,6 @@ std::array<int64_t, 3> group_sizes(const at::Tensor& x) {
   return {x.size(0), x.size(1), x.numel() / (x.size(0) * x.size(1))};
 }
 
-// The shape that broadcasts a per-channel tensor over x [N, C, ...].
-std::vector<int64_t> channel_view(const at::Tensor& x) {
-  std::vector<int64_t> s(x.dim(), 1);
-  s[1] = x.size(1);
-  return s;
-}
-
 // y = (x - mean) * rstd, with the statistics of the first forward.
 at::Tensor normalise(const Norm& m, const at::Tensor& x, const NodeState& s) {
   if (m.layer) return (x - s.save_mean).mul_(s.save_invstd);
@@ -58,7 +51,7 @@ at::Tensor normalise(const Norm& m, const at::Tensor& x, const NodeState& s) {
 
 // The shape that broadcasts the affine parameters over x.
 std::vector<int64_t> parameter_view(const Norm& m, const at::Tensor& x) {
-  return m.layer ? m.normalized : channel_view(x);
+  return m.layer ? m.normalized : channel_shape(x);
 }
 
 at::Tensor affine(const Norm& m, at::Tensor y) {

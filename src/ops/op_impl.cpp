@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "ops/aten_impls.h"
+#include "ops/bit_mask.h"
 #include "ops/sparse_storage.h"
 
 namespace monet {
@@ -318,7 +319,7 @@ int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& for
   switch (n.op) {
     case OpKind::kReLU:
     case OpKind::kReLU6:
-      return (g.value(n.inputs[0]).numel() + 7) / 8;  // packed bits
+      return packed_bits_bytes(g.value(n.inputs[0]).numel());
     case OpKind::kMaxPool:
       return forward_impl == "argmax8" ? out.numel() : out.numel() * 8;
     case OpKind::kDropout:

@@ -37,6 +37,12 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
 
 }  // namespace
 
+std::vector<int64_t> kernels::channel_shape(const at::Tensor& x) {
+  std::vector<int64_t> s(x.dim(), 1);
+  s[1] = x.size(1);
+  return s;
+}
+
 at::Tensor kernels::channel_shuffle(const at::Tensor& x, int64_t groups) {
   std::vector<int64_t> grouped = x.sizes().vec();
   grouped[1] /= groups;

@@ -59,6 +59,8 @@ std::vector<at::Tensor> run_backward(const Graph& graph, const Node& node,
                                      NodeState& state);
 
 namespace kernels {
+/// Shape [1, C, 1, ...] for broadcasting a per-channel vector against x [N, C, ...].
+std::vector<int64_t> channel_shape(const at::Tensor& x);
 /// ShuffleNet's channel shuffle of x [N, C, ...] in `groups` groups: channel g * (C /
 /// groups) + i moves to i * groups + g. The inverse is the shuffle in C / groups groups.
 /// Differentiable ATen calls (view, transpose, contiguous); returns a new tensor.

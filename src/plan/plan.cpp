@@ -47,8 +47,8 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
   if (!plan.config.import.output.empty()) model["output"] = plan.config.import.output;
   if (plan.config.import.loss != OpKind::kCrossEntropyLoss)
     model["loss"] = op_name(plan.config.import.loss);
-  if (plan.config.import.activations_and_norms == OperatorPath::kGeneric)
-    model["operator_path"] = "generic";
+  if (plan.config.import.activations_and_norms != OperatorPath::kSpecialised)
+    model["operator_path"] = operator_path_name(plan.config.import.activations_and_norms);
   return {{"format", "monet-plan-1"}, {"graph", g.name()},
           {"model", model},           {"fingerprint", plan.graph_fingerprint},
           {"planner", plan.planner},  {"program", program}};
@@ -71,11 +71,8 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     config->import.loss = op_from_name(loss);
     if (!is_loss(config->import.loss))
       throw PlanError("not a monet plan: '" + loss + "' is no loss");
-    const std::string path = m.value("operator_path", "specialised");
-    if (path != "specialised" && path != "generic")
-      throw PlanError("not a monet plan: operator_path '" + path + "'");
-    config->import.activations_and_norms =
-        path == "generic" ? OperatorPath::kGeneric : OperatorPath::kSpecialised;
+    config->import.activations_and_norms = operator_path_from_name(
+        m.value("operator_path", operator_path_name(OperatorPath::kSpecialised)));
   } catch (const nlohmann::json::exception& e) {
     throw PlanError(std::string("not a monet plan: ") + e.what());
   } catch (const std::invalid_argument& e) {
