@@ -7,7 +7,8 @@ packages=(
   libtorch-dev libopenblas-dev coinor-libcbc-dev
   nlohmann-json3-dev libcli11-dev libgtest-dev
   libpng-dev libjpeg62-turbo-dev     # image decoding for `monet train --data`
-  python3-torch python3-torchvision  # test fixtures and the Python comparison only
+  python3-torch python3-torchvision  # the Python package, test fixtures, PyTorch peers
+  pybind11-dev python3-pytest        # the Python package's extension and its tests
   gnuplot-nox                        # plots (optional at run time)
 )
 

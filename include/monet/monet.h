@@ -20,8 +20,10 @@
 //   }
 //
 // Errors: std::invalid_argument for bad input from the caller (an unknown model or
-// planner, a malformed budget, a batch of the wrong shape, a plan file for another
-// model), monet::BudgetError for a budget no plan fits, std::runtime_error otherwise.
+// planner, a malformed budget), with two kinds of it carrying details: UnsupportedOperator
+// (a traced operator monet cannot import) and PlanMismatch (a plan file or a batch for
+// another model or shape); BudgetError for a budget no plan fits; std::runtime_error
+// otherwise.
 // Units: bytes for memory, seconds for time.
 #pragma once
 
@@ -63,6 +65,26 @@ struct ModelSpec {
   LossKind loss = LossKind::kCrossEntropy;  // TorchScript models: the loss
 };
 
+/// A traced operator monet cannot import. `operator_name`: e.g. "aten::argmax";
+/// `source`: the Python source line that produced it (file:line and the line's text) when
+/// the trace recorded one.
+class UnsupportedOperator : public std::invalid_argument {
+ public:
+  UnsupportedOperator(const std::string& what, std::string operator_name, std::string source)
+      : std::invalid_argument(what),
+        operator_name(std::move(operator_name)),
+        source(std::move(source)) {}
+  std::string operator_name;
+  std::string source;
+};
+
+/// A plan file made for another model or shape, or a batch whose shape is not the one the
+/// model was planned for.
+class PlanMismatch : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 /// A network and its trainable state. Copies share the same tensors.
 class Model {
  public:
@@ -79,7 +101,8 @@ class Model {
   /// running statistics), in graph order.
   std::vector<std::pair<std::string, torch::Tensor>> named_parameters() const;
   std::vector<std::pair<std::string, torch::Tensor>> named_buffers() const;
-  /// Shape and dtype of the input batch and of the targets step() takes.
+  /// Shape and dtype of the input batch and of the targets step() takes (an empty shape
+  /// when the loss takes no target: LossKind::kSum; step() then takes an undefined one).
   std::vector<int64_t> input_shape() const;
   std::vector<int64_t> target_shape() const;
   torch::ScalarType target_dtype() const;
@@ -88,6 +111,14 @@ class Model {
   std::string fingerprint() const;
   /// Training steps taken (counts batch-norm updates; saved as num_batches_tracked).
   int64_t steps() const;
+
+  /// Makes the model use `tensors` (state_dict names, as named_parameters() and
+  /// named_buffers() give them) as its parameters and buffers: the same tensors, no copy,
+  /// so that another owner (a Python nn.Module) and this model train one set of weights.
+  /// Every parameter and buffer must be given, with its shape; parameters must be
+  /// floating-point leaves and are set to require gradients. Call it before planning.
+  /// Throws std::invalid_argument naming a missing, unknown or misshaped tensor.
+  void share_tensors(const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
 
   /// Writes the weights atomically (temporary file + rename). A TorchScript model is
   /// written as a TorchScript file with the new values (torch.jit.load reads it); a zoo
@@ -148,25 +179,46 @@ struct PlanOptions {
 /// What planning decided and predicts.
 struct PlanReport {
   std::string planner;
-  int64_t budget_bytes = -1;            // the whole step's budget; -1: none
-  int64_t iteration_budget_bytes = -1;  // forward + backward's share given to the planner
-  OptimizerMemory optimizer;            // reserved for the optimizer
-  int64_t reserved_bytes = 0;           // PlanOptions::reserved_bytes
-  int64_t baseline_peak_bytes = -1;     // autograd's measured step peak (-1: not measured)
-  int64_t predicted_peak_bytes = -1;    // forward + backward, simulated (-1: no costs)
-  double predicted_seconds = 0;         // profiled seconds of forward + backward
+  int64_t budget_bytes = -1;                   // the whole step's budget; -1: none
+  int64_t iteration_budget_bytes = -1;         // forward + backward's share given to the planner
+  OptimizerMemory optimizer;                   // reserved for the optimizer
+  int64_t reserved_bytes = 0;                  // PlanOptions::reserved_bytes
+  int64_t baseline_peak_bytes = -1;            // autograd's measured step peak (-1: not measured)
+  int64_t predicted_peak_bytes = -1;           // forward + backward, simulated (-1: no costs)
+  double predicted_seconds = 0;                // profiled seconds of forward + backward
+  int64_t storeall_predicted_peak_bytes = -1;  // the same for store-all (keeps everything)
   double storeall_predicted_seconds = 0;
+  /// The solver's relative gap between the plan's time and its proven lower bound (0:
+  /// optimal); -1 when no program was solved (a heuristic planner, or a cached plan).
+  double solver_gap = -1;
   bool from_cache = false;  // the plan was read from the plan cache (no solve)
   std::string plan_path;    // the cached plan file, when cached
 };
 
-/// A budget no plan fits. smallest_bytes: the smallest whole-step budget the planner
-/// can meet, when it was computed (else -1).
+/// The whole-step budgets (bytes) a model can be planned for with given PlanOptions
+/// (optimizer, weight decay, reserved bytes; the costs are profiled, or read from the
+/// cache): anything from smallest_bytes up has a plan, store-all needs storeall_bytes,
+/// and no plan of any planner exists below floor_bytes.
+struct BudgetRange {
+  int64_t smallest_bytes = 0;  // the leanest plan monet finds (simulated peak) + the rest
+  int64_t storeall_bytes = 0;  // store-all's simulated peak + the rest
+  int64_t floor_bytes = 0;     // the iteration's memory floor + the rest
+};
+BudgetRange budget_range(const Model& model, const PlanOptions& options);
+
+/// A budget no plan fits. smallest_bytes: the smallest whole-step budget for which the
+/// planner finds a plan (its leanest plan's simulated peak, plus the optimizer's and the
+/// reserved bytes); proven_bound_bytes: a whole-step budget below which no plan of any
+/// planner can exist (the iteration's memory floor plus the same). Both are -1 when they
+/// were not computed (no costs).
 class BudgetError : public std::runtime_error {
  public:
-  BudgetError(const std::string& what, int64_t smallest_bytes)
-      : std::runtime_error(what), smallest_bytes(smallest_bytes) {}
+  BudgetError(const std::string& what, int64_t smallest_bytes, int64_t proven_bound_bytes = -1)
+      : std::runtime_error(what),
+        smallest_bytes(smallest_bytes),
+        proven_bound_bytes(proven_bound_bytes) {}
   int64_t smallest_bytes;
+  int64_t proven_bound_bytes;
 };
 
 /// One training step's measurement.
@@ -271,6 +323,12 @@ struct MemoryStats {
   static int64_t peak_bytes();  // since the last reset_peak()
   static void reset_peak();
 };
+
+/// Where progress lines (profiling, planning, the solver) and warnings go: `sink` gets
+/// each piece of text as it would be written to stderr (whole lines, or a status line
+/// starting with '\r' that replaces the previous one), with `warning` set for warnings.
+/// It may be called from other threads. An empty function restores stderr.
+void set_progress_sink(std::function<void(bool warning, const std::string& text)> sink);
 
 /// The default cache directory: $MONET_CACHE_DIR, else ~/.cache/monet.
 std::string default_cache_dir();

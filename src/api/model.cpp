@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "api/model_impl.h"
 #include "graph/model_zoo.h"
@@ -84,12 +85,15 @@ Graph build(const ModelSpec& s) {
   try {
     return import_torchscript(s.model, s.input_shape, model_config(s).import);
   } catch (const ImportError& e) {
+    if (!e.op.empty()) throw UnsupportedOperator(e.what(), e.op, e.source);
     throw std::invalid_argument(e.what());
   }
 }
 
-int only_value(const Graph& g, ValueKind kind) {
+// The graph's one value of `kind`; -1 when it has none and `optional`.
+int only_value(const Graph& g, ValueKind kind, bool optional = false) {
   const auto ids = g.values_of_kind(kind);
+  if (ids.empty() && optional) return -1;
   if (ids.size() != 1)
     throw std::invalid_argument(g.name() + " has " + std::to_string(ids.size()) + " " +
                                 value_kind_name(kind) + " values; the API takes models with one");
@@ -99,13 +103,16 @@ int only_value(const Graph& g, ValueKind kind) {
 at::Tensor checked(const Value& v, const torch::Tensor& t, const char* what) {
   if (!t.defined()) throw std::invalid_argument(std::string(what) + " is undefined");
   if (t.sizes().vec() != v.shape)
-    throw std::invalid_argument(std::string(what) + " has shape " + shape_string(t.sizes().vec()) +
-                                ", the model was planned for " + shape_string(v.shape));
+    throw PlanMismatch(std::string(what) + " has shape " + shape_string(t.sizes().vec()) +
+                       ", the model was planned for " + shape_string(v.shape));
   if (t.is_floating_point() != at::isFloatingType(v.dtype))
     throw std::invalid_argument(std::string(what) + " has dtype " +
                                 std::string(c10::toString(t.scalar_type())) + ", expected " +
                                 c10::toString(v.dtype));
-  return t.scalar_type() == v.dtype ? t : t.to(v.dtype);
+  // Floating point stays as given (follow_parameters then converts it to the parameters'
+  // dtype, without a detour through the graph's float32); integers become the graph's.
+  if (t.is_floating_point() || t.scalar_type() == v.dtype) return t;
+  return t.to(v.dtype);
 }
 
 }  // namespace
@@ -114,6 +121,11 @@ bool is_traced_model(const ModelSpec& spec) { return is_torchscript_path(spec.mo
 
 Batch Model::Impl::batch(const torch::Tensor& input, const torch::Tensor& target) const {
   Batch b = input_batch(input);
+  if (target_value < 0) {
+    if (target.defined())
+      throw std::invalid_argument("the model's loss (the output summed) takes no target");
+    return b;
+  }
   b[target_value] = follow_parameters(checked(graph.value(target_value), target, "the target"));
   return b;
 }
@@ -137,7 +149,7 @@ Model Model::load(const ModelSpec& spec, uint64_t seed) {
   impl->state = ModelState::initialize(impl->graph, seed);
   if (is_traced_model(spec)) load_torchscript_weights(impl->graph, impl->state, spec.model);
   impl->input_value = only_value(impl->graph, ValueKind::kInput);
-  impl->target_value = only_value(impl->graph, ValueKind::kTarget);
+  impl->target_value = only_value(impl->graph, ValueKind::kTarget, /*optional=*/true);
   for (int id : impl->graph.parameters()) impl->state.tensor(id).requires_grad_(true);
   Model m;
   m.impl_ = std::move(impl);
@@ -170,12 +182,41 @@ std::vector<int64_t> Model::input_shape() const {
   return impl_->graph.value(impl_->input_value).shape;
 }
 std::vector<int64_t> Model::target_shape() const {
-  return impl_->graph.value(impl_->target_value).shape;
+  return impl_->target_value < 0 ? std::vector<int64_t>{}
+                                 : impl_->graph.value(impl_->target_value).shape;
 }
 torch::ScalarType Model::target_dtype() const {
-  return impl_->graph.value(impl_->target_value).dtype;
+  return impl_->target_value < 0 ? torch::kFloat : impl_->graph.value(impl_->target_value).dtype;
 }
 std::string Model::fingerprint() const { return impl_->graph.fingerprint(); }
 int64_t Model::steps() const { return impl_->steps; }
+
+void Model::share_tensors(const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  const Graph& g = impl_->graph;
+  std::map<std::string, int> ids;  // name -> the graph's parameter or buffer value
+  for (int id : g.parameters()) ids[g.value(id).name] = id;
+  for (int id : g.values_of_kind(ValueKind::kBuffer)) ids[g.value(id).name] = id;
+  std::map<int, torch::Tensor> chosen;
+  for (const auto& [name, t] : tensors) {
+    auto it = ids.find(name);
+    if (it == ids.end()) continue;  // e.g. num_batches_tracked: not part of the computation
+    const Value& v = g.value(it->second);
+    const torch::Tensor& mine = impl_->state.tensor(it->second);
+    if (!t.defined() || t.sizes() != mine.sizes())
+      throw std::invalid_argument("tensor '" + name + "' has shape " +
+                                  (t.defined() ? shape_string(t.sizes().vec()) : "undefined") +
+                                  ", the model's is " + shape_string(mine.sizes().vec()));
+    if (v.kind == ValueKind::kParameter && (!t.is_floating_point() || !t.is_leaf()))
+      throw std::invalid_argument("parameter '" + name +
+                                  "' must be a floating-point leaf tensor to be trained");
+    chosen[it->second] = t;
+  }
+  for (const auto& [name, id] : ids)
+    if (!chosen.count(id)) throw std::invalid_argument("no tensor given for '" + name + "'");
+  for (auto& [id, t] : chosen) {
+    if (g.value(id).kind == ValueKind::kParameter) t.requires_grad_(true);
+    impl_->state.tensor(id) = t;
+  }
+}
 
 }  // namespace monet

@@ -5,6 +5,7 @@
 #include <monet/monet.h>
 
 #include "graph/graph.h"
+#include "cost/cost_model.h"
 #include "graph/model_config.h"
 #include "runtime/model_state.h"
 
@@ -35,5 +36,15 @@ OpKind loss_op(LossKind kind);
 /// The ModelConfig `spec` describes (zoo defaults filled in); throws std::invalid_argument
 /// for an unknown zoo model.
 ModelConfig model_config(const ModelSpec& spec);
+
+/// The graph's profiled costs, read from `cache_dir`'s cost cache or profiled now (and
+/// cached); no cache when `cache_dir` is empty.
+CostModel model_costs(const Graph& graph, bool progress, const std::string& cache_dir);
+/// budget_range() for profiled `costs`, with `optimizer_bytes` (state and update) and
+/// options.reserved_bytes beside each iteration peak.
+BudgetRange budget_range_of(const Graph& graph, const CostModel& costs, const PlanOptions& options,
+                            int64_t optimizer_bytes);
+/// The cache directory `options` name: "" when caching is off.
+std::string cache_dir_of(const PlanOptions& options);
 
 }  // namespace monet

@@ -3,7 +3,6 @@
 // caches the plan by fingerprint + planner + budget, and runs steps under it.
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <limits>
 
 #include <torch/csrc/autograd/function.h>
@@ -11,6 +10,7 @@
 
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
+#include "base/progress.h"
 #include "cost/profiler.h"
 #include "plan/plan_validator.h"
 #include "plan/simulator.h"
@@ -88,7 +88,12 @@ Plan read_plan(const Graph& g, const std::string& path) {
   std::ifstream f(path);
   if (!f) throw std::invalid_argument("cannot read plan '" + path + "'");
   try {
-    Plan plan = plan_from_json(g, nlohmann::json::parse(f));
+    const nlohmann::json j = nlohmann::json::parse(f);
+    if (j.is_object() && j.contains("fingerprint") && j["fingerprint"] != g.fingerprint())
+      throw PlanMismatch("plan '" + path + "' was made for another model or shape (fingerprint " +
+                         j["fingerprint"].dump() + "; this model and shape have \"" +
+                         g.fingerprint() + "\")");
+    Plan plan = plan_from_json(g, j);
     validate_plan(g, plan);
     return plan;
   } catch (const nlohmann::json::exception& e) {
@@ -104,6 +109,20 @@ std::string bytes_text(int64_t b) {
   return buf;
 }
 
+// The error for a budget no plan fits, with the budgets that do.
+BudgetError no_plan_error(const Model::Impl& m, const CostModel& costs, const PlanOptions& o,
+                          const PlanReport& r) {
+  const BudgetRange range = budget_range_of(m.graph, costs, o, r.optimizer.total());
+  return BudgetError("no " + o.planner + " plan fits a budget of " + bytes_text(r.budget_bytes) +
+                         " (forward and backward get " + bytes_text(r.iteration_budget_bytes) +
+                         " of it after the optimizer's " + bytes_text(r.optimizer.total()) +
+                         " and " + bytes_text(r.reserved_bytes) +
+                         " reserved); the smallest budget with a plan is " +
+                         bytes_text(range.smallest_bytes) + ", and none can be below " +
+                         bytes_text(range.floor_bytes),
+                     range.smallest_bytes, range.floor_bytes);
+}
+
 // Plans under the report's iteration budget (or reads the plan cache); fills the plan.
 Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::string& cache_dir,
                        PlanReport* report, CostModel* costs, bool* have_costs) {
@@ -116,16 +135,14 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
       Plan plan = read_plan(g, cached);
       report->from_cache = true;
       report->plan_path = cached;
-      if (o.progress) std::cerr << "plan: from the cache (" << cached << ")\n";
+      if (o.progress) report_progress("plan: from the cache (%s)\n", cached.c_str());
       return plan;
     } catch (const std::invalid_argument& e) {
-      if (o.progress) std::cerr << "plan: ignoring the cached plan: " << e.what() << "\n";
+      report_warning("plan: ignoring the cached plan: %s\n", e.what());
     }
   }
   if (planner_needs_costs(o.planner) || budget > 0) {
-    ProfileOptions po;
-    po.progress = o.progress;
-    *costs = cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, cache_dir);
+    *costs = model_costs(g, o.progress, cache_dir);
     *have_costs = true;
   }
   PlannerRequest request;
@@ -135,21 +152,20 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
   request.solver.relative_gap = 0.01;
   request.solver.progress = o.progress;
   const PlannerOutcome outcome = make_plan(g, *have_costs ? costs : nullptr, request);
-  if (!outcome.found)
-    throw BudgetError("no " + o.planner + " plan fits a budget of " +
-                          bytes_text(report->budget_bytes) + " (forward and backward get " +
-                          bytes_text(budget) + " of it after the optimizer's " +
-                          bytes_text(report->optimizer.total()) + " and " +
-                          bytes_text(report->reserved_bytes) + " reserved)",
-                      -1);
+  if (!outcome.found) {
+    if (*have_costs) throw no_plan_error(m, *costs, o, *report);
+    throw BudgetError(
+        "no " + o.planner + " plan fits a budget of " + bytes_text(report->budget_bytes), -1);
+  }
   Plan plan = outcome.plan;
+  if (outcome.solved) report->solver_gap = outcome.solve.solve.gap;
   if (!cached.empty()) {
     try {
       std::filesystem::create_directories(cache_dir + "/plans");
       write_text_atomically(cached, plan_to_json(g, plan).dump(1) + "\n");
       report->plan_path = cached;
     } catch (const std::exception& e) {
-      if (o.progress) std::cerr << "plan: not cached: " << e.what() << "\n";
+      report_warning("plan: not cached: %s\n", e.what());
     }
   }
   return plan;
@@ -163,15 +179,14 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
   check_planner_name(o.planner);
   if (planner_requires_budget(o.planner) && o.budget.empty() && o.plan_file.empty())
     throw std::invalid_argument("planner '" + o.planner + "' needs a budget");
-  const std::string cache_dir =
-      o.use_cache ? (o.cache_dir.empty() ? default_cache_dir() : o.cache_dir) : "";
+  const std::string cache_dir = cache_dir_of(o);
   PlanReport& r = impl_->report;
   r.planner = o.planner;
   r.optimizer = optimizer_memory(impl_->model, o.optimizer, o.weight_decay);
   r.reserved_bytes = o.reserved_bytes;
   if (!o.budget.empty()) {
     r.budget_bytes = parse_budget(o.budget, [&] {
-      if (o.progress) std::cerr << "baseline: measuring autograd's training step ...\n";
+      if (o.progress) report_progress("baseline: measuring autograd's training step ...\n");
       r.baseline_peak_bytes =
           measure_autograd_step_peak(impl_->model, o.optimizer, o.weight_decay, cache_dir);
       return r.baseline_peak_bytes;
@@ -182,7 +197,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
       throw BudgetError("a budget of " + bytes_text(r.budget_bytes) +
                             " does not hold the model, its batch and its optimizer (" +
                             bytes_text(floor + r.optimizer.total() + r.reserved_bytes) + ")",
-                        -1);
+                        -1, floor + r.optimizer.total() + r.reserved_bytes);
   }
   CostModel costs;
   bool have_costs = false;
@@ -200,7 +215,9 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
     const SimulationResult sim = simulate(m.graph, impl_->plan, costs);
     r.predicted_peak_bytes = sim.peak_bytes;
     r.predicted_seconds = sim.seconds;
-    r.storeall_predicted_seconds = simulate(m.graph, store_all_plan(m.graph), costs).seconds;
+    const SimulationResult all = simulate(m.graph, store_all_plan(m.graph), costs);
+    r.storeall_predicted_peak_bytes = all.peak_bytes;
+    r.storeall_predicted_seconds = all.seconds;
     // A planner that does not take a budget (store-all, Chen, Gist) may not honour one.
     if (r.iteration_budget_bytes > 0 && sim.peak_bytes > r.iteration_budget_bytes)
       throw BudgetError("the " + impl_->plan.planner + " plan's predicted peak " +
@@ -253,8 +270,10 @@ torch::Tensor PlannedModel::predict(const torch::Tensor& input) {
   const int logits = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
   AutogradBaseline forward(m.graph, m.state);
   Batch batch = m.input_batch(input);
-  const Value& target = m.graph.value(m.target_value);  // read by nothing before the logits
-  batch[m.target_value] = at::zeros(target.shape, target.dtype);
+  if (m.target_value >= 0) {
+    const Value& target = m.graph.value(m.target_value);  // read by nothing before the logits
+    batch[m.target_value] = at::zeros(target.shape, target.dtype);
+  }
   return forward.evaluate(batch, logits, /*training=*/false);
 }
 
@@ -297,5 +316,12 @@ int64_t MemoryStats::peak_bytes() { return MemoryTracker::peak(); }
 void MemoryStats::reset_peak() { MemoryTracker::reset_peak(); }
 
 std::string default_cache_dir() { return default_cost_cache_dir(); }
+
+void set_progress_sink(std::function<void(bool warning, const std::string& text)> sink) {
+  if (!sink) return monet::set_progress_sink(ProgressSink());
+  monet::set_progress_sink([sink = std::move(sink)](ProgressLevel level, const std::string& text) {
+    sink(level == ProgressLevel::kWarning, text);
+  });
+}
 
 }  // namespace monet

@@ -173,7 +173,7 @@ int run_train(TrainOptions o) {
     } else {
       Batch b = make_batch(model.impl()->graph, o.seed * 1000003 + s);
       x = b.at(model.impl()->input_value);
-      y = b.at(model.impl()->target_value);
+      if (model.impl()->target_value >= 0) y = b.at(model.impl()->target_value);
     }
     MemoryStats::reset_peak();
     zero_grad(model.parameters());

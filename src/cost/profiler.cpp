@@ -1,4 +1,5 @@
 #include "cost/profiler.h"
+#include "base/progress.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -162,10 +163,10 @@ CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch&
     }
     ++done;
     if (o.progress)
-      std::fprintf(stderr, "\rprofiling: %zu/%zu nodes (%s)%-24s", done, order.size(),
-                   n.name.c_str(), "");
+      report_progress("\rprofiling: %zu/%zu nodes (%s)%-24s", done, order.size(), n.name.c_str(),
+                      "");
   }
-  if (o.progress) std::fprintf(stderr, "\n");
+  if (o.progress) report_progress("\n");
   return costs;
 }
 
@@ -191,7 +192,7 @@ bool read_cached_costs(const Graph& g, const std::string& cache_dir, CostModel* 
     *costs = cost_model_from_json(g, nlohmann::json::parse(in));
     return true;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "monet: ignoring unreadable cost cache %s (%s)\n", path.c_str(), e.what());
+    report_warning("monet: ignoring unreadable cost cache %s (%s)\n", path.c_str(), e.what());
     return false;
   }
 }
@@ -220,7 +221,7 @@ CostModel cached_profile_costs(const Graph& g, const ModelState& state, const Ba
   if (!ec) fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    std::fprintf(stderr, "monet: could not write the cost cache %s\n", path.c_str());
+    report_warning("monet: could not write the cost cache %s\n", path.c_str());
   }
   return c;
 }

@@ -23,9 +23,14 @@ namespace monet {
 
 /// A TorchScript file that cannot be imported: unreadable, an operator monet does not
 /// support (the message names it and its source location), or a shape that does not fit.
+/// `op` and `source` are set when a node of the trace is the cause: its operator (e.g.
+/// "aten::argmax") and the Python source line that produced it ("file.py:12").
 class ImportError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ImportError(const std::string& what, std::string op = "", std::string source = "")
+      : std::runtime_error(what), op(std::move(op)), source(std::move(source)) {}
+  std::string op;
+  std::string source;
 };
 
 /// Whether `model` names a TorchScript file (ends in ".pt" or ".pth") rather than a zoo

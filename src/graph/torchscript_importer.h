@@ -114,7 +114,7 @@ class Importer {
     s << "'" << path_ << "': " << what << "\n  at " << location(node) << "\n  in: " << *node;
     std::string text = s.str();
     while (!text.empty() && text.back() == '\n') text.pop_back();
-    throw ImportError(text);
+    throw ImportError(text, node->kind().toQualString(), location(node));
   }
 
   // The Python source line that produced the node (a saved module records it behind the

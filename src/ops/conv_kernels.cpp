@@ -52,7 +52,9 @@ ForwardOutput conv_forward(const Node& n, const std::string& impl,
     out.intermediate = impl == "half_input" ? x.to(at::kHalf) : encode_sparse(x);
     return out;
   }
-  if (impl == "default") {
+  // oneDNN's convolution takes float32 only: in another dtype (a float64 model) "mkldnn"
+  // runs as "default", the same computation.
+  if (impl == "default" || (impl == "mkldnn" && x.scalar_type() != at::kFloat)) {
     std::vector<int64_t> op =
         transposed ? a.output_padding : std::vector<int64_t>(a.kernel.size(), 0);
     return {at::convolution(x, w, b, a.stride, a.padding, a.dilation, transposed, op, a.groups),

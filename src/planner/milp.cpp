@@ -1,4 +1,5 @@
 #include "planner/milp.h"
+#include "base/progress.h"
 
 #include <coin/CbcEventHandler.hpp>
 #include <coin/CbcModel.hpp>
@@ -223,13 +224,13 @@ class ProgressHandler : public CbcEventHandler {
     const double inc = model_->getObjValue(), bound = model_->getBestPossibleObjValue();
     const bool has = model_->bestSolution() != nullptr;
     if (has)
-      std::fprintf(
-          stderr, "solver: %7.1f s  %-8s incumbent %.6g  bound %.6g  gap %.2f%%  nodes %d\n", t,
-          what, inc, bound, 100 * std::max(0.0, inc - bound) / std::max(1e-12, std::fabs(inc)),
-          model_->getNodeCount());
+      report_progress("solver: %7.1f s  %-8s incumbent %.6g  bound %.6g  gap %.2f%%  nodes %d\n", t,
+                      what, inc, bound,
+                      100 * std::max(0.0, inc - bound) / std::max(1e-12, std::fabs(inc)),
+                      model_->getNodeCount());
     else
-      std::fprintf(stderr, "solver: %7.1f s  %-8s no incumbent yet  bound %.6g  nodes %d\n", t,
-                   what, bound, model_->getNodeCount());
+      report_progress("solver: %7.1f s  %-8s no incumbent yet  bound %.6g  nodes %d\n", t, what,
+                      bound, model_->getNodeCount());
   }
 
   bool print_;
@@ -297,9 +298,9 @@ MilpResult finished(MilpResult result, Clock::time_point t0, bool progress) {
     result.gap = std::max(0.0, result.objective - result.bound) /
                  std::max(1e-12, std::fabs(result.objective));
   if (progress)
-    std::fprintf(stderr, "solver: %s after %.1f s, objective %.6g, bound %.6g, gap %.2f%%\n",
-                 milp_status_name(result.status), result.seconds, result.objective, result.bound,
-                 100 * result.gap);
+    report_progress("solver: %s after %.1f s, objective %.6g, bound %.6g, gap %.2f%%\n",
+                    milp_status_name(result.status), result.seconds, result.objective, result.bound,
+                    100 * result.gap);
   return result;
 }
 
@@ -332,13 +333,13 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     if (r.solved) result.lp_bound = r.bound;
     if (!o.progress) return;
     if (r.solved) {
-      std::fprintf(stderr, "solver: %7.1f s  LP relaxation solved, bound %.6g\n", result.lp_seconds,
-                   result.lp_bound);
+      report_progress("solver: %7.1f s  LP relaxation solved, bound %.6g\n", result.lp_seconds,
+                      result.lp_bound);
       return;
     }
-    std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s\n", result.lp_seconds,
-                 r.infeasible ? "infeasible: no plan of the program fits the budget"
-                              : "stopped at the time limit (no bound)");
+    report_progress("solver: %7.1f s  LP relaxation %s\n", result.lp_seconds,
+                    r.infeasible ? "infeasible: no plan of the program fits the budget"
+                                 : "stopped at the time limit (no bound)");
   };
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
   if (warm) {  // the warm start is the first incumbent, at the solver's start
@@ -446,7 +447,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     result.bound = deadline_hit ? cbc_bound : result.lp_bound;
   }
   if (deadline_hit) {
-    if (o.progress) std::fprintf(stderr, "solver: CBC stopped at the time limit\n");
+    if (o.progress) report_progress("solver: CBC stopped at the time limit\n");
     result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
   } else if (model.isProvenOptimal() && has_solution) {
     result.status = MilpStatus::kOptimal;

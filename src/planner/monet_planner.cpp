@@ -1,4 +1,5 @@
 #include "planner/monet_planner.h"
+#include "base/progress.h"
 
 #include <algorithm>
 #include <chrono>
@@ -110,10 +111,10 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
   else if (!chain.smallest.plan.program.empty())
     h.over_budget.push_back(std::move(chain.smallest.plan));
   if (o.solver.progress)
-    std::fprintf(stderr,
-                 "planner: heuristics took %.1f s: segment keeping, chain checkpointing "
-                 "(%d segments, %d schedules, %zu within the budget)\n",
-                 seconds_since(t0), chain.segments, chain.schedules, chain.within_budget.size());
+    report_progress(
+        "planner: heuristics took %.1f s: segment keeping, chain checkpointing "
+        "(%d segments, %d schedules, %zu within the budget)\n",
+        seconds_since(t0), chain.segments, chain.schedules, chain.within_budget.size());
   return h;
 }
 
@@ -144,10 +145,10 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const Mone
   o.neighbourhood.stop_objective =
       MonetProgram::kTimeWeight * mo.elastic_slowdown * program.seconds_of(o.warm_start);
   if (o.progress)
-    std::fprintf(stderr,
-                 "planner: no heuristic plan fits; lowering the excess of %s (%.1f MiB over the "
-                 "budget in all) with the elastic program (%.0f s at most)\n",
-                 warm.c_str(), program.excess_of(o.warm_start), o.time_limit_seconds);
+    report_progress(
+        "planner: no heuristic plan fits; lowering the excess of %s (%.1f MiB over the "
+        "budget in all) with the elastic program (%.0f s at most)\n",
+        warm.c_str(), program.excess_of(o.warm_start), o.time_limit_seconds);
   const MilpResult r = search_program(program.milp(), o);
   if (r.values.empty() || program.excess_of(r.values) > 1e-6) return {};
   return {program.decode(r.values)};
@@ -263,10 +264,10 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
   MonetResult result;
   result.floor_bytes = memory_floor_bytes(g, costs);
   if (o.solver.progress)
-    std::fprintf(stderr,
-                 "planner: budget %.1f MiB, floor %.1f MiB (parameters, gradients, the "
-                 "largest operator call)\n",
-                 o.budget_bytes / 1048576.0, result.floor_bytes / 1048576.0);
+    report_progress(
+        "planner: budget %.1f MiB, floor %.1f MiB (parameters, gradients, the "
+        "largest operator call)\n",
+        o.budget_bytes / 1048576.0, result.floor_bytes / 1048576.0);
   // The fastest heuristic plan within the budget (by the simulator), returned when the
   // program finds none faster.
   SimulatedPlan heuristic;
@@ -306,8 +307,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // The search, in what is left of the time limit.
     solver.time_limit_seconds = std::max(1.0, limit - seconds_since(t0) - o.return_reserve_seconds);
     if (o.solver.progress)
-      std::fprintf(
-          stderr, "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
+      report_progress(
+          "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
           monet_mode_name(o.mode), budget / 1048576.0, result.size.columns, result.size.rows,
           static_cast<long long>(result.size.nonzeros),
           warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
@@ -328,8 +329,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // better; lower the program's budget by the excess and solve again.
     const int64_t excess = result.predicted.peak_bytes - o.budget_bytes;
     if (o.solver.progress)
-      std::fprintf(stderr, "planner: simulated peak exceeds the budget by %lld B; re-solving\n",
-                   static_cast<long long>(excess));
+      report_progress("planner: simulated peak exceeds the budget by %lld B; re-solving\n",
+                      static_cast<long long>(excess));
     budget -= excess + 4096;
   }
   prefer_heuristic(std::move(heuristic), heuristic_source, o.mode, &result);

@@ -1,4 +1,5 @@
 #include "planner/neighbourhood_search.h"
+#include "base/progress.h"
 
 #include <algorithm>
 #include <cmath>
@@ -136,11 +137,11 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     char gap_text[48] = "no bound yet";
     if (std::isfinite(gap(out.objective)))
       std::snprintf(gap_text, sizeof gap_text, "gap %.2f%%", 100 * gap(out.objective));
-    std::fprintf(stderr,
-                 "solver: %7.1f s  %s %d: %d of %d binaries free (%d columns), %s, "
-                 "incumbent %.6g  %s\n",
-                 elapsed(), what, out.rounds, r.free_integers, integers, r.sub.columns(), outcome,
-                 out.objective, gap_text);
+    report_progress(
+        "solver: %7.1f s  %s %d: %d of %d binaries free (%d columns), %s, "
+        "incumbent %.6g  %s\n",
+        elapsed(), what, out.rounds, r.free_integers, integers, r.sub.columns(), outcome,
+        out.objective, gap_text);
   };
   // Solves a restriction here; keeps a better solution. Returns whether it found one.
   const auto search = [&](const char* what, Restriction r) {

@@ -1,4 +1,5 @@
 #include "planner/program_search.h"
+#include "base/progress.h"
 
 #include <algorithm>
 #include <atomic>
@@ -36,13 +37,13 @@ MilpResult search_program(const Milp& m, const SearchOptions& o) {
         if (r.solved) result.lp_bound = r.bound;
         if (!o.progress || !(r.solved || r.infeasible || r.seconds > 0)) return r;
         if (r.solved)
-          std::fprintf(stderr, "solver: %7.1f s  LP relaxation solved, bound %.6g\n", r.seconds,
-                       r.bound);
+          report_progress("solver: %7.1f s  LP relaxation solved, bound %.6g\n", r.seconds,
+                          r.bound);
         else
-          std::fprintf(stderr, "solver: %7.1f s  LP relaxation %s\n", r.seconds,
-                       r.infeasible ? "infeasible: no plan of the program fits the budget"
-                       : stop_relaxation.load() ? "stopped with the search (no bound)"
-                                                : "stopped at the time limit (no bound)");
+          report_progress("solver: %7.1f s  LP relaxation %s\n", r.seconds,
+                          r.infeasible ? "infeasible: no plan of the program fits the budget"
+                          : stop_relaxation.load() ? "stopped with the search (no bound)"
+                                                   : "stopped at the time limit (no bound)");
         return r;
       }).share();
   NeighbourhoodSearch s = neighbourhood_search(m, o.warm_start, relaxation, t0,

@@ -1,0 +1,255 @@
+"""monet.optimize / monet.plan: trace a PyTorch module, import it into monet's C++
+library with the module's own parameters and buffers (shared, not copied), plan a
+training step under a memory budget (profiles and plans cached on disk), and run the
+forward and backward under the plan."""
+import collections
+import contextlib
+import copy
+import itertools
+import json
+import os
+import tempfile
+import warnings
+
+import torch
+
+from . import _C
+
+#: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
+#: its update's temporaries).
+OPTIMIZERS = ("none", "sgd", "sgd-momentum", "adam")
+
+BudgetRange = collections.namedtuple("BudgetRange", ["smallest", "store_all", "floor"])
+BudgetRange.__doc__ = """Whole-step budgets in bytes: every budget from `smallest` up has
+a plan, store-all (keeping everything, as autograd does) needs `store_all`, and no plan
+can exist below `floor`."""
+
+
+def _budget_text(budget):
+    if budget is None:
+        return ""
+    if isinstance(budget, bool) or not isinstance(budget, (int, str)):
+        raise TypeError("budget must be bytes (int) or a string such as '0.4x', '3GiB' or "
+                        f"'800MiB', not {type(budget).__name__}")
+    return str(budget)
+
+
+def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_decay=0.0,
+             reserved_bytes=0, time_limit=60.0, plan_file="", cache_dir=None,
+             use_cache=True, progress=True):
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {optimizer!r} (known: {', '.join(OPTIMIZERS)})")
+    return {"planner": planner, "budget": _budget_text(budget), "optimizer": optimizer,
+            "weight_decay": float(weight_decay), "reserved_bytes": int(reserved_bytes),
+            "time_limit": float(time_limit), "plan_file": str(plan_file or ""),
+            "cache_dir": str(cache_dir or ""), "use_cache": bool(use_cache),
+            "progress": bool(progress)}
+
+
+@contextlib.contextmanager
+def _state_kept(module):
+    """Tracing runs the module once: its buffers (batch-norm statistics) and the random
+    number generator are put back as they were."""
+    buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    rng = torch.random.get_rng_state()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, saved in buffers:
+                b.copy_(saved)
+        torch.random.set_rng_state(rng)
+
+
+def _traced(module, example_input):
+    if isinstance(module, torch.jit.ScriptModule):
+        return module
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
+    with _state_kept(module), torch.no_grad():
+        return torch.jit.trace(module, example_input, check_trace=False)
+
+
+def _float32_twin(module, example_input):
+    """What to trace: the module itself in float32, or a float32 copy of a float64 one
+    (monet's graph and memory model are float32; a float64 model then runs its own
+    tensors in float64 under a plan whose sizes are float32's: half its real ones)."""
+    dtypes = {t.dtype for t in itertools.chain(module.parameters(), module.buffers())
+              if t.is_floating_point()}
+    if dtypes <= {torch.float32}:
+        return module, example_input
+    if dtypes != {torch.float64}:
+        raise TypeError("monet plans float32 models (and runs float64 ones); this one has "
+                        + ", ".join(sorted(str(d) for d in dtypes)))
+    warnings.warn("monet plans a float64 model with float32 sizes: its tensors take twice "
+                  "the bytes the plan and the budget count", stacklevel=4)
+    return copy.deepcopy(module).float(), example_input.float()
+
+
+def _import(module, example_input, output):
+    """The C++ model of `module` traced on `example_input`, using the module's tensors."""
+    if not isinstance(example_input, torch.Tensor):
+        raise TypeError("example_input must be one tensor (the batch the model is planned for)")
+    traced = _traced(*_float32_twin(module, example_input))
+    fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")
+    os.close(fd)
+    try:
+        traced.save(path)
+        model = _C.Model.load_traced(path, list(example_input.shape),
+                                     "" if output is None else str(output), "sum")
+    finally:
+        os.unlink(path)
+    tensors = list(module.named_parameters()) + list(module.named_buffers())
+    model.share_tensors([(name, t) for name, t in tensors])
+    return model
+
+
+class Plan:
+    """A plan for one module and input shape, ready to run. Sizes in bytes, times in
+    seconds (profiled, for forward and backward)."""
+
+    def __init__(self, planned, model):
+        self._planned = planned
+        self._model = model
+        r = planned.report()
+        self.planner = r["planner"]
+        self.budget = r["budget_bytes"] if r["budget_bytes"] >= 0 else None
+        self.predicted_peak = r["predicted_peak_bytes"]  # forward + backward
+        self.predicted_seconds = r["predicted_seconds"]
+        self.store_all_peak = r["storeall_predicted_peak_bytes"]
+        self.store_all_seconds = r["storeall_predicted_seconds"]
+        self.solver_gap = r["solver_gap"] if r["solver_gap"] >= 0 else None
+        self.optimizer_bytes = r["optimizer_state_bytes"] + r["optimizer_update_bytes"]
+        self.baseline_peak = r["baseline_peak_bytes"] if r["baseline_peak_bytes"] >= 0 else None
+        self.from_cache = r["from_cache"]
+        self.fingerprint = model.fingerprint
+        self.input_shape = tuple(model.input_shape)
+
+    def save(self, path):
+        """Writes the plan as JSON (atomically); monet.load_plan reads it."""
+        self._planned.save_plan(os.fspath(path))
+
+    @property
+    def predicted_overhead(self):
+        """Predicted time against store-all's, minus one (0.1: 10% slower)."""
+        return self.predicted_seconds / self.store_all_seconds - 1
+
+    def __repr__(self):
+        mib = 1 << 20
+        budget = f"{self.budget / mib:.1f} MiB" if self.budget else "none"
+        return (f"monet.Plan(planner={self.planner!r}, budget={budget}, predicted peak "
+                f"{self.predicted_peak / mib:.1f} MiB (store-all "
+                f"{self.store_all_peak / mib:.1f} MiB), overhead "
+                f"{100 * self.predicted_overhead:+.1f}%)")
+
+
+class PlanFile:
+    """A plan file (from Plan.save or `monet plan`), to run with
+    monet.optimize(module, x, plan=monet.load_plan(path))."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        try:
+            with open(self.path) as f:
+                data = json.load(f)
+        except OSError as e:
+            raise ValueError(f"cannot read plan {self.path!r}: {e.strerror}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"plan {self.path!r} is not valid JSON (truncated?): {e}") from None
+        if not isinstance(data, dict) or "fingerprint" not in data:
+            raise ValueError(f"{self.path!r} is not a monet plan (no fingerprint)")
+        self.fingerprint = data["fingerprint"]
+        self.planner = data.get("planner", "")
+
+    def __repr__(self):
+        return f"monet.PlanFile({self.path!r}, planner={self.planner!r})"
+
+
+def load_plan(path):
+    """Reads a plan file; pass it as `plan=` to monet.plan or monet.optimize. A plan for
+    another model or input shape raises monet.PlanMismatch there."""
+    return PlanFile(path)
+
+
+def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-momentum",
+         weight_decay=0.0, reserved_bytes=0, time_limit=60.0, plan=None, output=None,
+         cache_dir=None, use_cache=True, progress=True):
+    """Plans a training step of `module` on batches shaped like `example_input`.
+
+    budget: the whole step's peak (parameters, gradients, optimizer state, the batch,
+        forward and backward): bytes, "3GiB", "800MiB", or "0.4x" of autograd's peak.
+    planner: "monet" (the 0-1 program) or another of monet.planner_names().
+    optimizer: the optimizer that steps the parameters, as far as memory goes: "none",
+        "sgd", "sgd-momentum" or "adam"; weight_decay: its weight decay.
+    reserved_bytes: other bytes the step must leave room for (e.g. prefetched batches).
+    time_limit: the planner's limit in seconds. plan: a PlanFile (or path) to run instead
+    of planning. output: for a module returning a tuple or dict, the output trained (an
+    index or a key; default the first). cache_dir: where profiles and plans are cached
+    (default $MONET_CACHE_DIR or ~/.cache/monet).
+
+    Raises monet.BudgetTooSmall, monet.UnsupportedOperator, monet.PlanMismatch.
+    """
+    plan_file = plan.path if isinstance(plan, PlanFile) else plan
+    options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
+                       plan_file, cache_dir, use_cache, progress)
+    model = _import(module, example_input, output)
+    return Plan(_C.PlannedModel(model, options), model)
+
+
+def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_decay=0.0,
+                 reserved_bytes=0, time_limit=60.0, output=None, cache_dir=None,
+                 use_cache=True, progress=True):
+    """The budgets `module` can be planned for (a BudgetRange, bytes)."""
+    options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
+                       cache_dir, use_cache, progress)
+    model = _import(module, example_input, output)
+    return BudgetRange(*_C.budget_range(model, options))
+
+
+def _batch_norms(module):
+    return [m for m in module.modules()
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+            and m.track_running_stats and m.num_batches_tracked is not None]
+
+
+class OptimizedModule(torch.nn.Module):
+    """`module` run under a monet plan. Its parameters and buffers are the module's own:
+    an optimizer, state_dict(), saving and eval() act on the original module.
+
+    In training mode with gradients enabled, calling it runs the planned forward and
+    returns the output, whose backward runs the planned backward and accumulates the
+    parameters' .grad, as autograd would. In eval() mode or under torch.no_grad() it
+    runs the module's plain forward."""
+
+    def __init__(self, module, plan):
+        super().__init__()
+        self.module = module
+        self.plan = plan
+        self._batch_norms = _batch_norms(module)
+
+    def forward(self, x):
+        if not (self.training and torch.is_grad_enabled()):
+            return self.module(x)
+        if x.requires_grad:
+            raise ValueError("monet computes the parameters' gradients, not the input's: pass "
+                             "an input that does not require grad")
+        out = self.plan._planned.forward(x)
+        with torch.no_grad():
+            for m in self._batch_norms:  # as nn.BatchNorm counts its training forwards
+                m.num_batches_tracked.add_(1)
+        return out
+
+    def last_step(self):
+        """The last planned iteration whose backward ran: peak_bytes (tracked, absolute)
+        and seconds of its forward and backward."""
+        return self.plan._planned.last_step()
+
+
+def optimize(module, example_input, budget=None, **kwargs):
+    """`module` under a plan for `budget` (see monet.plan for the arguments): a drop-in
+    nn.Module for the training loop.
+
+        fast = monet.optimize(model, x, budget="0.4x")
+        loss = criterion(fast(x), y); loss.backward(); opt.step()
+    """
+    return OptimizedModule(module, plan(module, example_input, budget, **kwargs))

@@ -1,0 +1,40 @@
+"""Exceptions raised by monet, with the details a caller acts on."""
+
+
+class MonetError(Exception):
+    """Base class of monet's own exceptions."""
+
+
+class BudgetTooSmall(MonetError, ValueError):
+    """No plan fits the budget.
+
+    Attributes:
+        smallest_budget: the smallest whole-step budget (bytes) for which monet finds a
+            plan, or None when it was not computed.
+        proven_bound: a whole-step budget (bytes) below which no plan can exist, or None.
+    """
+
+    def __init__(self, message, smallest_budget=-1, proven_bound=-1):
+        super().__init__(message)
+        self.smallest_budget = smallest_budget if smallest_budget >= 0 else None
+        self.proven_bound = proven_bound if proven_bound >= 0 else None
+
+
+class UnsupportedOperator(MonetError, ValueError):
+    """The traced model uses an operator monet cannot import.
+
+    Attributes:
+        operator: the operator, e.g. "aten::argmax".
+        source: the Python source line that produced it ("file.py:12"), as the trace
+            recorded it.
+    """
+
+    def __init__(self, message, operator="", source=""):
+        super().__init__(message)
+        self.operator = operator
+        self.source = source
+
+
+class PlanMismatch(MonetError, ValueError):
+    """A plan made for another model or input shape, or an input of another shape than
+    the one the model was planned for."""

@@ -1,0 +1,179 @@
+// monet._C: the Python extension over libmonet's public API (include/monet/monet.h).
+// Tensors cross as the same at::Tensor objects Python's torch uses (libtorch_python's
+// type caster): no copies. Long calls release the GIL; monet's exceptions become the
+// classes of monet/errors.py with their fields.
+#include <monet/monet.h>
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+// Sets the Python exception monet.errors.<name>(*args) as the current error.
+void set_error(const char* name, const py::tuple& args) {
+  py::object cls = py::module_::import("monet.errors").attr(name);
+  py::object instance = cls(*args);
+  PyErr_SetObject(cls.ptr(), instance.ptr());
+}
+
+void register_errors() {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const monet::BudgetError& e) {
+      set_error("BudgetTooSmall",
+                py::make_tuple(e.what(), e.smallest_bytes, e.proven_bound_bytes));
+    } catch (const monet::UnsupportedOperator& e) {
+      set_error("UnsupportedOperator", py::make_tuple(e.what(), e.operator_name, e.source));
+    } catch (const monet::PlanMismatch& e) {
+      set_error("PlanMismatch", py::make_tuple(e.what()));
+    }
+  });
+}
+
+monet::OptimizerKind optimizer_kind(const std::string& name) {
+  for (monet::OptimizerKind k : {monet::OptimizerKind::kNone, monet::OptimizerKind::kSGD,
+                                 monet::OptimizerKind::kSGDMomentum, monet::OptimizerKind::kAdam})
+    if (name == monet::optimizer_kind_name(k)) return k;
+  throw std::invalid_argument("unknown optimizer '" + name +
+                              "' (known: none, sgd, sgd-momentum, adam)");
+}
+
+py::dict report_dict(const monet::PlanReport& r) {
+  py::dict d;
+  d["planner"] = r.planner;
+  d["budget_bytes"] = r.budget_bytes;
+  d["iteration_budget_bytes"] = r.iteration_budget_bytes;
+  d["optimizer_state_bytes"] = r.optimizer.state_bytes;
+  d["optimizer_update_bytes"] = r.optimizer.update_bytes;
+  d["reserved_bytes"] = r.reserved_bytes;
+  d["baseline_peak_bytes"] = r.baseline_peak_bytes;
+  d["predicted_peak_bytes"] = r.predicted_peak_bytes;
+  d["predicted_seconds"] = r.predicted_seconds;
+  d["storeall_predicted_peak_bytes"] = r.storeall_predicted_peak_bytes;
+  d["storeall_predicted_seconds"] = r.storeall_predicted_seconds;
+  d["solver_gap"] = r.solver_gap;
+  d["from_cache"] = r.from_cache;
+  d["plan_path"] = r.plan_path;
+  return d;
+}
+
+py::dict step_dict(const monet::StepResult& s) {
+  py::dict d;
+  d["loss"] = s.loss;
+  d["peak_bytes"] = s.peak_bytes;
+  d["seconds"] = s.seconds;
+  return d;
+}
+
+void bind_model(py::module_& m) {
+  py::class_<monet::Model>(m, "Model", "A traced network and its parameters (libmonet's Model).")
+      .def_static(
+          "load_traced",
+          [](const std::string& path, const std::vector<int64_t>& input_shape,
+             const std::string& output, const std::string& loss) {
+            monet::ModelSpec spec;
+            spec.model = path;
+            spec.input_shape = input_shape;
+            spec.output = output;
+            spec.loss = monet::loss_kind_from_name(loss);
+            return monet::Model::load(spec);
+          },
+          py::arg("path"), py::arg("input_shape"), py::arg("output") = "",
+          py::arg("loss") = "sum", py::call_guard<py::gil_scoped_release>())
+      .def("share_tensors", &monet::Model::share_tensors, py::arg("tensors"))
+      .def("named_parameters", &monet::Model::named_parameters)
+      .def("named_buffers", &monet::Model::named_buffers)
+      .def_property_readonly("fingerprint", &monet::Model::fingerprint)
+      .def_property_readonly("input_shape", &monet::Model::input_shape);
+}
+
+// PlanOptions from the Python layer's keywords (monet/_planning.py names and checks them).
+monet::PlanOptions plan_options(const py::dict& kw) {
+  monet::PlanOptions o;
+  o.planner = kw["planner"].cast<std::string>();
+  o.budget = kw["budget"].cast<std::string>();
+  o.optimizer = optimizer_kind(kw["optimizer"].cast<std::string>());
+  o.weight_decay = kw["weight_decay"].cast<double>();
+  o.reserved_bytes = kw["reserved_bytes"].cast<int64_t>();
+  o.time_limit_seconds = kw["time_limit"].cast<double>();
+  o.plan_file = kw["plan_file"].cast<std::string>();
+  o.cache_dir = kw["cache_dir"].cast<std::string>();
+  o.use_cache = kw["use_cache"].cast<bool>();
+  o.progress = kw["progress"].cast<bool>();
+  return o;
+}
+
+std::unique_ptr<monet::PlannedModel> make_planned_model(monet::Model model, const py::dict& kw) {
+  const monet::PlanOptions o = plan_options(kw);
+  py::gil_scoped_release no_gil;
+  return std::make_unique<monet::PlannedModel>(std::move(model), o);
+}
+
+py::tuple budget_range(const monet::Model& model, const py::dict& kw) {
+  const monet::PlanOptions o = plan_options(kw);
+  monet::BudgetRange r;
+  {
+    py::gil_scoped_release no_gil;
+    r = monet::budget_range(model, o);
+  }
+  return py::make_tuple(r.smallest_bytes, r.storeall_bytes, r.floor_bytes);
+}
+
+void bind_planned_model(py::module_& m) {
+  py::class_<monet::PlannedModel>(m, "PlannedModel", "A Model planned under a budget.")
+      .def(py::init(&make_planned_model), py::arg("model"), py::arg("options"))
+      .def("forward", &monet::PlannedModel::forward, py::arg("input"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("report", [](const monet::PlannedModel& p) { return report_dict(p.report()); })
+      .def("last_step", [](const monet::PlannedModel& p) { return step_dict(p.last_step()); })
+      .def("save_plan", &monet::PlannedModel::save_plan, py::arg("path"));
+}
+
+// Progress text goes to `sink(warning, text)`, a Python callable, or back to stderr (None).
+void set_progress_sink(py::object sink) {
+  if (sink.is_none()) return monet::set_progress_sink({});
+  // The callable may be dropped on a thread without the GIL: take it before.
+  auto callable = std::shared_ptr<py::object>(new py::object(std::move(sink)), [](py::object* f) {
+    py::gil_scoped_acquire gil;
+    delete f;
+  });
+  monet::set_progress_sink([callable](bool warning, const std::string& text) {
+    py::gil_scoped_acquire gil;
+    try {
+      (*callable)(warning, text);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("monet progress sink");
+    }
+  });
+}
+
+void bind_memory(py::module_& m) {
+  m.def("memory_install", &monet::MemoryStats::install,
+        "Puts monet's tracking allocator in front of CPU tensor allocations.");
+  m.def("memory_current_bytes", &monet::MemoryStats::current_bytes);
+  m.def("memory_peak_bytes", &monet::MemoryStats::peak_bytes);
+  m.def("memory_reset_peak", &monet::MemoryStats::reset_peak);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "monet's C++ library: import, plan and run traced models under a memory budget.";
+  register_errors();
+  bind_model(m);
+  bind_planned_model(m);
+  bind_memory(m);
+  m.def("budget_range", &budget_range, py::arg("model"), py::arg("options"),
+        "(smallest, store-all, floor) whole-step budgets in bytes.");
+  m.def("set_progress_sink", &set_progress_sink, py::arg("sink"));
+  m.def("default_cache_dir", &monet::default_cache_dir);
+  m.def("planner_names", &monet::planner_names);
+}

@@ -1,0 +1,51 @@
+// budget_range: what budgets a model can be planned for, from its profiled costs.
+#include "api/model_impl.h"
+#include "cost/profiler.h"
+#include "plan/simulator.h"
+#include "planner/baseline_plans.h"
+#include "planner/chain_checkpointing.h"
+#include "planner/lean_plans.h"
+#include "planner/memory_floor.h"
+#include "runtime/memory_tracker.h"
+
+namespace monet {
+
+CostModel model_costs(const Graph& g, bool progress, const std::string& cache_dir) {
+  MemoryTracker::install();  // the profiler measures memory through it
+  ProfileOptions po;
+  po.progress = progress;
+  return cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, cache_dir);
+}
+
+std::string cache_dir_of(const PlanOptions& o) {
+  if (!o.use_cache) return "";
+  return o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
+}
+
+BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOptions& o,
+                            int64_t optimizer_bytes) {
+  // The leanest plan: of the lean checkpointing plans, and of chain checkpointing's
+  // schedules lowered towards nothing (as the MONeT planner lowers them when none fits).
+  int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+  ChainCheckpointingOptions chain;
+  chain.budget_bytes = 1;
+  chain.time_limit_seconds = chain.first_fit_time_limit_seconds = o.time_limit_seconds / 4;
+  chain.rematerialized_plans = 0;
+  const ChainCheckpointingPlans c = chain_checkpointing_plans(g, costs, chain);
+  if (!c.smallest.plan.program.empty())
+    smallest = std::min(smallest, c.smallest.simulated.peak_bytes);
+  const int64_t others = optimizer_bytes + o.reserved_bytes;
+  BudgetRange r;
+  r.smallest_bytes = smallest + others;
+  r.storeall_bytes = simulate(g, store_all_plan(g), costs).peak_bytes + others;
+  r.floor_bytes = memory_floor_bytes(g, costs) + others;
+  return r;
+}
+
+BudgetRange budget_range(const Model& model, const PlanOptions& o) {
+  const Graph& g = model.impl()->graph;
+  const CostModel costs = model_costs(g, o.progress, cache_dir_of(o));
+  return budget_range_of(g, costs, o, optimizer_memory(model, o.optimizer, o.weight_decay).total());
+}
+
+}  // namespace monet

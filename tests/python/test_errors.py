@@ -1,0 +1,85 @@
+"""monet's exceptions and their fields: an unsupported operator, a budget below every
+plan, a plan or a batch for another shape, and bad arguments."""
+import pytest
+import torch
+
+import monet
+from conftest import halfway_budget
+from test_training import SmallNet
+
+
+class WithArgmax(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y * y.argmax(dim=1, keepdim=True)  # ARGMAX_LINE
+
+
+def test_unsupported_operator_names_the_operator_and_its_source(cache_dir):
+    with pytest.raises(monet.UnsupportedOperator) as e:
+        monet.optimize(WithArgmax(), torch.randn(2, 3, 8, 8), budget="0.5x", cache_dir=cache_dir)
+    assert e.value.operator == "aten::argmax"
+    line = next(i for i, text in enumerate(open(__file__), 1) if "# ARGMAX_LINE" in text)
+    assert e.value.source.endswith(f"test_errors.py:{line}"), e.value.source
+    assert "aten::argmax" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_budget_below_every_plan_gives_the_smallest_and_the_bound(cache_dir):
+    torch.manual_seed(0)
+    model = SmallNet().double()
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
+    r = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=10)
+    with pytest.raises(monet.BudgetTooSmall) as e:
+        monet.optimize(model, x, budget=r.floor - 1, cache_dir=cache_dir, time_limit=10)
+    assert e.value.smallest_budget == r.smallest
+    assert e.value.proven_bound == r.floor
+    assert e.value.proven_bound <= e.value.smallest_budget
+    # A budget that does not even hold the model: the bound, without profiling.
+    with pytest.raises(monet.BudgetTooSmall) as e:
+        monet.optimize(model, x, budget=1024, cache_dir=cache_dir)
+    assert e.value.smallest_budget is None and e.value.proven_bound > 1024
+
+
+def test_plan_for_another_shape_is_a_mismatch(cache_dir, tmp_path):
+    torch.manual_seed(0)
+    model = SmallNet().double()
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
+    planned = monet.plan(model, x, budget=halfway_budget(model, x, cache_dir, "sgd-momentum"),
+                         cache_dir=cache_dir, time_limit=10)
+    path = tmp_path / "plan.json"
+    planned.save(path)
+    loaded = monet.load_plan(path)
+    assert loaded.fingerprint == planned.fingerprint
+    fast = monet.optimize(model, x, plan=loaded, cache_dir=cache_dir)  # same shape: runs
+    fast(x).sum().backward()
+
+    with pytest.raises(monet.PlanMismatch) as e:
+        monet.optimize(model, torch.randn(4, 3, 16, 16, dtype=torch.float64), plan=loaded,
+                       cache_dir=cache_dir)
+    assert "another model or shape" in str(e.value)
+    with pytest.raises(monet.PlanMismatch) as e:
+        fast(torch.randn(3, 3, 16, 16, dtype=torch.float64))
+    assert "[2, 3, 16, 16]" in str(e.value)
+
+
+def test_bad_arguments(cache_dir, tmp_path):
+    model = SmallNet()
+    x = torch.randn(2, 3, 16, 16)
+    with pytest.raises(ValueError, match="unknown optimizer 'rmsprop'"):
+        monet.optimize(model, x, budget="0.5x", optimizer="rmsprop")
+    with pytest.raises(ValueError, match="budget"):
+        monet.optimize(model, x, budget="lots", cache_dir=cache_dir)
+    with pytest.raises(TypeError, match="budget must be bytes"):
+        monet.optimize(model, x, budget=0.5)
+    with pytest.raises(ValueError, match="planner"):
+        monet.optimize(model, x, budget="0.5x", planner="nope", cache_dir=cache_dir)
+    (tmp_path / "broken.json").write_text("{\"fingerprint\": ")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        monet.load_plan(tmp_path / "broken.json")
+    fast = monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)
+    with pytest.raises(ValueError, match="not the input's"):
+        fast(x.clone().requires_grad_())

@@ -1,0 +1,51 @@
+"""A training step through monet.optimize peaks within its budget by monet's tracker;
+plain PyTorch's peak for the same step is measured in the same process beside it."""
+import torch
+import torchvision
+
+import monet
+from conftest import halfway_budget
+
+MIB = 1 << 20
+
+
+def step_peak(model_fn, x, y):
+    """The tracked peak (bytes) of the second training step (the optimizer's state then
+    exists), above what was alive before the model was built."""
+    before = monet.current_memory()
+    model, module = model_fn()
+    opt = torch.optim.SGD(module.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):
+        opt.zero_grad(set_to_none=True)
+        with monet.track_memory() as m:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            del loss
+    return m.peak_bytes - before
+
+
+def test_step_peak_within_budget_and_below_pytorch(cache_dir):
+    shape = (4, 3, 64, 64)
+    x = torch.randn(shape)
+    y = torch.randint(0, 10, (shape[0],))
+    budget = {}
+
+    def planned():
+        torch.manual_seed(0)
+        module = torchvision.models.resnet18(num_classes=10)
+        budget["bytes"] = halfway_budget(module, x, cache_dir, "sgd-momentum")
+        return monet.optimize(module, x, budget=budget["bytes"], cache_dir=cache_dir,
+                              time_limit=20), module
+
+    def plain():
+        torch.manual_seed(0)
+        module = torchvision.models.resnet18(num_classes=10)
+        return module, module
+
+    monet_peak = step_peak(planned, x, y)
+    pytorch_peak = step_peak(plain, x, y)
+    print(f"resnet18 {list(shape)}: monet {monet_peak / MIB:.1f} MiB (budget "
+          f"{budget['bytes'] / MIB:.1f} MiB), PyTorch {pytorch_peak / MIB:.1f} MiB")
+    assert monet_peak <= budget["bytes"]
+    assert monet_peak < pytorch_peak

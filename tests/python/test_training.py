@@ -1,0 +1,129 @@
+"""Training through monet.optimize gives PyTorch's parameters and losses: torchvision
+models and a hand-written model with a loss of its own, 5 steps of SGD with momentum
+and 5 of Adam, in float64, at a budget halfway between the leanest plan and store-all."""
+import copy
+
+import pytest
+import torch
+import torchvision
+
+import monet
+from conftest import halfway_budget, relative_error
+
+STEPS = 5
+TOLERANCE = 1e-10
+
+
+class SmallNet(torch.nn.Module):
+    """A conv net with GroupNorm, GELU, LayerNorm and a regression head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm1 = torch.nn.GroupNorm(2, 8)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.norm2 = torch.nn.LayerNorm([16, 8, 8])
+        self.head = torch.nn.Linear(16 * 8 * 8, 4)
+
+    def forward(self, x):
+        x = torch.nn.functional.gelu(self.norm1(self.conv1(x)))
+        x = torch.tanh(self.norm2(self.conv2(x)))
+        return self.head(x.flatten(1))
+
+
+def smooth_l1_plus_penalty(out, y):
+    """A loss of the caller's own (monet never sees it)."""
+    return torch.nn.functional.smooth_l1_loss(out, y) + 1e-3 * out.pow(2).sum()
+
+
+CASES = {
+    "resnet18": (lambda: torchvision.models.resnet18(num_classes=10), (4, 3, 64, 64)),
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(num_classes=10, dropout=0.0),
+                     (4, 3, 64, 64)),
+    "densenet121": (lambda: torchvision.models.densenet121(num_classes=10), (4, 3, 64, 64)),
+    "small_net": (SmallNet, (2, 3, 16, 16)),
+}
+
+
+def make_optimizer(name, params):
+    if name == "sgd-momentum":
+        return torch.optim.SGD(params, lr=0.05, momentum=0.9)
+    return torch.optim.Adam(params, lr=1e-3)
+
+
+def batches(case, shape):
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+    if case == "small_net":
+        ys = [torch.randn(shape[0], 4, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+        return xs, ys, smooth_l1_plus_penalty
+    ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
+    return xs, ys, torch.nn.functional.cross_entropy
+
+
+def train(model, params, optimizer, xs, ys, loss_fn):
+    opt = make_optimizer(optimizer, params)
+    losses = []
+    for x, y in zip(xs, ys):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def worst_state_error(model, reference):
+    mine, theirs = model.state_dict(), reference.state_dict()
+    assert mine.keys() == theirs.keys()
+    worst = 0.0
+    for name, want in theirs.items():
+        got = mine[name]
+        if not want.is_floating_point():
+            assert torch.equal(got, want), name  # num_batches_tracked
+            continue
+        worst = max(worst, relative_error(got, want))
+    return worst
+
+
+@pytest.mark.parametrize("optimizer", ["sgd-momentum", "adam"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_training_matches_pytorch(case, optimizer, cache_dir):
+    make, shape = CASES[case]
+    torch.manual_seed(0)
+    model = make().double().train()
+    reference = copy.deepcopy(model)
+    xs, ys, loss_fn = batches(case, shape)
+    budget = halfway_budget(model, xs[0], cache_dir, optimizer)
+    fast = monet.optimize(model, xs[0], budget=budget, optimizer=optimizer,
+                          cache_dir=cache_dir, time_limit=20)
+    assert fast.plan.budget == budget
+    assert fast.plan.predicted_peak < fast.plan.store_all_peak
+
+    losses = train(fast, model.parameters(), optimizer, xs, ys, loss_fn)
+    want = train(reference, reference.parameters(), optimizer, xs, ys, loss_fn)
+    for got, expected in zip(losses, want):
+        assert abs(got - expected) <= TOLERANCE * abs(expected)
+    assert worst_state_error(model, reference) <= TOLERANCE
+
+    # What was trained through monet loads into a fresh model: the same logits as the
+    # model PyTorch trained.
+    fresh = make().double()
+    fresh.load_state_dict(model.state_dict())
+    fresh.eval()
+    reference.eval()
+    with torch.no_grad():
+        assert relative_error(fresh(xs[0]), reference(xs[0])) <= TOLERANCE
+
+
+def test_eval_and_no_grad_run_the_plain_forward(cache_dir):
+    torch.manual_seed(0)
+    model = SmallNet().double()
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
+    fast = monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)
+    with torch.no_grad():
+        assert torch.equal(fast(x), model(x))
+    fast.eval()
+    assert not model.training
+    out = fast(torch.randn(5, 3, 16, 16, dtype=torch.float64))  # any batch size
+    assert out.shape == (5, 4)
