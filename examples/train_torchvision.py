@@ -4,7 +4,7 @@ generated dataset (coloured squares to classify by colour), and reports the trai
 step's measured peak against the budget and against plain PyTorch's.
 
     PYTHONPATH=build/python python3 examples/train_torchvision.py \\
-        --model resnet18 --batch 16 --image 64 --budget 0.5x --epochs 2
+        --model mobilenet_v2 --batch 16 --image 96 --budget 0.5x --epochs 2
 """
 import argparse
 import logging
@@ -47,13 +47,13 @@ def plain_pytorch_peak(args, x, y):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="resnet18", help="a torchvision classifier")
+    ap.add_argument("--model", default="mobilenet_v2", help="a torchvision classifier")
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--image", type=int, default=64)
+    ap.add_argument("--image", type=int, default=96)
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--samples", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--budget", default="0.5x",
                     help="bytes, '800MiB', or a ratio of autograd's peak ('0.5x')")
     ap.add_argument("--time-limit", type=float, default=60, help="planner limit (s)")

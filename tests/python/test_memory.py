@@ -26,26 +26,26 @@ def step_peak(model_fn, x, y):
 
 
 def test_step_peak_within_budget_and_below_pytorch(cache_dir):
-    shape = (4, 3, 64, 64)
+    shape = (8, 3, 128, 128)
     x = torch.randn(shape)
     y = torch.randint(0, 10, (shape[0],))
     budget = {}
 
     def planned():
         torch.manual_seed(0)
-        module = torchvision.models.resnet18(num_classes=10)
+        module = torchvision.models.mobilenet_v2(num_classes=10)
         budget["bytes"] = halfway_budget(module, x, cache_dir, "sgd-momentum")
         return monet.optimize(module, x, budget=budget["bytes"], cache_dir=cache_dir,
                               time_limit=20), module
 
     def plain():
         torch.manual_seed(0)
-        module = torchvision.models.resnet18(num_classes=10)
+        module = torchvision.models.mobilenet_v2(num_classes=10)
         return module, module
 
     monet_peak = step_peak(planned, x, y)
     pytorch_peak = step_peak(plain, x, y)
-    print(f"resnet18 {list(shape)}: monet {monet_peak / MIB:.1f} MiB (budget "
+    print(f"mobilenet_v2 {list(shape)}: monet {monet_peak / MIB:.1f} MiB (budget "
           f"{budget['bytes'] / MIB:.1f} MiB), PyTorch {pytorch_peak / MIB:.1f} MiB")
     assert monet_peak <= budget["bytes"]
     assert monet_peak < pytorch_peak
