@@ -28,8 +28,7 @@ void register_errors() {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const monet::BudgetError& e) {
-      set_error("BudgetTooSmall",
-                py::make_tuple(e.what(), e.smallest_bytes, e.proven_bound_bytes));
+      set_error("BudgetTooSmall", py::make_tuple(e.what(), e.smallest_bytes, e.proven_bound_bytes));
     } catch (const monet::UnsupportedOperator& e) {
       set_error("UnsupportedOperator", py::make_tuple(e.what(), e.operator_name, e.source));
     } catch (const monet::PlanMismatch& e) {
@@ -86,8 +85,8 @@ void bind_model(py::module_& m) {
             spec.loss = monet::loss_kind_from_name(loss);
             return monet::Model::load(spec);
           },
-          py::arg("path"), py::arg("input_shape"), py::arg("output") = "",
-          py::arg("loss") = "sum", py::call_guard<py::gil_scoped_release>())
+          py::arg("path"), py::arg("input_shape"), py::arg("output") = "", py::arg("loss") = "sum",
+          py::call_guard<py::gil_scoped_release>())
       .def("share_tensors", &monet::Model::share_tensors, py::arg("tensors"))
       .def("named_parameters", &monet::Model::named_parameters)
       .def("named_buffers", &monet::Model::named_buffers)

@@ -30,6 +30,15 @@ std::string fresh_dir(const std::string& name) {
   return d;
 }
 
+// Planning with `planner` (no budget), no cache, silently.
+PlanOptions uncached_options(const std::string& planner) {
+  PlanOptions po;
+  po.planner = planner;
+  po.use_cache = false;
+  po.progress = false;
+  return po;
+}
+
 // Planning at `budget` with the cache in `cache`, silently, within 10 s.
 PlanOptions quiet_options(const std::string& budget, const std::string& cache) {
   PlanOptions po;
@@ -153,11 +162,100 @@ TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
   }
 }
 
+// The budgets there are plans for, and the error for one below them all: it carries the
+// smallest budget with a plan (planning at it succeeds) and the proven floor.
+TEST(PlannedModel, BudgetErrorsCarryTheSmallestBudgetAndTheFloor) {
+  const std::string cache = fresh_dir("budget_range");
+  MemoryStats::install();
+  Model model = Model::load(activation_heavy_resnet(), 0);
+  PlanOptions po = quiet_options("", cache);
+  const BudgetRange range = budget_range(model, po);
+  EXPECT_LE(range.floor_bytes, range.smallest_bytes);
+  EXPECT_LT(range.smallest_bytes, range.storeall_bytes);
+  po.budget = std::to_string(range.floor_bytes - 1);
+  try {
+    PlannedModel planned(model, po);
+    FAIL() << "a budget below the floor was planned";
+  } catch (const BudgetError& e) {
+    EXPECT_EQ(e.smallest_bytes, range.smallest_bytes);
+    EXPECT_EQ(e.proven_bound_bytes, range.floor_bytes);
+    EXPECT_NE(std::string(e.what()).find("the smallest budget with a plan is"), std::string::npos);
+  }
+  po.budget = std::to_string(range.smallest_bytes);
+  PlannedModel planned(model, po);
+  EXPECT_LE(planned.report().predicted_peak_bytes, planned.report().iteration_budget_bytes);
+  po.budget = "1KiB";  // not even the model: the bound, before any profiling
+  try {
+    PlannedModel refused(model, po);
+    FAIL() << "1 KiB was planned";
+  } catch (const BudgetError& e) {
+    EXPECT_EQ(e.smallest_bytes, -1);
+    EXPECT_GT(e.proven_bound_bytes, 1024);
+  }
+}
+
+// share_tensors: a second model trains the first one's tensors in place; missing or
+// misshaped tensors are named.
+TEST(Model, SharedTensorsAreTheSameTensors) {
+  Model owner = Model::load(tiny_resnet(), 0);
+  Model user = Model::load(tiny_resnet(), 1);
+  auto tensors = owner.named_parameters();
+  for (auto& b : owner.named_buffers()) tensors.push_back(b);
+  user.share_tensors(tensors);
+  for (size_t i = 0; i < owner.parameters().size(); ++i)
+    EXPECT_TRUE(user.parameters()[i].is_same(owner.parameters()[i]));
+  PlanOptions po = uncached_options("storeall");
+  PlannedModel planned(user, po);
+  const Batch b = testing::test_batch(user, 3, at::kFloat);
+  const at::Tensor running_mean = owner.named_buffers()[0].second.clone();
+  planned.step(b.at(user.impl()->input_value), b.at(user.impl()->target_value));
+  for (const auto& p : owner.parameters()) EXPECT_TRUE(p.grad().defined());
+  EXPECT_FALSE(owner.named_buffers()[0].second.equal(running_mean));  // updated in place
+
+  auto missing = tensors;
+  missing.pop_back();
+  EXPECT_THROW(user.share_tensors(missing), std::invalid_argument);
+  auto misshaped = tensors;
+  misshaped[0].second = torch::zeros({1});
+  try {
+    user.share_tensors(misshaped);
+    FAIL() << "a misshaped tensor was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(tensors[0].first), std::string::npos) << e.what();
+  }
+}
+
+// A plan file for another batch size, and a batch of another shape: PlanMismatch.
+TEST(PlannedModel, PlansAndBatchesForAnotherShapeAreMismatches) {
+  const std::string dir = fresh_dir("mismatch");
+  PlanOptions po = uncached_options("storeall");
+  PlannedModel planned(Model::load(tiny_resnet(), 0), po);
+  planned.save_plan(dir + "/plan.json");
+  ModelSpec other = tiny_resnet();
+  other.batch = 2;
+  po.plan_file = dir + "/plan.json";
+  EXPECT_THROW(PlannedModel(Model::load(other, 0), po), PlanMismatch);
+  EXPECT_THROW(planned.step(torch::zeros({2, 3, 32, 32}), torch::zeros({2}, torch::kLong)),
+               PlanMismatch);
+}
+
+// Progress goes to the sink while one is installed, to stderr after.
+TEST(Progress, SinkReceivesPlanningProgress) {
+  std::string text;
+  set_progress_sink([&](bool warning, const std::string& piece) {
+    if (!warning) text += piece;
+  });
+  PlanOptions po = quiet_options("0.9x", fresh_dir("progress"));
+  po.progress = true;
+  MemoryStats::install();
+  PlannedModel planned(Model::load(activation_heavy_resnet(), 0), po);
+  set_progress_sink({});
+  EXPECT_NE(text.find("profiling:"), std::string::npos) << text;
+  EXPECT_NE(text.find("planner:"), std::string::npos) << text;
+}
+
 TEST(PlannedModel, RefusesBatchesOfAnotherShapeOrType) {
-  PlanOptions po;
-  po.planner = "storeall";
-  po.use_cache = false;
-  po.progress = false;
+  PlanOptions po = uncached_options("storeall");
   Model model = Model::load(tiny_resnet(), 0);
   PlannedModel planned(model, po);
   const auto y = torch::zeros({4}, torch::kLong);
@@ -170,10 +268,7 @@ TEST(PlannedModel, RefusesBatchesOfAnotherShapeOrType) {
 
 TEST(Checkpoint, ResumedTrainingEqualsUninterruptedTraining) {
   const std::string dir = fresh_dir("checkpoint");
-  PlanOptions po;
-  po.planner = "chen";
-  po.use_cache = false;
-  po.progress = false;
+  PlanOptions po = uncached_options("chen");
   auto run = [&](Model& model, torch::optim::Optimizer& opt, PlannedModel& p, int from, int to) {
     for (int s = from; s < to; ++s) {
       const Batch b = testing::test_batch(model, 50 + s, at::kFloat);

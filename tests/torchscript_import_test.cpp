@@ -3,6 +3,7 @@
 // PyTorch autograd's in float64. Fixtures come from tools/make_import_fixtures.py (CTest
 // set-up); the traced models are float32, as a user would save them.
 #include <gtest/gtest.h>
+#include <monet/monet.h>
 #include <torch/script.h>
 
 #include <fstream>
@@ -202,6 +203,19 @@ TEST(TorchscriptImport, UnsupportedOperatorIsNamedWithItsLocation) {
     EXPECT_NE(what.find("unsupported operator 'aten::argmax'"), std::string::npos) << what;
     EXPECT_NE(what.find("integer and boolean results"), std::string::npos) << what;
     EXPECT_NE(what.find("make_import_fixtures.py:"), std::string::npos) << what;
+    EXPECT_EQ(e.op, "aten::argmax");
+    EXPECT_NE(e.source.find("make_import_fixtures.py:"), std::string::npos) << e.source;
+  }
+  // Through the public API: monet::UnsupportedOperator with the same fields.
+  try {
+    ModelSpec spec;
+    spec.model = kDir + "/unsupported.pt";
+    spec.input_shape = {2, 8};
+    Model::load(spec);
+    FAIL() << "expected monet::UnsupportedOperator";
+  } catch (const UnsupportedOperator& e) {
+    EXPECT_EQ(e.operator_name, "aten::argmax");
+    EXPECT_NE(e.source.find("make_import_fixtures.py:"), std::string::npos) << e.source;
   }
 }
 
