@@ -94,6 +94,54 @@ TEST(AtenCall, ProbeFindsWhatTheDerivativeKeeps) {
       << describe_aten_call(*gelu);
 }
 
+// Which results are views monet keeps as views: contiguous, of the input's whole storage.
+TEST(AtenCall, ProbeFindsContiguousViewsOfTheWholeInput) {
+  EXPECT_TRUE(unary("aten::reshape", {std::vector<int64_t>{2, 48}})->output_aliases_input);
+  EXPECT_TRUE(unary("aten::view", {std::vector<int64_t>{6, 16}})->output_aliases_input);
+  EXPECT_TRUE(unary("aten::unsqueeze", {int64_t{1}})->output_aliases_input);
+  EXPECT_TRUE(unary("aten::contiguous", {c10::MemoryFormat::Contiguous})->output_aliases_input);
+  // Not contiguous, or not all of the storage: copied.
+  EXPECT_FALSE(unary("aten::permute", {std::vector<int64_t>{0, 2, 3, 1}})->output_aliases_input);
+  EXPECT_FALSE(unary("aten::select", {int64_t{0}, int64_t{1}}, "int")->output_aliases_input);
+  EXPECT_FALSE(unary("aten::tanh")->output_aliases_input);
+  EXPECT_NE(
+      describe_aten_call(*unary("aten::reshape", {std::vector<int64_t>{2, 48}})).find(" view"),
+      std::string::npos);
+}
+
+// Reshapes of activations are views: they take no memory, nothing writes in place into
+// the storage they share, the executor's measured peak is the simulator's, and the
+// gradients are autograd's.
+TEST(AtenOps, ViewsShareTheirInputsStorage) {
+  MemoryTracker::install();
+  GraphBuilder b("views");
+  const int x = b.input("input", {2, 3, 6, 6});
+  int h = b.conv(x, "conv1", {8, {3}, 1, 1, 1, true, default_init()});
+  const int flat = aten(b, "aten::reshape", h, "flat", {std::vector<int64_t>{2, 8, 36}});
+  h = b.relu(flat, "relu", /*inplace=*/true);
+  h = aten(b, "aten::reshape", h, "back", {std::vector<int64_t>{2, 8, 6, 6}});
+  h = b.conv(h, "conv2", {4, {3}, 1, 1, 1, true, default_init()});
+  const int head = b.flatten(b.adaptive_avg_pool(h, "pool", {1, 1}), "flatten");
+  b.cross_entropy(b.linear(head, "fc", 3), b.class_target("target", 2));
+  const Graph g = b.finish();
+
+  const Node& reshape = g.node(g.value(flat).producer);
+  const auto impls = forward_impls(g, reshape);
+  ASSERT_EQ(impls.size(), 1u);
+  EXPECT_TRUE(impls[0].output_aliases_input);
+  EXPECT_TRUE(storage_shared(g, flat));
+  for (const Node& n : g.nodes())
+    if (n.op == OpKind::kReLU)
+      for (const ForwardImplInfo& f : forward_impls(g, n))
+        EXPECT_FALSE(f.inplace) << "relu in place on a view: " << f.name;
+
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  for (const Plan& plan : {store_all_plan(g), chen_plan(g)})
+    testing::expect_runs_as_simulated(g, state, batch, plan, simulate(g, plan, costs));
+}
+
 TEST(AtenCall, RefusesIntegerResultsAndOperatorsWithoutDerivative) {
   EXPECT_THROW(unary("aten::argmax", {c10::IValue(), false}), AtenCallError);
   EXPECT_THROW(unary("aten::no_such_operator"), AtenCallError);

@@ -90,6 +90,8 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
   c->output_shape = out.sizes().vec();
   bool alias = false;
   for (const at::Tensor& t : in) alias = alias || out.is_alias_of(t);
+  c->output_aliases_input = !in.empty() && out.is_alias_of(in[0]) && out.is_contiguous() &&
+                            out.numel() == in[0].numel() && out.storage_offset() == 0;
   const auto output_storage = out.storage().getWeakStorageImpl();
   const auto node = out.grad_fn();  // keeps what the derivative saved alive
   out.reset();
@@ -128,7 +130,7 @@ std::string describe_aten_call(const AtenCall& c) {
   }
   s << ") saves=[";
   for (size_t k = 0; k < c.saves_input.size(); ++k) s << (k ? "," : "") << c.saves_input[k];
-  s << ']' << (c.saves_output ? " saves_output" : "");
+  s << ']' << (c.saves_output ? " saves_output" : "") << (c.output_aliases_input ? " view" : "");
   return s.str();
 }
 

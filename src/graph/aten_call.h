@@ -30,6 +30,11 @@ struct AtenCall {
   /// PyTorch's derivative keeps the output (tanh, exp): every input then matters, since a
   /// backward re-running the operator computes the output from them.
   bool saves_output = false;
+  /// The output is a view of the first input's whole storage, contiguous (reshape, view,
+  /// flatten, squeeze, unsqueeze, contiguous of a contiguous tensor): the node takes no
+  /// memory of its own. Probed on contiguous inputs, which every activation monet
+  /// computes is, except such views, which are contiguous themselves.
+  bool output_aliases_input = false;
   std::vector<int64_t> output_shape;  // as probed at import
 };
 

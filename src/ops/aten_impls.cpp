@@ -56,6 +56,12 @@ double aten_scalar_argument(const Node& n, size_t position) {
 }
 
 std::vector<ForwardImplInfo> aten_forward_impls(const Node& n) {
+  if (n.attrs.aten->output_aliases_input) {
+    auto view = make_forward_impl("view", false, false,
+                                  n.attrs.aten->name + ": a view of the input (no copy)");
+    view.output_aliases_input = true;
+    return {view};
+  }
   std::vector<ForwardImplInfo> v = {
       make_forward_impl("default", false, false, n.attrs.aten->name + " through the dispatcher")};
   if (op_of(n) == "aten::leaky_relu")

@@ -80,8 +80,16 @@ ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
                            const std::vector<at::Tensor>& in, NodeState& state) {
   if (is_aten_norm(n)) return norm_forward(n, in, state);
   ForwardOutput out;
+  if (impl.output_aliases_input) {
+    out.output = call_aten(*n.attrs.aten, in);
+    if (!out.output.is_alias_of(in[0]) || !out.output.is_contiguous())
+      throw std::logic_error(n.name + ": " + n.attrs.aten->name +
+                             " was probed as a contiguous view of its input but is not one here");
+    return out;
+  }
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
-  out.output = own_storage(call_aten(*n.attrs.aten, in), in);
+  // Activations are contiguous (views of them are probed on contiguous inputs).
+  out.output = own_storage(call_aten(*n.attrs.aten, in), in).contiguous();
   return out;
 }
 

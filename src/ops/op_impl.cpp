@@ -1,7 +1,10 @@
 #include "ops/op_impl.h"
 
+#include <algorithm>
+
 #include <stdexcept>
 
+#include "graph/aten_call.h"
 #include "ops/aten_impls.h"
 #include "ops/bit_mask.h"
 #include "ops/sparse_storage.h"
@@ -71,7 +74,10 @@ BackwardPart backward_part_from_name(const std::string& name) {
   throw std::invalid_argument("unknown backward part '" + name + "'");
 }
 
-std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
+namespace {
+
+// Every forward implementation of the node's operator.
+std::vector<ForwardImplInfo> operator_forward_impls(const Graph& g, const Node& n) {
   switch (n.op) {
     case OpKind::kConv: {
       std::vector<ForwardImplInfo> v = {
@@ -126,6 +132,30 @@ std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
     default:
       return {make_forward_impl("default", false, false, "reference ATen call")};
   }
+}
+
+// A node whose output is always a view of its first input's storage.
+bool aliasing_node(const Node& n) {
+  return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
+}
+
+}  // namespace
+
+bool storage_shared(const Graph& g, int value) {
+  const Value& v = g.value(value);
+  if (v.producer >= 0 && aliasing_node(g.node(v.producer))) return true;
+  for (int c : v.consumers)
+    if (aliasing_node(g.node(c)) && g.node(c).inputs[0] == value) return true;
+  return false;
+}
+
+std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
+  std::vector<ForwardImplInfo> v = operator_forward_impls(g, n);
+  // Writing in place into a storage another value views would change that value too.
+  if (!n.inputs.empty() && storage_shared(g, n.inputs[0]))
+    v.erase(std::remove_if(v.begin(), v.end(), [](const ForwardImplInfo& f) { return f.inplace; }),
+            v.end());
+  return v;
 }
 
 std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {

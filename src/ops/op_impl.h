@@ -62,8 +62,13 @@ BackwardImplInfo make_backward_impl(std::string name, BackwardPart part, std::ve
                                     std::vector<std::string> requires_forward = {});
 
 /// Forward implementations available for `node`; the first is the default (what
-/// PyTorch would run).
+/// PyTorch would run). In-place ones are left out where the input's storage is shared
+/// with a view (storage_shared).
 std::vector<ForwardImplInfo> forward_impls(const Graph& graph, const Node& node);
+/// Whether `value`'s storage is, or may be, another value's too: it is the output of a
+/// node that always returns a view of its input (flatten, an ATen view), or such a node's
+/// input.
+bool storage_shared(const Graph& graph, int value);
 /// Backward implementations for `node`, grouped by part; for each part the first is the
 /// default. Empty for operators without a backward (none today).
 std::vector<BackwardImplInfo> backward_impls(const Graph& graph, const Node& node);
