@@ -94,14 +94,25 @@ TEST(AtenCall, ProbeFindsWhatTheDerivativeKeeps) {
       << describe_aten_call(*gelu);
 }
 
-// Which results are views monet keeps as views: contiguous, of the input's whole storage.
-TEST(AtenCall, ProbeFindsContiguousViewsOfTheWholeInput) {
+// Which results are views monet keeps as views: of all of the input's storage.
+TEST(AtenCall, ProbeFindsViewsOfTheWholeInput) {
   EXPECT_TRUE(unary("aten::reshape", {std::vector<int64_t>{2, 48}})->output_aliases_input);
   EXPECT_TRUE(unary("aten::view", {std::vector<int64_t>{6, 16}})->output_aliases_input);
   EXPECT_TRUE(unary("aten::unsqueeze", {int64_t{1}})->output_aliases_input);
   EXPECT_TRUE(unary("aten::contiguous", {c10::MemoryFormat::Contiguous})->output_aliases_input);
-  // Not contiguous, or not all of the storage: copied.
-  EXPECT_FALSE(unary("aten::permute", {std::vector<int64_t>{0, 2, 3, 1}})->output_aliases_input);
+  EXPECT_TRUE(unary("aten::reshape", {std::vector<int64_t>{2, 48}})->output_strides.empty());
+  const auto permute = unary("aten::permute", {std::vector<int64_t>{0, 2, 3, 1}});
+  EXPECT_TRUE(permute->output_aliases_input);
+  EXPECT_EQ(permute->output_strides, (std::vector<int64_t>{48, 4, 1, 16}));
+  // Probed on the permuted layout, a reshape has to copy; contiguous() too.
+  const std::vector<std::vector<int64_t>> permuted = {{48, 4, 1, 16}};
+  for (const auto& [op, rest] : std::vector<std::pair<std::string, std::vector<c10::IValue>>>{
+           {"aten::reshape", {c10::IValue(), std::vector<int64_t>{2, 48}}},
+           {"aten::contiguous", {c10::IValue(), c10::MemoryFormat::Contiguous}}})
+    EXPECT_FALSE(
+        make_aten_call(op, "", rest, {0}, {{2, 4, 4, 3}}, {true}, permuted)->output_aliases_input)
+        << op;
+  // Not all of the storage: copied.
   EXPECT_FALSE(unary("aten::select", {int64_t{0}, int64_t{1}}, "int")->output_aliases_input);
   EXPECT_FALSE(unary("aten::tanh")->output_aliases_input);
   EXPECT_NE(
@@ -120,7 +131,12 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
   const int flat = aten(b, "aten::reshape", h, "flat", {std::vector<int64_t>{2, 8, 36}});
   h = b.relu(flat, "relu", /*inplace=*/true);
   h = aten(b, "aten::reshape", h, "back", {std::vector<int64_t>{2, 8, 6, 6}});
-  h = b.conv(h, "conv2", {4, {3}, 1, 1, 1, true, default_init()});
+  // A permute read by a generic operator stays a view; one read by a convolution is
+  // copied (copy_views_read_by_specialised_operators, in GraphBuilder::finish).
+  const int nhwc = aten(b, "aten::permute", h, "nhwc", {std::vector<int64_t>{0, 2, 3, 1}});
+  h = aten(b, "aten::gelu", nhwc, "gelu", {std::string("none")});
+  const int nchw = aten(b, "aten::permute", h, "nchw", {std::vector<int64_t>{0, 3, 1, 2}});
+  h = b.conv(nchw, "conv2", {4, {3}, 1, 1, 1, true, default_init()});
   const int head = b.flatten(b.adaptive_avg_pool(h, "pool", {1, 1}), "flatten");
   b.cross_entropy(b.linear(head, "fc", 3), b.class_target("target", 2));
   const Graph g = b.finish();
@@ -130,6 +146,8 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
   ASSERT_EQ(impls.size(), 1u);
   EXPECT_TRUE(impls[0].output_aliases_input);
   EXPECT_TRUE(storage_shared(g, flat));
+  EXPECT_TRUE(g.node(g.value(nhwc).producer).attrs.aten->output_aliases_input);
+  EXPECT_FALSE(g.node(g.value(nchw).producer).attrs.aten->output_aliases_input);
   for (const Node& n : g.nodes())
     if (n.op == OpKind::kReLU)
       for (const ForwardImplInfo& f : forward_impls(g, n))

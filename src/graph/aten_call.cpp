@@ -1,5 +1,9 @@
 #include "graph/aten_call.h"
 
+#include <algorithm>
+
+#include "graph/graph.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
@@ -57,14 +61,17 @@ namespace {
 
 // Fills the call's output shape and what its derivative keeps (make_aten_call).
 void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
-                     const std::vector<bool>& differentiable) {
+                     const std::vector<bool>& differentiable,
+                     const std::vector<std::vector<int64_t>>& strides) {
   at::AutoGradMode grad_mode(true);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   std::vector<at::Tensor> in;
   std::vector<int64_t> before;
   bool any = false;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    at::Tensor x = at::randn(shapes[k], gen);
+    at::Tensor x = k < strides.size() && !strides[k].empty()
+                       ? at::empty_strided(shapes[k], strides[k]).normal_(0, 1, gen)
+                       : at::randn(shapes[k], gen);
     // A differentiable input is passed as a view of a leaf: the leaf's gradient
     // accumulator holds the leaf, so only what the derivative saves holds the view.
     if (differentiable[k]) {
@@ -90,8 +97,10 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
   c->output_shape = out.sizes().vec();
   bool alias = false;
   for (const at::Tensor& t : in) alias = alias || out.is_alias_of(t);
-  c->output_aliases_input = !in.empty() && out.is_alias_of(in[0]) && out.is_contiguous() &&
-                            out.numel() == in[0].numel() && out.storage_offset() == 0;
+  c->output_aliases_input = !in.empty() && out.is_alias_of(in[0]) &&
+                            out.storage_offset() == in[0].storage_offset() &&
+                            out.numel() >= in[0].numel();
+  if (c->output_aliases_input && !out.is_contiguous()) c->output_strides = out.strides().vec();
   const auto output_storage = out.storage().getWeakStorageImpl();
   const auto node = out.grad_fn();  // keeps what the derivative saved alive
   out.reset();
@@ -107,14 +116,30 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
-    const std::vector<bool>& differentiable) {
+    const std::vector<bool>& differentiable,
+    const std::vector<std::vector<int64_t>>& input_strides) {
   auto call = std::make_shared<AtenCall>();
   call->name = std::move(name);
   call->overload = std::move(overload);
   call->arguments = std::move(arguments);
   call->tensor_slots = std::move(tensor_slots);
-  probe_aten_call(call.get(), input_shapes, differentiable);
+  probe_aten_call(call.get(), input_shapes, differentiable, input_strides);
   return call;
+}
+
+void copy_views_read_by_specialised_operators(Graph& g) {
+  for (int id = static_cast<int>(g.nodes().size()) - 1; id >= 0; --id) {
+    const Node& n = g.node(id);
+    if (n.op != OpKind::kAten || n.attrs.aten->output_strides.empty()) continue;
+    const auto& readers = g.value(n.output).consumers;
+    if (std::all_of(readers.begin(), readers.end(),
+                    [&](int r) { return g.node(r).op == OpKind::kAten; }))
+      continue;
+    auto copy = std::make_shared<AtenCall>(*n.attrs.aten);
+    copy->output_aliases_input = false;
+    copy->output_strides.clear();
+    g.set_aten_call(id, std::move(copy));
+  }
 }
 
 std::string describe_aten_call(const AtenCall& c) {

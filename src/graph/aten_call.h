@@ -18,6 +18,8 @@
 
 namespace monet {
 
+class Graph;
+
 struct AtenCall {
   std::string name;      // qualified operator name, "aten::gelu"
   std::string overload;  // overload name ("" for the default, "Tensor", "Scalar", ...)
@@ -30,11 +32,15 @@ struct AtenCall {
   /// PyTorch's derivative keeps the output (tanh, exp): every input then matters, since a
   /// backward re-running the operator computes the output from them.
   bool saves_output = false;
-  /// The output is a view of the first input's whole storage, contiguous (reshape, view,
-  /// flatten, squeeze, unsqueeze, contiguous of a contiguous tensor): the node takes no
-  /// memory of its own. Probed on contiguous inputs, which every activation monet
-  /// computes is, except such views, which are contiguous themselves.
+  /// The output is a view of all of the first input's storage (reshape, view, flatten,
+  /// squeeze, unsqueeze, permute, transpose, expand; not select or slice): the node takes
+  /// no memory of its own. Probed on inputs laid out as the executor lays them out
+  /// (make_aten_call's input_strides).
   bool output_aliases_input = false;
+  /// Such a view's strides when it is not contiguous (permute, transpose, expand); empty
+  /// otherwise. Only generic operators read non-contiguous views (copy_views_read_by_
+  /// specialised_operators): every other activation is contiguous.
+  std::vector<int64_t> output_strides;
   std::vector<int64_t> output_shape;  // as probed at import
 };
 
@@ -52,13 +58,21 @@ at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs
 
 /// A call of `name.overload` with `arguments` (None where `tensor_slots` puts the node's
 /// inputs), probed: run once under autograd on random float32 inputs of `input_shapes`
-/// (those `differentiable` names require a gradient) for its output shape and what its
-/// derivative keeps. Throws AtenCallError when the call fails, returns something other
-/// than one floating-point tensor, or has no derivative.
+/// (strided as `input_strides` gives, where it gives a non-empty entry; else contiguous;
+/// those `differentiable` names require a gradient) for its output shape, what its
+/// derivative keeps and whether its output is a view. Throws AtenCallError when the call
+/// fails, returns something other than one floating-point tensor, or has no derivative.
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
-    const std::vector<bool>& differentiable);
+    const std::vector<bool>& differentiable,
+    const std::vector<std::vector<int64_t>>& input_strides = {});
+
+/// Makes every non-contiguous view (AtenCall::output_strides) that an operator other
+/// than a generic one reads a copy instead, so that specialised operators (convolution,
+/// batch norm, losses, ...) always read contiguous tensors. Run on a finished graph (the
+/// importer and GraphBuilder::finish do).
+void copy_views_read_by_specialised_operators(Graph& graph);
 
 /// "aten::gelu(%0, approximate='tanh') saves=[0]": the operator, its arguments (constant
 /// tensors by shape and a hash of their values) and what its derivative keeps.

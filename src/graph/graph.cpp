@@ -139,6 +139,14 @@ const Value& Graph::value(int id) const {
   return values_[id];
 }
 
+void Graph::set_aten_call(int id, std::shared_ptr<const AtenCall> call) {
+  const Node& n = node(id);
+  if (n.op != OpKind::kAten || !call || call->name != n.attrs.aten->name ||
+      call->output_shape != n.attrs.aten->output_shape)
+    throw GraphError("node '" + n.name + "': set_aten_call needs the same operator and shape");
+  nodes_[id].attrs.aten = std::move(call);
+}
+
 const Node& Graph::node(int id) const {
   if (id < 0 || id >= static_cast<int>(nodes_.size()))
     throw GraphError("no node with id " + std::to_string(id));

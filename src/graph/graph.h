@@ -78,6 +78,9 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
   const Value& value(int id) const;
   const Node& node(int id) const;
+  /// Replaces generic node `id`'s call by `call`, the same operator on the same shapes
+  /// probed again (copy_views_read_by_specialised_operators turns views into copies).
+  void set_aten_call(int id, std::shared_ptr<const AtenCall> call);
 
   /// Value ids of a kind, in creation order.
   std::vector<int> values_of_kind(ValueKind kind) const;

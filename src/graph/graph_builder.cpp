@@ -1,5 +1,7 @@
 #include "graph/graph_builder.h"
 
+#include "graph/aten_call.h"
+
 #include <cmath>
 
 namespace monet {
@@ -9,6 +11,7 @@ int64_t scale_channels(int64_t channels, double width, int64_t min_channels) {
 }
 
 Graph GraphBuilder::finish() {
+  copy_views_read_by_specialised_operators(graph_);
   graph_.validate();
   return std::move(graph_);
 }

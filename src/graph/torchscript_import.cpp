@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
+#include "graph/aten_call.h"
 #include "graph/shape_inference.h"
 #include "graph/torchscript_importer.h"
 
@@ -34,6 +35,7 @@ Graph Importer::run() {
     throw ImportError("'" + path_ + "': the traced forward returns " +
                       std::to_string(outputs.size()) + " values");
   add_loss(trained_output(outputs[0]));
+  copy_views_read_by_specialised_operators(graph_);
   graph_.validate();
   return std::move(graph_);
 }

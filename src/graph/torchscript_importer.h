@@ -293,6 +293,9 @@ class Importer {
   std::map<std::string, std::pair<at::Tensor, bool>> state_;  // name -> (tensor, trainable)
   std::map<std::string, int> state_ids_;
   std::unordered_map<const JitValue*, Entry> entries_;
+  /// Strides of the activations that are non-contiguous views (AtenCall::output_strides),
+  /// by value id: generic operators reading them are probed on such inputs.
+  std::map<int, std::vector<int64_t>> view_strides_;
   std::set<std::string> names_;
   std::string scope_;
 };

@@ -8,7 +8,10 @@ namespace monet::torchscript {
 void Importer::translate_reshape(JitNode* node, const std::string& kind) {
   if (arg(node, 0).kind == Entry::kGroupedChannels) return ungroup_channels(node, kind);
   const int x = tensor(node, 0);
-  if (kind == "aten::contiguous") return alias(node, x);
+  // A non-contiguous view (a generic permute's, transpose's): contiguous() copies it, and
+  // flatten may have to; both are then generic.
+  const bool strided = view_strides_.count(x) > 0;
+  if (kind == "aten::contiguous") return strided ? translate_aten(node, kind) : alias(node, x);
   const auto& s = shape_of(x);
   const int64_t rank = static_cast<int64_t>(s.size());
   int64_t start = 0;
@@ -38,6 +41,7 @@ void Importer::translate_reshape(JitNode* node, const std::string& kind) {
     if (!ok) return translate_aten(node, kind);
   }
   if (start == rank - 1) return alias(node, x);
+  if (strided) return translate_aten(node, kind);
   OpAttrs a;
   a.dim = start;
   emit(node, OpKind::kFlatten, {x}, a);

@@ -78,17 +78,21 @@ at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImp
 
 ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
                            const std::vector<at::Tensor>& in, NodeState& state) {
-  if (is_aten_norm(n)) return norm_forward(n, in, state);
+  if (is_aten_norm(n)) {
+    ForwardOutput norm = norm_forward(n, in, state);
+    norm.output = norm.output.contiguous();  // as every activation but a view
+    return norm;
+  }
   ForwardOutput out;
   if (impl.output_aliases_input) {
     out.output = call_aten(*n.attrs.aten, in);
-    if (!out.output.is_alias_of(in[0]) || !out.output.is_contiguous())
+    if (!out.output.is_alias_of(in[0]))
       throw std::logic_error(n.name + ": " + n.attrs.aten->name +
-                             " was probed as a contiguous view of its input but is not one here");
+                             " was probed as a view of its input but is not one here");
     return out;
   }
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
-  // Activations are contiguous (views of them are probed on contiguous inputs).
+  // Activations other than views are contiguous, as the probes of views assume.
   out.output = own_storage(call_aten(*n.attrs.aten, in), in).contiguous();
   return out;
 }
