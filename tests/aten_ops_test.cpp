@@ -44,8 +44,17 @@ int norm(GraphBuilder& b, const std::string& op, int x, const std::string& name,
   return g.add_node(OpKind::kAten, name, {x, w, bias}, a);
 }
 
-// conv, group norm, leaky ReLU, conv, tanh, layer norm, ELU, GELU, nearest upsampling,
-// pooling, linear.
+// x @ y through the dispatcher (aten::matmul).
+int matmul(GraphBuilder& b, int x, int y, const std::string& name) {
+  Graph& g = b.graph();
+  OpAttrs a;
+  a.aten = make_aten_call("aten::matmul", "", {c10::IValue(), c10::IValue()}, {0, 1},
+                          {g.value(x).shape, g.value(y).shape}, {true, true});
+  return g.add_node(OpKind::kAten, name, {x, y}, a);
+}
+
+// conv, group norm, leaky ReLU, conv, tanh, x @ xᵀ (a transposed view), softmax, layer
+// norm, ELU, GELU, nearest upsampling, pooling, linear.
 Graph activations_graph() {
   GraphBuilder b("generic_activations");
   const int x = b.input("input", {2, 3, 6, 6});
@@ -54,6 +63,9 @@ Graph activations_graph() {
   h = aten(b, "aten::leaky_relu", h, "leaky", {0.1});
   h = b.conv(h, "conv2", {8, {3}, 1, 1, 1, true, default_init()});
   h = aten(b, "aten::tanh", h, "tanh");
+  const int ht = aten(b, "aten::transpose", h, "transpose", {int64_t{-2}, int64_t{-1}}, "int");
+  h = matmul(b, h, ht, "matmul");
+  h = aten(b, "aten::softmax", h, "softmax", {int64_t{-1}, c10::IValue()}, "int");
   h = norm(b, "aten::layer_norm", h, "layer_norm", std::vector<int64_t>{6}, 6);
   h = aten(b, "aten::elu", h, "elu", {1.0, 1.0, 1.0});
   h = aten(b, "aten::gelu", h, "gelu", {std::string("tanh")});
@@ -148,10 +160,11 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
   EXPECT_TRUE(storage_shared(g, flat));
   EXPECT_TRUE(g.node(g.value(nhwc).producer).attrs.aten->output_aliases_input);
   EXPECT_FALSE(g.node(g.value(nchw).producer).attrs.aten->output_aliases_input);
-  for (const Node& n : g.nodes())
-    if (n.op == OpKind::kReLU)
-      for (const ForwardImplInfo& f : forward_impls(g, n))
-        EXPECT_FALSE(f.inplace) << "relu in place on a view: " << f.name;
+  for (const Node& n : g.nodes()) {
+    if (n.op != OpKind::kReLU) continue;
+    for (const ForwardImplInfo& f : forward_impls(g, n))
+      EXPECT_FALSE(f.inplace) << "relu in place on a view: " << f.name;
+  }
 
   const ModelState state = ModelState::initialize(g, 0);
   const Batch batch = make_batch(g, 1);
@@ -183,8 +196,9 @@ TEST(AtenOps, EveryImplementationMatchesAutograd) {
   }
   for (const char* impl :
        {"group_norm input", "group_norm output", "leaky input", "leaky output", "leaky mask",
-        "tanh output", "tanh rerun", "layer_norm input", "layer_norm output", "elu input",
-        "elu output", "gelu input", "up rerun"})
+        "tanh output", "tanh rerun", "matmul inputs", "matmul rerun", "softmax output",
+        "softmax rerun", "layer_norm input", "layer_norm output", "elu input", "elu output",
+        "gelu input", "up rerun"})
     EXPECT_TRUE(by_node.count(impl)) << impl;
   EXPECT_TRUE(used.count("aten forward mask"));
   // Recomputation: the norms reuse the statistics of their first forward.

@@ -1,8 +1,8 @@
 // Greedy descent on tiny zoo models: where store-all fits it changes nothing; at a budget
 // halfway between the smallest memory-lean checkpointing plan and store-all, it descends from
-// store-all with the fastest implementations to a plan within the budget, below store-all's
-// peak, whose measured peak is the simulated one and whose gradients match autograd's; and
-// it reaches below the smallest memory-lean checkpointing plan on some model.
+// store-all with the fastest (or default) implementations to a plan within the budget, below
+// store-all's peak, whose measured peak is the simulated one and whose gradients match autograd's;
+// and it reaches below the smallest memory-lean checkpointing plan on some model.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -43,10 +43,14 @@ TEST_P(GreedyDescentOnTinyModel, ReachesTheBudgetAndMatchesAutograd) {
   EXPECT_EQ(unchanged.backward, fastest.backward);
   EXPECT_EQ(unchanged.drop_after_forward, fastest.drop_after_forward);
 
+  // Halfway between the leanest plan and store-all with the default implementations. The
+  // descent starts from store-all with the fastest ones, or, where those (chosen by
+  // measured time, which varies with the machine's load) already fit, from the defaults.
   const int64_t budget = testing::halfway_budget(g, costs);
-  ASSERT_LT(budget, all.peak_bytes);
+  const ScheduleChoices start = all.peak_bytes > budget ? fastest : default_choices(g);
+  ASSERT_LT(budget, simulate(g, build_schedule(g, start, "store-all"), costs).peak_bytes);
   const Plan plan =
-      build_schedule(g, greedy_descent(g, costs, fastest, lean, budget, kNever), "descent");
+      build_schedule(g, greedy_descent(g, costs, start, lean, budget, kNever), "descent");
   const SimulationResult sim = simulate(g, plan, costs);
   EXPECT_LE(sim.peak_bytes, budget);
   testing::expect_runs_as_simulated(g, state, batch, plan, sim);

@@ -32,9 +32,11 @@ class TrainingEquivalence : public ::testing::TestWithParam<TinyModel> {};
 // (1e-8), it multiplies the gradient's absolute rounding (~5e-17 on these sums) by
 // lr / eps = 1e5. GoogLeNet's and MobileNetV2's batch-norm shifts have such entries, so
 // any two computations that round differently end 5 Adam steps that far apart
-// (googlenet 5.6e-9, mobilenet_v2 2.3e-10 relative); SGD has no such amplification.
+// (mobilenet_v2 2.3e-10 relative; googlenet 5.6e-9 to 1.2e-8, depending on the plan the
+// time-limited planner returns on a loaded machine); SGD has no such amplification.
 double adam_tolerance(const std::string& model) {
-  return model == "googlenet" || model == "mobilenet_v2" ? 1e-8 : 1e-10;
+  if (model == "googlenet") return 3e-8;
+  return model == "mobilenet_v2" ? 1e-8 : 1e-10;
 }
 
 TEST_P(TrainingEquivalence, SgdMomentumAndAdamMatchAutogradInFloat64) {

@@ -1,5 +1,7 @@
 #include "ops/aten_impls.h"
 
+#include <algorithm>
+
 #include "graph/aten_call.h"
 #include "ops/bit_mask.h"
 
@@ -33,7 +35,28 @@ std::vector<int> input_read(const Graph& g, const Node& n) {
   return {};
 }
 
+// The activation inputs among the first `count`.
+std::vector<int> activations_among(const Graph& g, const Node& n, size_t count) {
+  std::vector<int> reads;
+  for (size_t k = 0; k < count && k < n.inputs.size(); ++k)
+    if (g.value(n.inputs[k]).kind == ValueKind::kActivation) reads.push_back(static_cast<int>(k));
+  return reads;
+}
+
 }  // namespace
+
+bool is_plain_batched_matmul(const Graph& g, const Node& n) {
+  if (op_of(n) != "aten::matmul" && op_of(n) != "aten::bmm") return false;
+  if (n.inputs.size() != 2) return false;
+  const auto& a = g.value(n.inputs[0]).shape;
+  const auto& b = g.value(n.inputs[1]).shape;
+  return a.size() >= 2 && a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
+}
+
+bool is_plain_softmax(const Node& n) {
+  return op_of(n) == "aten::softmax" && n.attrs.aten->arguments.size() == 3 &&
+         n.attrs.aten->arguments[2].isNone();
+}
 
 bool is_aten_norm(const Node& n) {
   return op_of(n) == "aten::layer_norm" || op_of(n) == "aten::group_norm";
@@ -79,6 +102,14 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
   const auto input = make_backward_impl("input", P::kAll, input_read(g, n), false, false,
                                         "from the input, with ATen's derivative");
   if (op == "aten::tanh") return {output, rerun(g, n)};
+  if (is_plain_softmax(n))
+    return {make_backward_impl("output", P::kAll, {}, true, false,
+                               "from the output (softmax's derivative), as PyTorch does"),
+            rerun(g, n)};
+  if (is_plain_batched_matmul(g, n))
+    return {make_backward_impl("inputs", P::kAll, activations_among(g, n, 2), false, false,
+                               "from both inputs: two matmuls, no re-run, as PyTorch does"),
+            rerun(g, n)};
   if (is_aten_norm(n))
     return {make_backward_impl("input", P::kAll, input_read(g, n), false, false,
                                "from the input and the statistics (native backward)"),

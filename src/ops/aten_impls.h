@@ -34,6 +34,11 @@ int64_t aten_intermediate_bytes(const Graph& graph, const Node& node,
 int64_t aten_state_bytes(const Graph& graph, const Node& node);
 /// Layer norm or group norm (the implementations of norm_kernels.cpp).
 bool is_aten_norm(const Node& node);
+/// matmul or bmm of two tensors of one rank (at least 2) and the same batch dimensions:
+/// its backward is two matmuls of the inputs and the output's gradient.
+bool is_plain_batched_matmul(const Graph& graph, const Node& node);
+/// softmax without a dtype conversion: its backward needs only the output.
+bool is_plain_softmax(const Node& node);
 
 /// A scalar argument of the call (leaky ReLU's slope, ELU's alpha), by schema position.
 double aten_scalar_argument(const Node& node, size_t position);

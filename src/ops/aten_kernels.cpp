@@ -57,6 +57,9 @@ at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImp
   const at::Tensor& go = a.grad_output;
   const bool from_output = impl.name == "output";
   if (op == "aten::tanh") return at::tanh_backward(go, a.output);
+  if (op == "aten::softmax")
+    return at::_softmax_backward_data(go, a.output, n.attrs.aten->arguments.at(1).toInt(),
+                                      a.output.scalar_type());
   if (op == "aten::gelu")
     return at::gelu_backward(go, a.inputs[0], n.attrs.aten->arguments.at(1).toStringRef());
   if (op == "aten::elu")
@@ -102,6 +105,11 @@ std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const Backw
   if (impl.name == "rerun") return rerun_backward(g, n, a);
   if (is_aten_norm(n)) return norm_backward(n, impl, a, state);
   std::vector<at::Tensor> grads(n.inputs.size());
+  if (impl.name == "inputs") {  // a plain batched matmul (is_plain_batched_matmul)
+    if (a.needs_grad[0]) grads[0] = at::matmul(a.grad_output, a.inputs[1].transpose(-2, -1));
+    if (a.needs_grad[1]) grads[1] = at::matmul(a.inputs[0].transpose(-2, -1), a.grad_output);
+    return grads;
+  }
   if (a.needs_grad[0]) grads[0] = specialised_backward(g, n, impl, a);
   return grads;
 }
