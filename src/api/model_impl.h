@@ -4,8 +4,8 @@
 
 #include <monet/monet.h>
 
-#include "graph/graph.h"
 #include "cost/cost_model.h"
+#include "graph/graph.h"
 #include "graph/model_config.h"
 #include "runtime/model_state.h"
 

@@ -1,5 +1,4 @@
 #include "cost/profiler.h"
-#include "base/progress.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -14,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "base/progress.h"
 #include "ops/op_kernels.h"
 #include "plan/plan.h"
 #include "runtime/memory_tracker.h"

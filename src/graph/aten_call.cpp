@@ -1,15 +1,13 @@
 #include "graph/aten_call.h"
 
-#include <algorithm>
-
-#include "graph/graph.h"
-
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
 #include <algorithm>
 #include <sstream>
+
+#include "graph/graph.h"
 
 namespace monet {
 namespace {

@@ -110,8 +110,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     slots.push_back(static_cast<int>(i));
     inputs.push_back(v);
     shapes.push_back(value.shape);
-    const auto strided = view_strides_.find(v);
-    strides.push_back(strided == view_strides_.end() ? std::vector<int64_t>{} : strided->second);
+    strides.push_back(view_strides(v));
     differentiable.push_back(value.kind == ValueKind::kActivation ||
                              value.kind == ValueKind::kParameter);
   }
@@ -124,10 +123,8 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   } catch (const AtenCallError& err) {
     fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
   }
-  const std::vector<int64_t> output_strides = a.aten->output_strides;
   const std::string label = kind.substr(6);  // without "aten::"
   emit(node, OpKind::kAten, std::move(inputs), std::move(a), module, nullptr, label.c_str());
-  if (!output_strides.empty()) view_strides_[entry(node->output()).value] = output_strides;
 }
 
 }  // namespace monet::torchscript

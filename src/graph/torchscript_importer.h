@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/aten_call.h"
 #include "graph/graph.h"
 #include "graph/torchscript_import.h"
 
@@ -107,6 +108,14 @@ class Importer {
     e.kind = Entry::kConstant;
     e.constant = std::move(v);
     return e;
+  }
+
+  // The strides of `value` when it is a non-contiguous view (its generic producer's
+  // AtenCall::output_strides), else empty (contiguous).
+  std::vector<int64_t> view_strides(int value) const {
+    const int producer = graph_.value(value).producer;
+    if (producer < 0 || graph_.node(producer).op != OpKind::kAten) return {};
+    return graph_.node(producer).attrs.aten->output_strides;
   }
 
   [[noreturn]] void fail(const JitNode* node, const std::string& what) const {
@@ -293,9 +302,6 @@ class Importer {
   std::map<std::string, std::pair<at::Tensor, bool>> state_;  // name -> (tensor, trainable)
   std::map<std::string, int> state_ids_;
   std::unordered_map<const JitValue*, Entry> entries_;
-  /// Strides of the activations that are non-contiguous views (AtenCall::output_strides),
-  /// by value id: generic operators reading them are probed on such inputs.
-  std::map<int, std::vector<int64_t>> view_strides_;
   std::set<std::string> names_;
   std::string scope_;
 };

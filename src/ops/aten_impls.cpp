@@ -29,12 +29,6 @@ BackwardImplInfo rerun(const Graph& g, const Node& n) {
                             "their shape where PyTorch's derivative does not read them)");
 }
 
-// The input's position when it is an activation (its backward reads it), else none.
-std::vector<int> input_read(const Graph& g, const Node& n) {
-  if (g.value(n.inputs[0]).kind == ValueKind::kActivation) return {0};
-  return {};
-}
-
 // The activation inputs among the first `count`.
 std::vector<int> activations_among(const Graph& g, const Node& n, size_t count) {
   std::vector<int> reads;
@@ -42,6 +36,9 @@ std::vector<int> activations_among(const Graph& g, const Node& n, size_t count) 
     if (g.value(n.inputs[k]).kind == ValueKind::kActivation) reads.push_back(static_cast<int>(k));
   return reads;
 }
+
+// The input's position when it is an activation (its backward reads it), else none.
+std::vector<int> input_read(const Graph& g, const Node& n) { return activations_among(g, n, 1); }
 
 }  // namespace
 

@@ -1,5 +1,4 @@
 #include "planner/milp.h"
-#include "base/progress.h"
 
 #include <coin/CbcEventHandler.hpp>
 #include <coin/CbcModel.hpp>
@@ -18,6 +17,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include "base/progress.h"
 
 namespace monet {
 

@@ -1,5 +1,4 @@
 #include "planner/monet_planner.h"
-#include "base/progress.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/progress.h"
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"

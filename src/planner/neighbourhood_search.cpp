@@ -1,5 +1,4 @@
 #include "planner/neighbourhood_search.h"
-#include "base/progress.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "base/progress.h"
 #include "planner/child_solve.h"
 
 namespace monet {

@@ -1,11 +1,12 @@
 #include "planner/program_search.h"
-#include "base/progress.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <limits>
+
+#include "base/progress.h"
 
 namespace monet {
 
