@@ -9,6 +9,8 @@ packages=(
   libpng-dev libjpeg62-turbo-dev     # image decoding for `monet train --data`
   python3-torch python3-torchvision  # the Python package, test fixtures, PyTorch peers
   pybind11-dev python3-pytest        # the Python package's extension and its tests
+  libgloo-dev                        # c10d ProcessGroupGloo headers (data-parallel training)
+  iproute2                           # network namespaces for the two-host data-parallel test
   gnuplot-nox                        # plots (optional at run time)
 )
 

@@ -10,6 +10,7 @@
 
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
+#include "api/planned_model_impl.h"
 #include "base/progress.h"
 #include "cost/profiler.h"
 #include "plan/plan_validator.h"
@@ -22,15 +23,6 @@
 #include "runtime/memory_tracker.h"
 
 namespace monet {
-
-struct PlannedModel::Impl {
-  Model model;
-  Plan plan;
-  PlanReport report;
-  // Shared with the backward of forward()'s outputs, which may outlive this object.
-  std::shared_ptr<Executor> executor;
-  std::shared_ptr<StepResult> last_step = std::make_shared<StepResult>();
-};
 
 namespace {
 
@@ -240,6 +232,7 @@ StepResult PlannedModel::step(const torch::Tensor& input, const torch::Tensor& t
   ExecutionOptions eo;
   eo.gradients = GradientDestination::kParameters;
   eo.iteration_seed = static_cast<uint64_t>(m.steps);
+  eo.on_parameter_gradient = impl_->on_parameter_gradient;
   const ExecutionResult run = impl_->executor->run(batch, eo);
   ++m.steps;
   *impl_->last_step = step_result(run);
@@ -252,6 +245,7 @@ torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
   ExecutionOptions eo;
   eo.gradients = GradientDestination::kParameters;
   eo.iteration_seed = static_cast<uint64_t>(m.steps);
+  eo.on_parameter_gradient = impl_->on_parameter_gradient;
   std::unique_ptr<PendingIteration> pending = impl_->executor->start(m.input_batch(input), eo);
   ++m.steps;
   // The loss node reads the output, so a valid plan has it alive here.

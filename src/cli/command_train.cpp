@@ -9,10 +9,12 @@
 #include <memory>
 #include <tuple>
 
+#include <monet/distributed.h>
 #include <monet/monet.h>
 
 #include "api/model_impl.h"
 #include "cli/cli_common.h"
+#include "cli/rank_launcher.h"
 #include "graph/torchscript_import.h"
 #include "runtime/batch_loader.h"
 #include "runtime/model_state.h"
@@ -36,6 +38,13 @@ struct TrainOptions {
   int64_t log_every = 0;
   int compare_iters = 0;
   bool json = false;
+  // Data parallel (torchrun's terms).
+  int nproc = 1, nnodes = 1, node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
+  double bucket_mib = 25;
+  std::string sync = "during-backward";
+  double timeout = 300;
 };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o,
@@ -79,12 +88,48 @@ void check_options(const TrainOptions& o) {
     throw UsageError("--optimizer must be sgd or adam");
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
     throw UsageError("--checkpoint-every needs --checkpoint FILE");
+  if (o.node_rank >= o.nnodes)
+    throw UsageError("--node-rank " + std::to_string(o.node_rank) + " is not below --nnodes " +
+                     std::to_string(o.nnodes));
+  if (o.sync != "during-backward" && o.sync != "after-backward" && o.sync != "alternate")
+    throw UsageError("--gradient-sync must be during-backward, after-backward or alternate");
 }
 
-int run_train(TrainOptions o) {
-  check_options(o);
-  MemoryStats::install();
-  DataSource data;
+// Where this process is: one process alone, or a rank of a data-parallel job (RANK and
+// WORLD_SIZE set by `--nproc`'s launcher, or by torchrun).
+struct RankContext {
+  Rendezvous where;
+  bool distributed = false;
+  bool primary() const { return where.rank == 0; }
+};
+
+RankContext rank_context() {
+  RankContext c;
+  if (std::getenv("RANK") == nullptr || std::getenv("WORLD_SIZE") == nullptr) return c;
+  try {
+    c.where = Rendezvous::from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  c.distributed = c.where.world_size > 1;
+  return c;
+}
+
+// MASTER_ADDR and MASTER_PORT from the environment, where set (for the launcher).
+Rendezvous rank_context_defaults() {
+  Rendezvous r;
+  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) r.master_addr = a;
+  if (const char* p = std::getenv("MASTER_PORT"); p && *p) {
+    try {
+      r.master_port = std::stoi(p);
+    } catch (const std::exception&) {
+      throw UsageError(std::string("MASTER_PORT='") + p + "' is not a port number");
+    }
+  }
+  return r;
+}
+
+Model load_model(const TrainOptions& o, DataSource& data) {
   ModelOptions mo = o.model;
   if (!o.data.empty()) {
     data.dataset = open_data(o);
@@ -95,22 +140,15 @@ int run_train(TrainOptions o) {
                  config.width, config.classes, config.input_shape};
   spec.output = mo.output;
   spec.loss = loss_kind_from_name(mo.loss);
-  Model model = [&] {
-    try {
-      return Model::load(spec, o.seed);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }();
-  const std::vector<int64_t> in_shape = model.input_shape();
-  LoaderOptions lo;
-  lo.batch = in_shape[0];
-  lo.height = in_shape.size() > 2 ? in_shape[2] : 1;
-  lo.width = in_shape.size() > 3 ? in_shape[3] : 1;
-  lo.seed = o.seed;
-  lo.prefetch = o.prefetch;
-  lo.warn = [](const std::string& m) { std::cerr << "\nwarning: " << m << "\n"; };
+  try {
+    return Model::load(spec, o.seed);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
 
+PlanOptions plan_options(const TrainOptions& o, const LoaderOptions& lo, bool real_data,
+                         bool primary) {
   PlanOptions po;
   po.planner = o.planner;
   po.budget = o.budget;
@@ -119,16 +157,193 @@ int run_train(TrainOptions o) {
   po.time_limit_seconds = o.time_limit;
   po.plan_file = o.plan_file;
   po.cache_dir = o.cache_dir;
-  if (data.dataset)
-    po.reserved_bytes = o.prefetch * (lo.batch * (3 * lo.height * lo.width * 4 + 8));
-  std::unique_ptr<PlannedModel> planned;
+  po.progress = primary;
+  if (real_data) po.reserved_bytes = o.prefetch * (lo.batch * (3 * lo.height * lo.width * 4 + 8));
+  return po;
+}
+
+// The planned model: alone, or planned on rank 0 and run data-parallel.
+struct Trainer {
+  std::unique_ptr<PlannedModel> alone;
+  std::unique_ptr<DataParallel> parallel;
+  PlannedModel& planned() { return parallel ? parallel->planned() : *alone; }
+  StepResult step(const at::Tensor& x, const at::Tensor& y) {
+    return parallel ? parallel->step(x, y) : alone->step(x, y);
+  }
+};
+
+Trainer make_trainer(const TrainOptions& o, const Model& model, const PlanOptions& po,
+                     const RankContext& rc) {
+  Trainer t;
   try {
-    planned = std::make_unique<PlannedModel>(model, po);
+    if (!rc.distributed) {
+      t.alone = std::make_unique<PlannedModel>(model, po);
+      return t;
+    }
+    DataParallelOptions dpo;
+    dpo.bucket_bytes = static_cast<int64_t>(o.bucket_mib * 1024 * 1024);
+    dpo.sync = o.sync == "after-backward" ? GradientSync::kAfterBackward
+                                          : GradientSync::kDuringBackward;  // "alternate" too
+    dpo.timeout_seconds = o.timeout;
+    t.parallel =
+        std::make_unique<DataParallel>(model, po, ProcessGroup::gloo(rc.where, o.timeout), dpo);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   } catch (const BudgetError& e) {
     throw UsageError(e.what());
   }
+  return t;
+}
+
+void print_plan(const PlanReport& r, const DataSource& data, const RankContext& rc,
+                const Trainer& t) {
+  if (data.dataset) std::cerr << data.dataset->describe() << "\n";
+  if (rc.distributed)
+    std::cerr << "data parallel: " << rc.where.world_size << " ranks (Gloo, rendezvous at "
+              << rc.where.master_addr << ":" << rc.where.master_port << "), gradient buckets "
+              << format_bytes(t.parallel->bucket_buffer_bytes()) << " per rank\n";
+  std::cerr << "plan: " << r.planner << (r.from_cache ? " (cached)" : "");
+  if (r.budget_bytes > 0) std::cerr << ", budget " << format_bytes(r.budget_bytes);
+  if (r.baseline_peak_bytes > 0)
+    std::cerr << " (autograd's step: " << format_bytes(r.baseline_peak_bytes) << ")";
+  if (r.predicted_peak_bytes > 0)
+    std::cerr << ", forward+backward predicted " << format_bytes(r.predicted_peak_bytes);
+  std::cerr << "\n";
+}
+
+struct TrainTotals {
+  int64_t max_peak = 0;
+  double loss_sum = 0;
+};
+
+TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
+                       torch::optim::Optimizer& optimizer, DataSource& data, int64_t first,
+                       int64_t total, const RankContext& rc) {
+  const PlanReport& r = trainer.planned().report();
+  const bool show = rc.primary(), tty = show && !o.json && isatty(STDERR_FILENO);
+  const int64_t batch = model.input_shape()[0], world = rc.where.world_size;
+  const int64_t log_every = o.log_every > 0 ? o.log_every : std::max<int64_t>(1, total / 20);
+  const auto t0 = std::chrono::steady_clock::now();
+  TrainTotals totals;
+  for (int64_t s = first; s < total; ++s) {
+    at::Tensor x, y;
+    if (data.loader) {
+      std::tie(x, y) = data.loader->next();
+    } else {
+      Batch b = make_batch(model.impl()->graph, o.seed * 1000003 + s * world + rc.where.rank);
+      x = b.at(model.impl()->input_value);
+      if (model.impl()->target_value >= 0) y = b.at(model.impl()->target_value);
+    }
+    const bool after = o.sync == "after-backward" || (o.sync == "alternate" && s % 2 == 1);
+    if (trainer.parallel)
+      trainer.parallel->set_gradient_sync(after ? GradientSync::kAfterBackward
+                                                : GradientSync::kDuringBackward);
+    MemoryStats::reset_peak();
+    zero_grad(model.parameters());
+    const StepResult step = trainer.step(x, y);
+    optimizer.step();
+    const int64_t peak = MemoryStats::peak_bytes();
+    totals.max_peak = std::max(totals.max_peak, peak);
+    totals.loss_sum += step.loss;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double rate = (s - first + 1) * batch * world / elapsed;  // every rank's samples
+    const double eta = elapsed / (s - first + 1) * (total - s - 1);
+    if (show && o.json) {
+      nlohmann::json j = {{"step", s + 1},
+                          {"steps", total},
+                          {"loss", step.loss},
+                          {"peak_bytes", peak},
+                          {"step_seconds", step.seconds},
+                          {"samples_per_second", rate}};
+      if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
+      if (trainer.parallel) j["gradient_sync"] = after ? "after-backward" : "during-backward";
+      std::cout << j.dump() << std::endl;
+    } else if (show && (tty || (s + 1) % log_every == 0 || s + 1 == total)) {
+      std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  peak %s", tty ? "\r" : "",
+                   static_cast<long long>(s + 1), static_cast<long long>(total), step.loss, rate,
+                   format_bytes(peak).c_str());
+      if (r.budget_bytes > 0)
+        std::fprintf(stderr, " / budget %s", format_bytes(r.budget_bytes).c_str());
+      std::fprintf(stderr, "  ETA %s%s", clock_text(eta).c_str(), tty ? "   " : "\n");
+    }
+    if (rc.primary() && o.checkpoint_every > 0 && (s + 1) % o.checkpoint_every == 0)
+      save_checkpoint(o.checkpoint, model, optimizer, o.seed);
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  return totals;
+}
+
+void print_summary(const TrainOptions& o, const PlanReport& r, const TrainTotals& t, int64_t total,
+                   int64_t done) {
+  if (o.json) {
+    nlohmann::json j = {{"steps", total},
+                        {"max_step_peak_bytes", t.max_peak},
+                        {"mean_loss", done > 0 ? t.loss_sum / done : 0.0}};
+    if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
+    if (r.baseline_peak_bytes > 0) j["autograd_step_peak_bytes"] = r.baseline_peak_bytes;
+    std::cout << j.dump() << std::endl;
+    return;
+  }
+  std::printf("trained %lld steps: largest step peak %s", static_cast<long long>(done),
+              format_bytes(t.max_peak, true).c_str());
+  if (r.budget_bytes > 0) std::printf(", budget %s", format_bytes(r.budget_bytes, true).c_str());
+  if (r.baseline_peak_bytes > 0)
+    std::printf(", %.3f of autograd's step peak %s", double(t.max_peak) / r.baseline_peak_bytes,
+                format_bytes(r.baseline_peak_bytes, true).c_str());
+  std::printf("\n");
+  if (!o.save.empty()) std::printf("saved the trained weights to %s\n", o.save.c_str());
+}
+
+void compare_and_print(const TrainOptions& o, PlannedModel& planned) {
+  if (!o.json) std::cerr << "timing forward and backward against autograd, interleaved ...\n";
+  const AutogradComparison c = compare_with_autograd(planned, o.compare_iters);
+  if (o.json)
+    std::cout << nlohmann::json{{"seconds", c.seconds},
+                                {"autograd_seconds", c.autograd_seconds},
+                                {"overhead", c.overhead},
+                                {"peak_bytes", c.peak_bytes},
+                                {"autograd_peak_bytes", c.autograd_peak_bytes}}
+                     .dump()
+              << std::endl;
+  else
+    std::printf(
+        "forward+backward: %.4f s under the plan, %.4f s under autograd: overhead %+.1f%% "
+        "(median of %d interleaved; the optimizer step is the same for both); "
+        "peak %s against autograd's %s\n",
+        c.seconds, c.autograd_seconds, 100 * c.overhead, o.compare_iters,
+        format_bytes(c.peak_bytes, true).c_str(),
+        format_bytes(c.autograd_peak_bytes, true).c_str());
+}
+
+int run_train(TrainOptions o) {
+  check_options(o);
+  const RankContext rc = rank_context();
+  if (!rc.distributed && o.nproc * o.nnodes > 1) {
+    LaunchOptions lo;
+    lo.nproc = o.nproc;
+    lo.nnodes = o.nnodes;
+    lo.node_rank = o.node_rank;
+    const Rendezvous env = rank_context_defaults();
+    lo.master_addr = o.master_addr.empty() ? env.master_addr : o.master_addr;
+    lo.master_port = o.master_port > 0 ? o.master_port : env.master_port;
+    return launch_ranks(lo, command_line());
+  }
+  MemoryStats::install();
+  DataSource data;
+  Model model = load_model(o, data);
+  const std::vector<int64_t> in_shape = model.input_shape();
+  LoaderOptions lo;
+  lo.batch = in_shape[0];
+  lo.height = in_shape.size() > 2 ? in_shape[2] : 1;
+  lo.width = in_shape.size() > 3 ? in_shape[3] : 1;
+  lo.seed = o.seed;
+  lo.prefetch = o.prefetch;
+  lo.rank = rc.where.rank;
+  lo.world_size = rc.where.world_size;
+  lo.warn = [](const std::string& m) { std::cerr << "\nwarning: " << m << "\n"; };
+  Trainer trainer =
+      make_trainer(o, model, plan_options(o, lo, data.dataset != nullptr, rc.primary()), rc);
   auto optimizer = make_optimizer(o, model.parameters());
   if (!o.resume.empty()) {
     try {
@@ -139,6 +354,7 @@ int run_train(TrainOptions o) {
   }
   const int64_t first = model.steps();
   lo.start_step = first;
+  data.steps_per_epoch = 1;
   if (data.dataset) {
     try {
       data.loader = std::make_unique<BatchLoader>(data.dataset, lo);
@@ -146,115 +362,68 @@ int run_train(TrainOptions o) {
       throw UsageError(e.what());
     }
     data.steps_per_epoch = data.loader->steps_per_epoch();
-  } else {
-    data.steps_per_epoch = 1;
   }
   const int64_t total = o.steps > 0 ? o.steps : o.epochs * data.steps_per_epoch;
-  const PlanReport& r = planned->report();
-  if (!o.json) {
-    if (data.dataset) std::cerr << data.dataset->describe() << "\n";
-    std::cerr << "plan: " << r.planner << (r.from_cache ? " (cached)" : "");
-    if (r.budget_bytes > 0) std::cerr << ", budget " << format_bytes(r.budget_bytes);
-    if (r.baseline_peak_bytes > 0)
-      std::cerr << " (autograd's step: " << format_bytes(r.baseline_peak_bytes) << ")";
-    if (r.predicted_peak_bytes > 0)
-      std::cerr << ", forward+backward predicted " << format_bytes(r.predicted_peak_bytes);
-    std::cerr << "\n";
+  const PlanReport& r = trainer.planned().report();
+  if (first >= total) {
+    if (rc.primary())
+      std::fprintf(stderr,
+                   "the checkpoint is at step %lld, not before step %lld: nothing to train\n",
+                   static_cast<long long>(first), static_cast<long long>(total));
+    return 0;
   }
-  const bool tty = isatty(STDERR_FILENO);
-  const int64_t log_every = o.log_every > 0 ? o.log_every : std::max<int64_t>(1, total / 20);
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t max_peak = 0;
-  double loss_sum = 0;
-  for (int64_t s = first; s < total; ++s) {
-    at::Tensor x, y;
-    if (data.loader) {
-      std::tie(x, y) = data.loader->next();
-    } else {
-      Batch b = make_batch(model.impl()->graph, o.seed * 1000003 + s);
-      x = b.at(model.impl()->input_value);
-      if (model.impl()->target_value >= 0) y = b.at(model.impl()->target_value);
-    }
-    MemoryStats::reset_peak();
-    zero_grad(model.parameters());
-    const StepResult step = planned->step(x, y);
-    optimizer->step();
-    const int64_t peak = MemoryStats::peak_bytes();
-    max_peak = std::max(max_peak, peak);
-    loss_sum += step.loss;
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double rate = (s - first + 1) * lo.batch / elapsed;
-    const double eta = elapsed / (s - first + 1) * (total - s - 1);
-    if (o.json) {
-      nlohmann::json j = {{"step", s + 1},
-                          {"steps", total},
-                          {"loss", step.loss},
-                          {"peak_bytes", peak},
-                          {"step_seconds", step.seconds},
-                          {"samples_per_second", rate}};
-      if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
-      std::cout << j.dump() << std::endl;
-    } else if (tty || (s + 1) % log_every == 0 || s + 1 == total) {
-      std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  peak %s", tty ? "\r" : "",
-                   static_cast<long long>(s + 1), static_cast<long long>(total), step.loss, rate,
-                   format_bytes(peak).c_str());
-      if (r.budget_bytes > 0)
-        std::fprintf(stderr, " / budget %s", format_bytes(r.budget_bytes).c_str());
-      std::fprintf(stderr, "  ETA %s%s", clock_text(eta).c_str(), tty ? "   " : "\n");
-    }
-    if (o.checkpoint_every > 0 && (s + 1) % o.checkpoint_every == 0)
-      save_checkpoint(o.checkpoint, model, *optimizer, o.seed);
+  if (!o.json && rc.primary()) print_plan(r, data, rc, trainer);
+  const TrainTotals totals = train_loop(o, model, trainer, *optimizer, data, first, total, rc);
+  if (rc.primary()) {
+    if (!o.checkpoint.empty()) save_checkpoint(o.checkpoint, model, *optimizer, o.seed);
+    if (!o.save.empty()) model.save(o.save);
   }
-  if (tty && !o.json) std::fprintf(stderr, "\n");
-  if (!o.checkpoint.empty()) save_checkpoint(o.checkpoint, model, *optimizer, o.seed);
-  if (!o.save.empty()) model.save(o.save);
-  const int64_t done = total - first;
-  if (o.json) {
-    nlohmann::json j = {{"steps", total},
-                        {"max_step_peak_bytes", max_peak},
-                        {"mean_loss", done > 0 ? loss_sum / done : 0.0}};
-    if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
-    if (r.baseline_peak_bytes > 0) j["autograd_step_peak_bytes"] = r.baseline_peak_bytes;
-    std::cout << j.dump() << std::endl;
-  } else {
-    std::printf("trained %lld steps: largest step peak %s", static_cast<long long>(done),
-                format_bytes(max_peak, true).c_str());
-    if (r.budget_bytes > 0) std::printf(", budget %s", format_bytes(r.budget_bytes, true).c_str());
-    if (r.baseline_peak_bytes > 0)
-      std::printf(", %.3f of autograd's step peak %s", double(max_peak) / r.baseline_peak_bytes,
-                  format_bytes(r.baseline_peak_bytes, true).c_str());
-    std::printf("\n");
-    if (!o.save.empty()) std::printf("saved the trained weights to %s\n", o.save.c_str());
-  }
-  if (o.compare_iters > 0) {
-    if (!o.json) std::cerr << "timing forward and backward against autograd, interleaved ...\n";
-    const AutogradComparison c = compare_with_autograd(*planned, o.compare_iters);
-    if (o.json)
-      std::cout << nlohmann::json{{"seconds", c.seconds},
-                                  {"autograd_seconds", c.autograd_seconds},
-                                  {"overhead", c.overhead},
-                                  {"peak_bytes", c.peak_bytes},
-                                  {"autograd_peak_bytes", c.autograd_peak_bytes}}
-                       .dump()
-                << std::endl;
-    else
-      std::printf(
-          "forward+backward: %.4f s under the plan, %.4f s under autograd: overhead %+.1f%% "
-          "(median of %d interleaved; the optimizer step is the same for both); "
-          "peak %s against autograd's %s\n",
-          c.seconds, c.autograd_seconds, 100 * c.overhead, o.compare_iters,
-          format_bytes(c.peak_bytes, true).c_str(),
-          format_bytes(c.autograd_peak_bytes, true).c_str());
-  }
-  if (r.budget_bytes > 0 && max_peak > r.budget_bytes) {
-    std::cerr << "monet: error: a step's measured peak " << format_bytes(max_peak, true)
+  if (trainer.parallel) trainer.parallel->barrier();
+  if (rc.primary()) print_summary(o, r, totals, total, total - first);
+  if (o.compare_iters > 0 && rc.primary()) compare_and_print(o, trainer.planned());
+  if (r.budget_bytes > 0 && totals.max_peak > r.budget_bytes) {
+    std::cerr << "monet: error: "
+              << (rc.distributed ? "rank " + std::to_string(rc.where.rank) + ": " : "")
+              << "a step's measured peak " << format_bytes(totals.max_peak, true)
               << " exceeded the budget " << format_bytes(r.budget_bytes, true) << "\n";
     return 1;
   }
   return 0;
 }
 
+void add_data_parallel_options(CLI::App* cmd, TrainOptions& o) {
+  const char* group = "Data parallel (torch.distributed, Gloo)";
+  cmd->add_option("--nproc", o.nproc, "ranks to start on this host (each trains on its shard)")
+      ->check(CLI::Range(1, 1024))
+      ->group(group);
+  cmd->add_option("--nnodes", o.nnodes, "hosts in the job")
+      ->check(CLI::Range(1, 1024))
+      ->group(group);
+  cmd->add_option("--node-rank", o.node_rank, "this host's index, 0 .. nnodes-1")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  cmd->add_option("--master-addr", o.master_addr,
+                  "host of rank 0 (default $MASTER_ADDR, else 127.0.0.1)")
+      ->group(group);
+  cmd->add_option("--master-port", o.master_port, "rank 0's rendezvous port (default 29500)")
+      ->check(CLI::Range(1, 65535))
+      ->group(group);
+  cmd->add_option("--bucket-mib", o.bucket_mib, "gradient bucket size (MiB)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--gradient-sync", o.sync,
+                  "during-backward (each bucket as soon as its gradients are complete), "
+                  "after-backward, or alternate (step by step, to compare the two)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--timeout", o.timeout,
+                  "seconds a rank waits for the others (rendezvous, each collective) before "
+                  "stopping with an error")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group(group);
+}
 }  // namespace
 
 void add_train_command(CLI::App& root, std::vector<Command>& commands) {
@@ -309,6 +478,7 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
                   "under autograd, interleaved")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "one JSON object per step on stdout, and a summary");
+  add_data_parallel_options(cmd, *o);
   commands.push_back({cmd, [o] { return run_train(*o); }});
 }
 

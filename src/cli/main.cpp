@@ -3,12 +3,14 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "cli/rank_launcher.h"
 #include "graph/graph.h"
 #include "runtime/memory_tracker.h"
 
 int main(int argc, char** argv) {
   // Count every tensor from the first one on.
   monet::MemoryTracker::install();
+  monet::cli::set_command_line(argc, argv);
 
   CLI::App app{"monet: train deep networks in less memory (MONeT)", "monet"};
   app.require_subcommand(1);

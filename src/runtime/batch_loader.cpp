@@ -6,10 +6,17 @@ namespace monet {
 
 BatchLoader::BatchLoader(std::shared_ptr<const ImageDataset> data, LoaderOptions options)
     : data_(std::move(data)), options_(std::move(options)) {
-  steps_per_epoch_ = data_->size() / options_.batch;
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size)
+    throw DataError("rank " + std::to_string(options_.rank) + " of " +
+                    std::to_string(options_.world_size) + " is not a data shard");
+  shard_size_ = data_->size() / options_.world_size;
+  steps_per_epoch_ = shard_size_ / options_.batch;
   if (steps_per_epoch_ == 0)
     throw DataError(data_->describe() + " has fewer images than one batch of " +
-                    std::to_string(options_.batch));
+                    std::to_string(options_.batch) +
+                    (options_.world_size > 1
+                         ? " per rank (" + std::to_string(options_.world_size) + " ranks)"
+                         : std::string()));
   thread_ = std::thread([this] { produce(); });
 }
 
@@ -36,8 +43,8 @@ std::pair<at::Tensor, at::Tensor> BatchLoader::make(int64_t step) {
   int64_t pos = first;
   for (int64_t i = 0; i < options_.batch; ++i) {
     for (int64_t tries = 0;; ++tries, ++pos) {
-      if (tries >= data_->size()) throw DataError(data_->describe() + ": no image can be decoded");
-      const int64_t index = perm[pos % data_->size()];
+      if (tries >= shard_size_) throw DataError(data_->describe() + ": no image can be decoded");
+      const int64_t index = perm[(pos % shard_size_) * options_.world_size + options_.rank];
       if (unreadable_.count(index)) continue;
       try {
         Sample s = data_->get(index, options_.height, options_.width);

@@ -1,6 +1,7 @@
 // BatchLoader: batches of an ImageDataset decoded in a background thread, `prefetch`
-// batches ahead of the training loop. The order is a seeded permutation per epoch, so a
-// run resumed at step s sees exactly the batches an uninterrupted run would.
+// batches ahead of the training loop. The order is a seeded permutation per epoch (the
+// same on every data-parallel rank, each taking its own shard of it), so a run resumed
+// at step s sees exactly the batches an uninterrupted run would.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,12 +21,17 @@
 namespace monet {
 
 struct LoaderOptions {
-  int64_t batch = 1;             // samples per batch
-  int64_t height = 224;          // image size the samples are resized to (pixels)
+  int64_t batch = 1;     // samples per batch
+  int64_t height = 224;  // image size the samples are resized to (pixels)
   int64_t width = 224;
-  uint64_t seed = 0;             // seeds every epoch's permutation
-  int prefetch = 2;              // batches decoded ahead (each held in memory)
-  int64_t start_step = 0;        // the first batch is this global step's
+  uint64_t seed = 0;       // seeds every epoch's permutation
+  int prefetch = 2;        // batches decoded ahead (each held in memory)
+  int64_t start_step = 0;  // the first batch is this global step's
+  /// Data-parallel shard: this process takes samples rank, rank + world_size, ... of
+  /// every epoch's permutation (its first size / world_size * world_size entries), as
+  /// torch.utils.data.DistributedSampler(shuffle=True, drop_last=True) does.
+  int rank = 0;
+  int world_size = 1;
   /// Called (from the loader's thread) with a message for every image that cannot be
   /// decoded; the image is skipped and the next one in the order takes its place.
   std::function<void(const std::string&)> warn;
@@ -43,7 +49,7 @@ class BatchLoader {
   /// [batch]. Rethrows the loader thread's error (e.g. every image unreadable).
   std::pair<at::Tensor, at::Tensor> next();
 
-  /// Full batches per epoch (the last partial batch is dropped).
+  /// Full batches of this rank's shard per epoch (the last partial batch is dropped).
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   /// Bytes one batch holds (images and labels).
   int64_t batch_bytes() const;
@@ -54,6 +60,7 @@ class BatchLoader {
 
   std::shared_ptr<const ImageDataset> data_;
   LoaderOptions options_;
+  int64_t shard_size_ = 0;  // samples of an epoch this rank takes
   int64_t steps_per_epoch_ = 0;
   std::set<int64_t> unreadable_;  // dataset indices that failed to decode (loader thread)
   std::mutex mutex_;

@@ -62,12 +62,31 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
     else if (in.kind == InstrKind::kBackward)
       backward_[i] = find_backward_impl(backward_impls(graph_, n), n, in.part, in.impl);
   }
+  gradients_final_after_.resize(plan_.program.size());
+  std::vector<int> last(graph_.values().size(), -1);
+  for (size_t i = 0; i < plan_.program.size(); ++i) {
+    const Instruction& in = plan_.program[i];
+    if (in.kind != InstrKind::kBackward) continue;
+    const Node& n = graph_.node(in.node);
+    const std::vector<bool> mask = backward_grad_mask(graph_, n, in.part, needs_grad_);
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (mask[k] && graph_.value(n.inputs[k]).kind == ValueKind::kParameter)
+        last[n.inputs[k]] = static_cast<int>(i);
+  }
+  for (int p : graph_.parameters())
+    if (last[p] >= 0) gradients_final_after_[last[p]].push_back(p);
   const int loss_node = graph_.value(graph_.loss_value()).producer;
   output_ = graph_.node(loss_node).inputs[0];
   loss_forward_ = plan_.program.size();
   for (size_t i = 0; i < plan_.program.size() && loss_forward_ == plan_.program.size(); ++i)
     if (plan_.program[i].node == loss_node && plan_.program[i].kind == InstrKind::kForward)
       loss_forward_ = i;
+}
+
+std::vector<int> Executor::gradient_order() const {
+  std::vector<int> order;
+  for (const auto& ps : gradients_final_after_) order.insert(order.end(), ps.begin(), ps.end());
+  return order;
 }
 
 struct PendingIteration::State {
@@ -214,6 +233,8 @@ void Executor::execute(PendingIteration::State& state, size_t begin, size_t end)
       tensors[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)].reset();
     }
     for (int t : free_after_[i]) tensors[t].reset();
+    if (state.options.on_parameter_gradient)
+      for (int p : gradients_final_after_[i]) state.options.on_parameter_gradient(p);
     if (state.options.record_trace) MemoryTracker::mark(describe(graph_, in));
   }
 }

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct ExecutionOptions {
   bool record_trace = false;    // sample memory after every instruction
   uint64_t iteration_seed = 0;  // seeds dropout (same meaning as IterationOptions)
   GradientDestination gradients = GradientDestination::kResult;
+  /// Called with a parameter's value id as soon as its gradient for this iteration is
+  /// complete (right after the last backward instruction that adds to it), e.g. to start
+  /// communicating it while the rest of the backward runs. Parameters the plan gives no
+  /// gradient are not reported.
+  std::function<void(int parameter)> on_parameter_gradient;
 };
 
 struct ExecutionResult {
@@ -79,6 +85,9 @@ class Executor {
                                           const ExecutionOptions& options = {}) const;
 
   const Plan& plan() const { return plan_; }
+  /// The parameters (value ids) in the order the plan completes their gradients; those
+  /// it gives no gradient are left out.
+  std::vector<int> gradient_order() const;
 
  private:
   friend class PendingIteration;
@@ -92,6 +101,8 @@ class Executor {
   Plan plan_;
   std::vector<bool> needs_grad_;
   std::vector<std::vector<int>> free_after_;
+  // Per instruction: the parameters whose gradient is complete after it.
+  std::vector<std::vector<int>> gradients_final_after_;
   // Per instruction: its resolved implementation (forward or backward instructions).
   std::vector<ForwardImplInfo> forward_;
   std::vector<BackwardImplInfo> backward_;

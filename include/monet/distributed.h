@@ -1,0 +1,112 @@
+// monet/distributed.h: data-parallel training on torch.distributed's c10d (Gloo).
+//
+// Every rank runs the same plan on its own shard of the data. The plan is made once, on
+// rank 0, and broadcast; rank 0's parameters and buffers are broadcast at start.
+// Gradients are averaged over the ranks in buckets, each all-reduced as soon as the plan
+// has completed the gradients it holds, so communication overlaps the rest of the
+// backward; the bucket buffers are part of the budget. Batch-norm running statistics
+// stay per rank (as DistributedDataParallel with broadcast_buffers=False keeps them).
+//
+//   monet::Rendezvous where = monet::Rendezvous::from_environment();  // torchrun's variables
+//   monet::ProcessGroup group = monet::ProcessGroup::gloo(where);
+//   monet::DataParallel ddp(monet::Model::load(spec), plan_options, group);
+//   torch::optim::SGD sgd(ddp.model().parameters(), ...);
+//   for (...) { monet::zero_grad(...); ddp.step(x, y); sgd.step(); }
+//
+// Units: bytes for memory, seconds for time.
+#pragma once
+
+#include <monet/monet.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <memory>
+#include <string>
+
+namespace monet {
+
+/// Where this process is in a data-parallel job, in torchrun's terms.
+struct Rendezvous {
+  std::string master_addr = "127.0.0.1";  // host of rank 0, which serves the TCPStore
+  int master_port = 29500;                // the TCPStore's port
+  int world_size = 1;                     // ranks in all
+  int rank = 0;                           // this process's rank, 0 <= rank < world_size
+  int local_rank = 0;                     // its index among the ranks on this host
+  /// MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK (those unset keep the
+  /// defaults above). Throws std::invalid_argument naming a malformed or inconsistent one.
+  static Rendezvous from_environment();
+};
+
+/// A c10d process group and the store its ranks met through.
+struct ProcessGroup {
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<c10d::Store> store;  // may be null for a group handed in
+  /// Joins the ranks of `where` over Gloo (TCP): rank 0 serves a c10d::TCPStore at
+  /// master_addr:master_port, every rank waits up to `timeout_seconds` for the others and
+  /// uses that timeout for every collective. This rank's Gloo address is the one it
+  /// reaches master_addr from ($GLOO_SOCKET_IFNAME names an interface instead). Throws
+  /// std::runtime_error when the ranks do not meet in time.
+  static ProcessGroup gloo(const Rendezvous& where, double timeout_seconds = 300);
+};
+
+/// When gradients are all-reduced.
+enum class GradientSync {
+  kDuringBackward,  // each bucket as soon as the plan has completed its gradients
+  kAfterBackward,   // every bucket after the backward (for comparison)
+};
+
+struct DataParallelOptions {
+  int64_t bucket_bytes = 25 * 1024 * 1024;  // gradient bytes per bucket (DDP's default)
+  int buckets_in_flight = 2;  // all-reduces at once; each holds a buffer of one bucket
+  GradientSync sync = GradientSync::kDuringBackward;
+  double timeout_seconds = 300;  // a collective not done by then stops the step
+  /// How long the other ranks wait for rank 0's plan (profiling and solving).
+  double planning_timeout_seconds = 3600;
+  /// After a failed collective, how long a rank waits for the others to answer a roll
+  /// call through the store, to name those that died or hang in its error.
+  double roll_call_seconds = 5;
+};
+
+/// A stopped data-parallel step: a collective failed or timed out (a rank died or hangs).
+class DistributedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A model planned once (on rank 0) and trained data-parallel on every rank.
+class DataParallel {
+ public:
+  /// Rank 0 plans `model` with `plan` (the bucket buffers added to its reserved bytes)
+  /// and broadcasts the plan and the budget; every rank then takes rank 0's parameters and
+  /// buffers. Collective: every rank must call it. Throws what PlannedModel throws (on
+  /// every rank: the others get rank 0's error).
+  DataParallel(Model model, PlanOptions plan, ProcessGroup group,
+               const DataParallelOptions& options = {});
+  ~DataParallel();
+  DataParallel(DataParallel&&) noexcept;
+  DataParallel& operator=(DataParallel&&) noexcept;
+
+  /// One step on this rank's batch: forward, loss and the planned backward, with the
+  /// gradients averaged over the ranks into each parameter's .grad() (zero them before,
+  /// as with DistributedDataParallel). StepResult::seconds includes waiting for the last
+  /// all-reduce. Throws DistributedError when a collective fails.
+  StepResult step(const torch::Tensor& input, const torch::Tensor& target);
+
+  PlannedModel& planned();
+  Model& model();
+  int rank() const;
+  int world_size() const;
+  /// Changes when the next steps all-reduce (e.g. to compare both in one run).
+  void set_gradient_sync(GradientSync sync);
+  /// Bytes of the bucket buffers (inside the budget).
+  int64_t bucket_buffer_bytes() const;
+  /// Waits for every rank (e.g. before exiting, so that rank 0's store outlives the rest).
+  void barrier();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace monet

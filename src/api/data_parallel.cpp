@@ -1,0 +1,246 @@
+// DataParallel: the plan made on rank 0 and broadcast, rank 0's weights broadcast, and
+// every step's gradients averaged in buckets launched from the planned backward.
+#include <unistd.h>
+
+#include <monet/distributed.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "api/atomic_file.h"
+#include "api/model_impl.h"
+#include "api/planned_model_impl.h"
+#include "distributed/gradient_buckets.h"
+
+namespace monet {
+
+struct DataParallel::Impl {
+  ProcessGroup pg;
+  DataParallelOptions options;
+  std::unique_ptr<PlannedModel> planned;
+  std::unique_ptr<GradientBuckets> buckets;
+  std::vector<size_t> bucket_index;  // by value id: the parameter's index in the buckets
+
+  int rank() const { return pg.group->getRank(); }
+  /// After a failed collective: which ranks still answer through the store.
+  std::string peers_report(int64_t step) const;
+};
+
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+AllReduceTiming timing_of(GradientSync sync) {
+  return sync == GradientSync::kDuringBackward ? AllReduceTiming::kDuringBackward
+                                               : AllReduceTiming::kAfterBackward;
+}
+
+void wait(const c10::intrusive_ptr<c10d::Work>& work, std::chrono::milliseconds timeout) {
+  work->wait(timeout);
+}
+
+// Rank 0's text to every rank.
+std::string broadcast_text(c10d::ProcessGroup& group, const std::string& text,
+                           std::chrono::milliseconds timeout) {
+  c10d::BroadcastOptions opts;
+  opts.timeout = timeout;
+  std::vector<at::Tensor> size{at::tensor({static_cast<int64_t>(text.size())}, at::kLong)};
+  wait(group.broadcast(size, opts), timeout);
+  const int64_t n = size[0].item<int64_t>();
+  std::vector<at::Tensor> bytes{at::empty({n}, at::kByte)};
+  if (group.getRank() == 0) std::memcpy(bytes[0].data_ptr(), text.data(), text.size());
+  wait(group.broadcast(bytes, opts), timeout);
+  return std::string(static_cast<const char*>(bytes[0].data_ptr()), static_cast<size_t>(n));
+}
+
+// Rank 0 plans; the result (or its error) as JSON for the other ranks.
+nlohmann::json plan_on_rank_zero(const Model& model, const PlanOptions& options,
+                                 std::unique_ptr<PlannedModel>* planned,
+                                 std::exception_ptr* error) {
+  try {
+    *planned = std::make_unique<PlannedModel>(model, options);
+    const PlannedModel::Impl& p = (*planned)->impl();
+    const PlanReport& r = p.report;
+    return {{"plan", plan_to_json(model.impl()->graph, p.plan)},
+            {"budget_bytes", r.budget_bytes},
+            {"baseline_peak_bytes", r.baseline_peak_bytes}};
+  } catch (const BudgetError& e) {
+    *error = std::current_exception();
+    return {{"error", "budget"},
+            {"what", e.what()},
+            {"smallest", e.smallest_bytes},
+            {"bound", e.proven_bound_bytes}};
+  } catch (const std::invalid_argument& e) {
+    *error = std::current_exception();
+    return {{"error", "argument"}, {"what", e.what()}};
+  } catch (const std::exception& e) {
+    *error = std::current_exception();
+    return {{"error", "runtime"}, {"what", e.what()}};
+  }
+}
+
+// The other ranks: rank 0's plan, run from a plan file, with rank 0's budget in bytes.
+std::unique_ptr<PlannedModel> follow_rank_zero(const Model& model, PlanOptions options,
+                                               const nlohmann::json& made, int rank) {
+  if (made.contains("error")) {
+    const std::string what = "rank 0 could not plan: " + made.at("what").get<std::string>();
+    if (made.at("error") == "budget")
+      throw BudgetError(what, made.at("smallest"), made.at("bound"));
+    if (made.at("error") == "argument") throw std::invalid_argument(what);
+    throw std::runtime_error(what);
+  }
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("monet-plan-rank" + std::to_string(rank) + "-" + std::to_string(getpid()) + ".json"))
+          .string();
+  write_text_atomically(path, made.at("plan").dump() + "\n");
+  options.plan_file = path;
+  const int64_t budget = made.at("budget_bytes");
+  options.budget = budget > 0 ? std::to_string(budget) : "";
+  options.progress = false;
+  std::unique_ptr<PlannedModel> planned;
+  try {
+    planned = std::make_unique<PlannedModel>(model, options);
+  } catch (...) {
+    std::filesystem::remove(path);
+    throw;
+  }
+  std::filesystem::remove(path);
+  PlanReport& r = planned->impl().report;
+  r.planner = made.at("plan").value("planner", r.planner);
+  r.baseline_peak_bytes = made.at("baseline_peak_bytes");
+  return planned;
+}
+
+// Every rank takes rank 0's parameters and buffers.
+void broadcast_state(const Model& model, c10d::ProcessGroup& group,
+                     std::chrono::milliseconds timeout) {
+  torch::NoGradGuard no_grad;
+  auto named = model.named_parameters();
+  for (auto& b : model.named_buffers()) named.push_back(b);
+  for (auto& [name, t] : named) {
+    std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
+    c10d::BroadcastOptions opts;
+    opts.timeout = timeout;
+    wait(group.broadcast(one, opts), timeout);
+    if (!one[0].is_same(t)) t.copy_(one[0]);
+  }
+}
+
+}  // namespace
+
+std::string DataParallel::Impl::peers_report(int64_t step) const {
+  if (!pg.store) return "";
+  const std::string call = "monet/roll-call/" + std::to_string(step) + "/";
+  std::vector<int> silent;
+  try {
+    pg.store->set(call + std::to_string(rank()), std::vector<uint8_t>{1});
+    const auto deadline = std::chrono::steady_clock::now() + millis(options.roll_call_seconds);
+    for (int r = 0; r < pg.group->getSize(); ++r) {
+      if (r == rank()) continue;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      try {
+        pg.store->wait({call + std::to_string(r)}, std::max(left, std::chrono::milliseconds(1)));
+      } catch (const std::exception&) {
+        silent.push_back(r);
+      }
+    }
+  } catch (const std::exception&) {
+    return "; rank 0's rendezvous store does not answer either: rank 0 has stopped";
+  }
+  if (silent.empty()) return "; every rank answered a roll call (a connection failed)";
+  std::string names;
+  for (int r : silent) names += (names.empty() ? "" : ", ") + std::to_string(r);
+  return "; rank" + std::string(silent.size() > 1 ? "s " : " ") + names +
+         " did not answer a roll call within " +
+         std::to_string(static_cast<int>(options.roll_call_seconds)) + " s: stopped or hung";
+}
+
+DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
+                           const DataParallelOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!group.group) throw std::invalid_argument("DataParallel needs a process group");
+  Impl& d = *impl_;
+  d.pg = std::move(group);
+  d.options = options;
+  BucketOptions bo;
+  bo.bucket_bytes = options.bucket_bytes;
+  bo.buckets_in_flight = options.buckets_in_flight;
+  bo.timing = timing_of(options.sync);
+  bo.timeout = millis(options.timeout_seconds);
+  plan.reserved_bytes += GradientBuckets::buffer_bytes(model.parameters(), bo);
+
+  const auto planning = millis(std::max(options.planning_timeout_seconds, options.timeout_seconds));
+  std::exception_ptr error;
+  nlohmann::json made;
+  if (d.rank() == 0) made = plan_on_rank_zero(model, plan, &d.planned, &error);
+  made = nlohmann::json::parse(broadcast_text(*d.pg.group, made.dump(), planning));
+  if (error) std::rethrow_exception(error);
+  if (d.rank() != 0) d.planned = follow_rank_zero(model, plan, made, d.rank());
+  broadcast_state(model, *d.pg.group, bo.timeout);
+
+  // Buckets in the order the plan completes gradients; the others last.
+  const Graph& g = model.impl()->graph;
+  std::vector<int> order = d.planned->impl().executor->gradient_order();
+  std::vector<bool> listed(g.values().size(), false);
+  for (int v : order) listed[v] = true;
+  for (int v : g.parameters())
+    if (!listed[v]) order.push_back(v);
+  d.bucket_index.assign(g.values().size(), 0);
+  std::vector<at::Tensor> tensors;
+  for (size_t i = 0; i < order.size(); ++i) {
+    d.bucket_index[order[i]] = i;
+    tensors.push_back(model.impl()->state.tensor(order[i]));
+  }
+  d.buckets = std::make_unique<GradientBuckets>(tensors, d.pg.group, bo);
+  GradientBuckets* buckets = d.buckets.get();
+  const std::vector<size_t>* index = &d.bucket_index;
+  d.planned->impl().on_parameter_gradient = [buckets, index](int v) {
+    buckets->gradient_ready((*index)[v]);
+  };
+}
+
+DataParallel::~DataParallel() = default;
+DataParallel::DataParallel(DataParallel&&) noexcept = default;
+DataParallel& DataParallel::operator=(DataParallel&&) noexcept = default;
+
+StepResult DataParallel::step(const torch::Tensor& input, const torch::Tensor& target) {
+  Impl& d = *impl_;
+  const int64_t step = d.planned->model().steps() + 1;
+  const std::string where =
+      "rank " + std::to_string(d.rank()) + ", step " + std::to_string(step) + ": ";
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    d.buckets->begin_step();
+    StepResult r = d.planned->step(input, target);
+    d.buckets->finish_step();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  } catch (const CollectiveError& e) {
+    throw DistributedError(where + e.what() + d.peers_report(step));
+  }
+}
+
+PlannedModel& DataParallel::planned() { return *impl_->planned; }
+Model& DataParallel::model() { return impl_->planned->model(); }
+int DataParallel::rank() const { return impl_->rank(); }
+int DataParallel::world_size() const { return impl_->pg.group->getSize(); }
+void DataParallel::set_gradient_sync(GradientSync sync) {
+  impl_->buckets->set_timing(timing_of(sync));
+}
+
+int64_t DataParallel::bucket_buffer_bytes() const { return impl_->buckets->buffer_bytes(); }
+
+void DataParallel::barrier() {
+  try {
+    wait(impl_->pg.group->barrier(), millis(impl_->options.timeout_seconds));
+  } catch (const std::exception& e) {
+    throw DistributedError("rank " + std::to_string(rank()) +
+                           ": the final barrier failed: " + e.what() + impl_->peers_report(-1));
+  }
+}
+
+}  // namespace monet

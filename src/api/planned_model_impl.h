@@ -1,0 +1,26 @@
+// PlannedModel::Impl: what a monet::PlannedModel holds, shared by the API's translation
+// units (data-parallel training hooks into its backward).
+#pragma once
+
+#include <monet/monet.h>
+
+#include <functional>
+#include <memory>
+
+#include "plan/plan.h"
+#include "runtime/executor.h"
+
+namespace monet {
+
+struct PlannedModel::Impl {
+  Model model;
+  Plan plan;
+  PlanReport report;
+  // Shared with the backward of forward()'s outputs, which may outlive this object.
+  std::shared_ptr<Executor> executor;
+  std::shared_ptr<StepResult> last_step = std::make_shared<StepResult>();
+  /// Passed to every step's executor: called when a parameter's gradient is complete.
+  std::function<void(int parameter)> on_parameter_gradient;
+};
+
+}  // namespace monet

@@ -1,0 +1,151 @@
+#include "distributed/gradient_buckets.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace monet {
+namespace {
+
+int64_t gradient_bytes(const at::Tensor& p) {
+  return p.numel() * static_cast<int64_t>(c10::elementSize(p.scalar_type()));
+}
+
+// Flat buffers are rounded up so that any element type views them.
+int64_t rounded(int64_t bytes) { return (bytes + 7) / 8 * 8; }
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
+                                 c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                 BucketOptions options)
+    : parameters_(std::move(parameters)), group_(std::move(group)), options_(options) {
+  if (options_.bucket_bytes <= 0) throw std::invalid_argument("the bucket size must be positive");
+  if (options_.buckets_in_flight < 1)
+    throw std::invalid_argument("at least one bucket must be allowed in flight");
+  bucket_of_.resize(parameters_.size());
+  int64_t bytes = 0, largest = 0;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const at::Tensor& p = parameters_[i];
+    const int64_t b = gradient_bytes(p);
+    if (buckets_.empty() || buckets_.back().dtype != p.scalar_type() ||
+        (bytes > 0 && bytes + b > options_.bucket_bytes)) {
+      buckets_.emplace_back();
+      buckets_.back().dtype = p.scalar_type();
+      bytes = 0;
+    }
+    buckets_.back().members.push_back(i);
+    buckets_.back().numel += p.numel();
+    bytes += b;
+    largest = std::max(largest, bytes);
+    bucket_of_[i] = buckets_.size() - 1;
+  }
+  const size_t count = std::min<size_t>(options_.buckets_in_flight, buckets_.size());
+  for (size_t k = 0; k < count; ++k) {
+    buffers_.push_back(at::empty({rounded(largest)}, at::kByte));
+    free_buffers_.push_back(k);
+  }
+}
+
+int64_t GradientBuckets::buffer_bytes(const std::vector<at::Tensor>& parameters,
+                                      const BucketOptions& options) {
+  int64_t total = 0, largest = 0;
+  for (const auto& p : parameters) {
+    total += gradient_bytes(p);
+    largest = std::max(largest, gradient_bytes(p));
+  }
+  const int64_t bucket = std::min(total, std::max(options.bucket_bytes, largest));
+  return rounded(bucket) * std::max(1, options.buckets_in_flight);
+}
+
+int64_t GradientBuckets::buffer_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& b : buffers_) bytes += b.numel();
+  return bytes;
+}
+
+void GradientBuckets::begin_step() {
+  if (!in_flight_.empty()) throw std::logic_error("GradientBuckets: the last step did not finish");
+  for (auto& b : buckets_) {
+    b.pending = b.members.size();
+    b.launched = false;
+  }
+}
+
+void GradientBuckets::gradient_ready(size_t index) {
+  Bucket& b = buckets_.at(bucket_of_.at(index));
+  if (b.pending > 0) --b.pending;
+  if (b.pending == 0 && !b.launched && options_.timing == AllReduceTiming::kDuringBackward)
+    launch(bucket_of_[index]);
+}
+
+at::Tensor GradientBuckets::flat(size_t buffer, const Bucket& b) const {
+  const int64_t bytes = b.numel * static_cast<int64_t>(c10::elementSize(b.dtype));
+  return buffers_[buffer].narrow(0, 0, bytes).view(b.dtype);
+}
+
+void GradientBuckets::launch(size_t bucket) {
+  if (free_buffers_.empty()) complete_oldest();
+  const size_t buffer = free_buffers_.back();
+  free_buffers_.pop_back();
+  Bucket& b = buckets_[bucket];
+  b.launched = true;
+  torch::NoGradGuard no_grad;
+  at::Tensor data = flat(buffer, b);
+  const double scale = 1.0 / group_->getSize();
+  int64_t offset = 0;
+  for (size_t i : b.members) {
+    const at::Tensor& p = parameters_[i];
+    at::Tensor slot = data.narrow(0, offset, p.numel());
+    if (p.grad().defined())
+      at::mul_out(slot, p.grad().reshape({-1}), at::scalar_tensor(scale, at::kDouble));
+    else
+      slot.zero_();
+    offset += p.numel();
+  }
+  std::vector<at::Tensor> tensors{data};
+  c10d::AllreduceOptions opts;
+  opts.timeout = options_.timeout;
+  in_flight_.push_back({bucket, buffer, group_->allreduce(tensors, opts)});
+}
+
+void GradientBuckets::complete_oldest() {
+  InFlight f = in_flight_.front();
+  in_flight_.pop_front();
+  const Bucket& b = buckets_[f.bucket];
+  try {
+    f.work->wait(options_.timeout);
+  } catch (const std::exception& e) {
+    in_flight_.clear();
+    throw CollectiveError("the all-reduce of gradient bucket " + std::to_string(f.bucket + 1) +
+                          " of " + std::to_string(buckets_.size()) + " (" +
+                          std::to_string(b.members.size()) + " parameters, " +
+                          mib(b.numel * static_cast<int64_t>(c10::elementSize(b.dtype))) +
+                          ") failed: " + e.what());
+  }
+  torch::NoGradGuard no_grad;
+  const at::Tensor data = flat(f.buffer, b);
+  int64_t offset = 0;
+  for (size_t i : b.members) {
+    at::Tensor p = parameters_[i];
+    if (p.grad().defined())
+      p.mutable_grad().copy_(data.narrow(0, offset, p.numel()).view(p.sizes()));
+    offset += p.numel();
+  }
+  free_buffers_.push_back(f.buffer);
+}
+
+void GradientBuckets::finish_step() {
+  for (size_t k = 0; k < buckets_.size(); ++k)
+    if (!buckets_[k].launched) launch(k);
+  while (!in_flight_.empty()) complete_oldest();
+}
+
+}  // namespace monet

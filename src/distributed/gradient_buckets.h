@@ -1,0 +1,97 @@
+// GradientBuckets: averages parameter gradients over the ranks of a c10d process group,
+// a bucket at a time, as DistributedDataParallel's reducer does. A bucket holds
+// parameters whose gradients the plan completes one after another; it is all-reduced as
+// soon as the last of them is complete, so communication overlaps the rest of the
+// backward. Gradients are copied into one of a few preallocated flat buffers (scaled by
+// 1 / world size), all-reduced (summed) in place, and copied back into .grad().
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <stdexcept>
+#include <vector>
+
+namespace monet {
+
+/// When gradients are all-reduced.
+enum class AllReduceTiming {
+  kDuringBackward,  // each bucket as soon as its gradients are complete (overlapped)
+  kAfterBackward,   // every bucket once the backward has finished (no overlap)
+};
+
+/// A collective that failed or timed out (a peer rank died, hangs or left).
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct BucketOptions {
+  /// Gradient bytes per bucket; a parameter larger than this gets a bucket of its own.
+  int64_t bucket_bytes = 25 * 1024 * 1024;
+  /// Buckets being all-reduced at once; each has a flat buffer of the largest bucket's
+  /// bytes, allocated once. Launching one more first completes the oldest.
+  int buckets_in_flight = 2;
+  AllReduceTiming timing = AllReduceTiming::kDuringBackward;
+  /// A bucket's all-reduce not complete after this long fails the step (milliseconds).
+  std::chrono::milliseconds timeout{300000};
+};
+
+class GradientBuckets {
+ public:
+  /// `parameters` in the order their gradients become complete (the plan's order).
+  GradientBuckets(std::vector<at::Tensor> parameters, c10::intrusive_ptr<c10d::ProcessGroup> group,
+                  BucketOptions options);
+
+  /// Bytes of the flat buffers held for `parameters` under `options` (an upper bound
+  /// that does not depend on the order): buckets_in_flight buffers of the largest
+  /// possible bucket.
+  static int64_t buffer_bytes(const std::vector<at::Tensor>& parameters,
+                              const BucketOptions& options);
+  int64_t buffer_bytes() const;
+  size_t bucket_count() const { return buckets_.size(); }
+
+  /// When the next steps all-reduce (between steps).
+  void set_timing(AllReduceTiming timing) { options_.timing = timing; }
+  /// Starts a step: no gradient is complete yet.
+  void begin_step();
+  /// Parameter `index` (its position in the constructor's order) has its complete
+  /// gradient in .grad(); launches its bucket when that was the bucket's last.
+  void gradient_ready(size_t index);
+  /// Launches the buckets not launched yet (parameters the plan gives no gradient, or
+  /// every bucket with AllReduceTiming::kAfterBackward), waits for all, and writes the
+  /// averaged gradients into .grad(). Throws CollectiveError naming the bucket when a
+  /// collective fails or times out.
+  void finish_step();
+
+ private:
+  struct Bucket {
+    std::vector<size_t> members;  // parameter indices
+    int64_t numel = 0;
+    at::ScalarType dtype = at::kFloat;
+    size_t pending = 0;  // gradients not complete yet in this step
+    bool launched = false;
+  };
+  struct InFlight {
+    size_t bucket;
+    size_t buffer;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  void launch(size_t bucket);
+  void complete_oldest();
+  at::Tensor flat(size_t buffer, const Bucket& b) const;
+
+  std::vector<at::Tensor> parameters_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  BucketOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;    // per parameter
+  std::vector<at::Tensor> buffers_;  // uint8, each of the largest bucket's bytes
+  std::vector<size_t> free_buffers_;
+  std::deque<InFlight> in_flight_;
+};
+
+}  // namespace monet

@@ -1,0 +1,368 @@
+// Data-parallel training in float64. Two rank processes (Rendezvous, TCPStore, Gloo over
+// loopback, and across two network namespaces joined by a veth pair) give PyTorch
+// DistributedDataParallel's weights and per-rank batch-norm statistics on the same
+// shards. Inside one process (ranks as threads over a c10d::HashStore): two ranks on
+// halves of each batch give the weights one process gets on the whole batch (no batch
+// norm); the executor reports each parameter's gradient once, when it is complete; rank
+// 0's planning errors reach every rank.
+#include <gtest/gtest.h>
+
+#include <monet/distributed.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+
+#include <functional>
+#include <thread>
+
+#include "api/model_impl.h"
+#include "api/planned_model_impl.h"
+#include "distributed/gradient_buckets.h"
+#include "runtime/batch_loader.h"
+#include "training_equivalence.h"
+
+namespace monet {
+namespace {
+
+const std::string kDir = MONET_TRAINING_FIXTURE_DIR;
+
+// The plain CNN in float64.
+Model plain_cnn(int64_t batch) {
+  ModelSpec s;
+  s.model = kDir + "/cnn_plain.pt";
+  s.input_shape = {batch, 3, 32, 32};
+  Model m = Model::load(s);
+  testing::convert_model(m, at::kDouble);
+  return m;
+}
+
+PlanOptions quiet(const std::string& planner, const std::string& budget = "") {
+  PlanOptions o;
+  o.planner = planner;
+  o.budget = budget;
+  o.use_cache = false;
+  o.progress = false;
+  return o;
+}
+
+// Runs fn(rank) on `world` threads, each with its rank's Gloo group; rethrows the first
+// exception.
+void run_ranks(int world, const std::function<void(int, ProcessGroup)>& fn) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::vector<std::exception_ptr> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+        ProcessGroup pg;
+        pg.store = store;
+        pg.group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, r, world, options);
+        fn(r, pg);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+double max_relative_error(const std::vector<torch::Tensor>& a,
+                          const std::vector<torch::Tensor>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double scale = std::max(b[i].abs().max().item<double>(), 1e-30);
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+const std::string kDdp = kDir + "/ddp";  // tools/make_training_fixtures.py: ddp_fixtures
+constexpr int kDdpSteps = 5, kDdpBatch = 4;
+constexpr uint64_t kDdpSeed = 3;
+
+// One rank of the job the environment describes (RANK, WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT): a MONeT plan halfway between the leanest plan and store-all (bucket
+// buffers included), 5 steps of SGD with momentum on this rank's shard, then every
+// parameter and buffer against DistributedDataParallel's same rank.
+void train_one_ddp_rank() {
+  const Rendezvous where = Rendezvous::from_environment();
+  ProcessGroup pg = ProcessGroup::gloo(where, 120);
+  ModelSpec spec;
+  spec.model = kDdp + "/model.pt";
+  spec.input_shape = {kDdpBatch, 3, 32, 32};
+  Model model = Model::load(spec);
+  testing::convert_model(model, at::kDouble);
+  PlanOptions po = quiet("monet");
+  DataParallelOptions dpo;
+  dpo.bucket_bytes = 4096;  // several buckets, two in flight
+  if (where.rank == 0) {
+    BucketOptions bo;
+    bo.bucket_bytes = dpo.bucket_bytes;
+    bo.buckets_in_flight = dpo.buckets_in_flight;
+    PlanOptions ro = po;
+    ro.reserved_bytes = GradientBuckets::buffer_bytes(model.parameters(), bo);
+    const BudgetRange range = budget_range(model, ro);
+    po.budget = std::to_string((range.smallest_bytes + range.storeall_bytes) / 2);
+  }
+  DataParallel ddp(model, po, pg, dpo);
+  EXPECT_EQ(ddp.planned().report().planner, "monet");
+  LoaderOptions lo;
+  lo.batch = kDdpBatch;
+  lo.height = lo.width = 32;
+  lo.seed = kDdpSeed;
+  lo.prefetch = 1;
+  lo.rank = where.rank;
+  lo.world_size = where.world_size;
+  BatchLoader loader(std::shared_ptr<ImageDataset>(open_cifar10(kDdp + "/data")), lo);
+  torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  for (int s = 0; s < kDdpSteps; ++s) {
+    zero_grad(model.parameters());
+    auto [x, y] = loader.next();
+    ddp.step(x, y);
+    sgd.step();
+  }
+  ddp.barrier();
+  torch::jit::Module ref =
+      torch::jit::load(kDdp + "/ddp_rank" + std::to_string(where.rank) + ".pt");
+  std::map<std::string, at::Tensor> expected;
+  for (const auto& b : ref.named_buffers()) expected[b.name] = b.value;
+  auto named = model.named_parameters();
+  for (const auto& b : model.named_buffers()) named.push_back(b);
+  double worst = 0;
+  for (const auto& [name, t] : named) {
+    const std::string key = std::regex_replace(name, std::regex("\\."), "__");
+    ASSERT_EQ(expected.count(key), 1u) << name;
+    const at::Tensor& e = expected.at(key);
+    if (!e.is_floating_point()) {
+      EXPECT_TRUE(t.equal(e)) << name;
+      continue;
+    }
+    ASSERT_EQ(t.scalar_type(), at::kDouble) << name;
+    const double err =
+        (t.detach() - e).abs().max().item<double>() / std::max(e.abs().max().item<double>(), 1e-30);
+    worst = std::max(worst, err);
+    EXPECT_LE(err, 1e-9) << name;
+  }
+  std::printf(
+      "rank %d: largest relative error against DistributedDataParallel %.3g "
+      "(%zu parameters and buffers)\n",
+      where.rank, worst, named.size());
+}
+
+TEST(DataParallel, RankOfAJobMatchesPytorchDdp) {
+  if (std::getenv("MONET_DDP_RANK_PROCESS") == nullptr)
+    GTEST_SKIP() << "runs as a rank process of the two tests below";
+  train_one_ddp_rank();
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string self_path() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return std::string(buf, n > 0 ? n : 0);
+}
+
+// Runs two rank processes of this binary (RankOfAJobMatchesPytorchDdp), each command
+// prefixed by `prefix[rank]` (e.g. "ip netns exec NS"), with rank 0 at `master`;
+// returns both outputs, and whether both exited 0.
+bool run_two_ranks(const std::vector<std::string>& prefix, const std::string& master,
+                   std::string* output) {
+  const std::string dir = ::testing::TempDir();
+  const std::string port = std::to_string(free_port());
+  std::string script;
+  for (int r = 0; r < 2; ++r)
+    script += "MONET_DDP_RANK_PROCESS=1 RANK=" + std::to_string(r) +
+              " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=2 MASTER_ADDR=" + master +
+              " MASTER_PORT=" + port + " OMP_NUM_THREADS=1 " + prefix[r] + " " + self_path() +
+              " --gtest_filter=DataParallel.RankOfAJobMatchesPytorchDdp > " + dir +
+              "/monet_ddp_rank" + std::to_string(r) + ".log 2>&1 & p" + std::to_string(r) + "=$!\n";
+  script += "wait $p0; a=$?; wait $p1; b=$?; [ $a -eq 0 ] && [ $b -eq 0 ]\n";
+  const std::string path = dir + "/monet_ddp_ranks.sh";
+  std::ofstream(path) << script;
+  const int status = std::system(("sh " + path).c_str());
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream f(dir + "/monet_ddp_rank" + std::to_string(r) + ".log");
+    *output += "--- rank " + std::to_string(r) + " ---\n" +
+               std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+void expect_both_ranks_matched(const std::string& output) {
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(output.find("rank " + std::to_string(r) + ": largest relative error against"),
+              std::string::npos)
+        << output;
+  std::printf("%s", output.c_str());
+}
+
+TEST(DataParallel, TwoRankProcessesOnLoopbackMatchPytorchDdp) {
+  std::string output;
+  EXPECT_TRUE(run_two_ranks({"", ""}, "127.0.0.1", &output)) << output;
+  expect_both_ranks_matched(output);
+}
+
+// The two ranks in two network namespaces joined by a veth pair: their traffic crosses a
+// real TCP link between two addresses.
+TEST(DataParallel, TwoHostsOverAVethLinkMatchPytorchDdp) {
+  const std::string tag = std::to_string(getpid() % 100000);
+  const std::string a = "monet" + tag + "a", b = "monet" + tag + "b";
+  const std::vector<std::string> setup = {
+      "ip netns add " + a,
+      "ip netns add " + b,
+      "ip link add v" + tag + "a type veth peer name v" + tag + "b",
+      "ip link set v" + tag + "a netns " + a,
+      "ip link set v" + tag + "b netns " + b,
+      "ip -n " + a + " addr add 10.233.0.1/24 dev v" + tag + "a",
+      "ip -n " + b + " addr add 10.233.0.2/24 dev v" + tag + "b",
+      "ip -n " + a + " link set v" + tag + "a up",
+      "ip -n " + b + " link set v" + tag + "b up",
+      "ip -n " + a + " link set lo up",
+      "ip -n " + b + " link set lo up"};
+  auto teardown = [&] {
+    (void)std::system(
+        ("ip netns del " + a + " 2>/dev/null; ip netns del " + b + " 2>/dev/null").c_str());
+  };
+  for (const auto& c : setup)
+    if (std::system((c + " 2>/dev/null").c_str()) != 0) {
+      teardown();
+      GTEST_SKIP() << "network namespaces cannot be created here ('" << c
+                   << "' failed: needs root and iproute2)";
+    }
+  std::string output;
+  const bool ok =
+      run_two_ranks({"ip netns exec " + a, "ip netns exec " + b}, "10.233.0.1", &output);
+  teardown();
+  EXPECT_TRUE(ok) << output;
+  expect_both_ranks_matched(output);
+}
+
+TEST(Executor, ReportsEachParametersGradientOnceWhenComplete) {
+  for (const std::string planner : {"storeall", "chen"}) {
+    Model model = plain_cnn(4);
+    PlannedModel planned(model, quiet(planner));
+    std::map<int, at::Tensor> reported;
+    planned.impl().on_parameter_gradient = [&](int v) {
+      EXPECT_EQ(reported.count(v), 0u) << "parameter " << v << " reported twice";
+      reported[v] = model.impl()->state.tensor(v).grad().clone();
+    };
+    const at::Tensor x = at::randn({4, 3, 32, 32}, at::kDouble);
+    const at::Tensor y = at::randint(0, 4, {4}, at::kLong);
+    planned.step(x, y);
+    const std::vector<int> params = model.impl()->graph.parameters();
+    ASSERT_EQ(reported.size(), params.size()) << planner;
+    for (int v : params) EXPECT_TRUE(reported.at(v).equal(model.impl()->state.tensor(v).grad()));
+    EXPECT_EQ(planned.impl().executor->gradient_order().size(), params.size());
+  }
+}
+
+// Two ranks on halves of each batch against one process on the whole batch, SGD with
+// momentum, for both gradient synchronisations and small buckets (many of them, two in
+// flight).
+TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
+  const int steps = 3;
+  std::vector<at::Tensor> xs, ys;
+  for (int s = 0; s < steps; ++s) {
+    xs.push_back(at::randn({4, 3, 32, 32}, at::kDouble));
+    ys.push_back(at::randint(0, 4, {4}, at::kLong));
+  }
+  auto sgd = [](const std::vector<torch::Tensor>& p) {
+    return torch::optim::SGD(p, torch::optim::SGDOptions(0.1).momentum(0.9));
+  };
+  Model whole = plain_cnn(4);
+  PlannedModel one(whole, quiet("storeall"));
+  auto opt = sgd(whole.parameters());
+  for (int s = 0; s < steps; ++s) {
+    zero_grad(whole.parameters());
+    one.step(xs[s], ys[s]);
+    opt.step();
+  }
+  for (const GradientSync sync : {GradientSync::kDuringBackward, GradientSync::kAfterBackward}) {
+    std::vector<std::vector<torch::Tensor>> trained(2);
+    run_ranks(2, [&](int rank, ProcessGroup pg) {
+      DataParallelOptions o;
+      o.bucket_bytes = 1024;
+      o.sync = sync;
+      Model model = plain_cnn(2);
+      if (rank == 1) {  // rank 0's weights must replace these
+        torch::NoGradGuard no_grad;
+        for (auto& p : model.parameters()) p.mul_(2);
+      }
+      DataParallel ddp(model, quiet("chen"), pg, o);
+      EXPECT_EQ(ddp.world_size(), 2);
+      auto opt = sgd(ddp.model().parameters());
+      for (int s = 0; s < steps; ++s) {
+        zero_grad(ddp.model().parameters());
+        ddp.step(xs[s].narrow(0, 2 * rank, 2), ys[s].narrow(0, 2 * rank, 2));
+        opt.step();
+      }
+      ddp.barrier();
+      for (const auto& p : ddp.model().parameters()) trained[rank].push_back(p.detach().clone());
+    });
+    std::vector<torch::Tensor> expected;
+    for (const auto& p : whole.parameters()) expected.push_back(p.detach());
+    const double error = max_relative_error(trained[0], expected);
+    std::printf("%s: largest relative parameter error against one process %.3g\n",
+                sync == GradientSync::kDuringBackward ? "during backward" : "after backward",
+                error);
+    EXPECT_LE(error, 1e-9);
+    EXPECT_EQ(max_relative_error(trained[1], trained[0]), 0.0);
+  }
+}
+
+TEST(DataParallel, RankZerosPlanningErrorReachesEveryRank) {
+  std::vector<std::string> messages(2);
+  EXPECT_NO_THROW(run_ranks(2, [&](int rank, ProcessGroup pg) {
+    try {
+      DataParallel ddp(plain_cnn(2), quiet("monet", "1000"), pg);
+      ADD_FAILURE() << "a budget of 1000 bytes was accepted";
+    } catch (const BudgetError& e) {
+      messages[rank] = e.what();
+    }
+  }));
+  EXPECT_NE(messages[0].find("does not hold the model"), std::string::npos) << messages[0];
+  EXPECT_NE(messages[1].find("rank 0 could not plan"), std::string::npos) << messages[1];
+}
+
+TEST(GradientBuckets, GroupsParametersInOrderUpToTheBucketSize) {
+  run_ranks(1, [](int, ProcessGroup pg) {
+    std::vector<at::Tensor> params = {at::zeros({100}), at::zeros({100}), at::zeros({300}),
+                                      at::zeros({10})};
+    BucketOptions o;
+    o.bucket_bytes = 800;  // two of the small ones; the large one alone
+    GradientBuckets buckets(params, pg.group, o);
+    EXPECT_EQ(buckets.bucket_count(), 3u);
+    EXPECT_EQ(buckets.buffer_bytes(), 2 * 1200);
+    EXPECT_LE(buckets.buffer_bytes(), GradientBuckets::buffer_bytes(params, o));
+    for (auto& p : params) p.mutable_grad() = at::ones_like(p);
+    buckets.begin_step();
+    for (size_t i = 0; i < params.size(); ++i) buckets.gradient_ready(i);
+    buckets.finish_step();
+    for (auto& p : params) EXPECT_TRUE(p.grad().equal(at::ones_like(p)));  // one rank: unchanged
+  });
+}
+
+}  // namespace
+}  // namespace monet

@@ -1,0 +1,95 @@
+"""`monet train` data-parallel (c10d Gloo) under failure: a killed or stopped rank makes
+the other stop within the timeout, naming it, and the last checkpoint loads; the
+`--nproc` launcher names a killed rank and stops the others. (Equivalence with PyTorch's
+DistributedDataParallel is tests/data_parallel_test.cpp.)"""
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+MONET = os.environ.get("MONET_BINARY", "")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(MONET), reason="MONET_BINARY is not set")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fault_args(d, *extra):
+    return [MONET, "train", "--model", "resnet18", "--batch", "4", "--image", "32", "--width",
+            "0.125", "--classes", "4", "--synthetic", "--planner", "storeall", "--steps",
+            "100000", "--timeout", "20", "--cache-dir", str(d / "cache"), *extra]
+
+
+def wait_for(path, seconds):
+    deadline = time.time() + seconds
+    while not path.exists():
+        assert time.time() < deadline, f"{path} was not written in {seconds} s"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("fault", ["killed", "stopped"])
+def test_a_failed_rank_stops_the_other_and_the_checkpoint_loads(tmp_path, fault):
+    ckpt = tmp_path / "c.pt"
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
+    ranks = [subprocess.Popen(fault_args(tmp_path, "--checkpoint", str(ckpt),
+                                         "--checkpoint-every", "2"),
+                              env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for r in range(2)]
+    try:
+        wait_for(ckpt, 300)
+        time.sleep(1)
+        ranks[1].send_signal(signal.SIGKILL if fault == "killed" else signal.SIGSTOP)
+        start = time.time()
+        _, err = ranks[0].communicate(timeout=120)
+        elapsed = time.time() - start
+    finally:
+        for p in ranks:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    print(f"{fault} rank 1: rank 0 stopped after {elapsed:.1f} s: {err.strip()[-400:]}")
+    assert ranks[0].returncode == 1, err
+    assert elapsed < 20 + 5 + 15  # the collective timeout, the roll call, slack
+    assert "rank 1 did not answer a roll call" in err, err
+    # The last checkpoint is whole: a single process resumes from it.
+    out = subprocess.run(fault_args(tmp_path, "--resume", str(ckpt), "--steps", "1"),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "nothing to train" in out.stderr
+
+
+def test_the_launcher_names_a_killed_rank_and_stops_the_others(tmp_path):
+    launcher = subprocess.Popen(fault_args(tmp_path, "--nproc", "2", "--master-port",
+                                           str(free_port()), "--checkpoint",
+                                           str(tmp_path / "c.pt"), "--checkpoint-every", "2"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(tmp_path / "c.pt", 300)
+        children = subprocess.run(["pgrep", "-P", str(launcher.pid)], capture_output=True,
+                                  text=True).stdout.split()
+        assert len(children) == 2, children
+        victim = None
+        for pid in children:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            if b"RANK=1" in env:
+                victim = int(pid)
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        _, err = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert launcher.returncode != 0
+    assert f"rank 1 (pid {victim}) was killed by signal 9" in err, err
+    for pid in children:
+        assert not os.path.exists(f"/proc/{pid}") or \
+            open(f"/proc/{pid}/stat").read().split()[2] == "Z"

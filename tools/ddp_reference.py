@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The peer for monet's data-parallel training: PyTorch's DistributedDataParallel over
+Gloo, one rank of it, on the shard monet's loader gives that rank.
+
+Usage: ddp_reference.py DIR RANK WORLD PORT STEPS BATCH SEED LR MOMENTUM
+DIR holds init.pt (TinyResNet's initial state_dict; trained in float64) and
+data/data_batch_1.bin (CIFAR-10 binary records). Writes DIR/ddp_rank{RANK}.pt: the
+state_dict after STEPS steps of SGD with momentum, with this rank's batch-norm
+statistics (broadcast_buffers=False), as a TorchScript module of buffers ('.' in names
+as '__') that C++ reads with torch::jit::load.
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from distributed_models import TinyResNet  # noqa: E402
+from fixture_tensors import Tensors  # noqa: E402
+
+MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+
+
+def load_cifar(path):
+    raw = torch.frombuffer(bytearray(open(path, "rb").read()), dtype=torch.uint8)
+    records = raw.view(-1, 1 + 3 * 32 * 32)
+    images = records[:, 1:].reshape(-1, 3, 32, 32).float().div_(255.0).sub_(MEAN).div_(STD)
+    return images.double(), records[:, 0].long()
+
+
+def shard_batch(n, rank, world, step, batch, seed):
+    """monet's loader: each epoch's permutation of the data, this rank's every world-th
+    sample (DistributedSampler(shuffle=True, drop_last=True) with that permutation)."""
+    shard = n // world
+    per_epoch = shard // batch
+    epoch, first = step // per_epoch, (step % per_epoch) * batch
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1000003 + epoch))
+    return perm[: shard * world][rank::world][first: first + batch]
+
+
+def main():
+    d, rank, world, port, steps, batch, seed = sys.argv[1], *map(int, sys.argv[2:8])
+    lr, momentum = float(sys.argv[8]), float(sys.argv[9])
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    model = TinyResNet().double()
+    model.load_state_dict(torch.load(os.path.join(d, "init.pt")))
+    model.train()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
+    opt = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=momentum)
+    images, labels = load_cifar(os.path.join(d, "data", "data_batch_1.bin"))
+    for step in range(steps):
+        idx = shard_batch(images.size(0), rank, world, step, batch, seed)
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(ddp(images[idx]), labels[idx]).backward()
+        opt.step()
+    state = {k.replace(".", "__"): v for k, v in model.state_dict().items()}
+    torch.jit.script(Tensors(state)).save(os.path.join(d, f"ddp_rank{rank}.pt"))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
