@@ -120,15 +120,20 @@ void GradientBuckets::complete_oldest() {
   InFlight f = in_flight_.front();
   in_flight_.pop_front();
   const Bucket& b = buckets_[f.bucket];
+  auto failed = [&](const std::string& why) {
+    in_flight_.clear();
+    return CollectiveError("the all-reduce of gradient bucket " + std::to_string(f.bucket + 1) +
+                           " of " + std::to_string(buckets_.size()) + " (" +
+                           std::to_string(b.members.size()) + " parameters, " +
+                           mib(b.numel * static_cast<int64_t>(c10::elementSize(b.dtype))) +
+                           ") failed: " + why);
+  };
   try {
     f.work->wait(options_.timeout);
+  } catch (const c10::Error& e) {
+    throw failed(e.what_without_backtrace());
   } catch (const std::exception& e) {
-    in_flight_.clear();
-    throw CollectiveError("the all-reduce of gradient bucket " + std::to_string(f.bucket + 1) +
-                          " of " + std::to_string(buckets_.size()) + " (" +
-                          std::to_string(b.members.size()) + " parameters, " +
-                          mib(b.numel * static_cast<int64_t>(c10::elementSize(b.dtype))) +
-                          ") failed: " + e.what());
+    throw failed(e.what());
   }
   torch::NoGradGuard no_grad;
   const at::Tensor data = flat(f.buffer, b);

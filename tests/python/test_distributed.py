@@ -21,10 +21,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def fault_args(d, *extra):
+def fault_args(d, *extra, steps=100000):
     return [MONET, "train", "--model", "resnet18", "--batch", "4", "--image", "32", "--width",
             "0.125", "--classes", "4", "--synthetic", "--planner", "storeall", "--steps",
-            "100000", "--timeout", "20", "--cache-dir", str(d / "cache"), *extra]
+            str(steps), "--timeout", "20", "--cache-dir", str(d / "cache"), *extra]
 
 
 def wait_for(path, seconds):
@@ -60,7 +60,7 @@ def test_a_failed_rank_stops_the_other_and_the_checkpoint_loads(tmp_path, fault)
     assert elapsed < 20 + 5 + 15  # the collective timeout, the roll call, slack
     assert "rank 1 did not answer a roll call" in err, err
     # The last checkpoint is whole: a single process resumes from it.
-    out = subprocess.run(fault_args(tmp_path, "--resume", str(ckpt), "--steps", "1"),
+    out = subprocess.run(fault_args(tmp_path, "--resume", str(ckpt), steps=1),
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "nothing to train" in out.stderr
