@@ -93,3 +93,16 @@ def test_the_launcher_names_a_killed_rank_and_stops_the_others(tmp_path):
     for pid in children:
         assert not os.path.exists(f"/proc/{pid}") or \
             open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--nnodes", "2", "--node-rank", "2"], "--node-rank 2 is not below --nnodes 2"),
+    (["--nproc", "2", "--gradient-sync", "sometimes"], "--gradient-sync must be"),
+    (["--nproc", "0"], "--nproc"),
+])
+def test_bad_data_parallel_options_exit_two(tmp_path, args, message):
+    out = subprocess.run(fault_args(tmp_path, *args, steps=1), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr, out.stderr
+    assert not (tmp_path / "cache").exists()
