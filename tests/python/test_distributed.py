@@ -1,6 +1,7 @@
 """`monet train` data-parallel (c10d Gloo) under failure: a killed or stopped rank makes
 the other stop within the timeout, naming it, and the last checkpoint loads; the
-`--nproc` launcher names a killed rank and stops the others. (Equivalence with PyTorch's
+`--nproc` launcher names a killed rank and stops the others, and trains as PyTorch DDP does
+(float32 against its float64 weights). (Equivalence in float64 with PyTorch's
 DistributedDataParallel is tests/data_parallel_test.cpp.)"""
 import os
 import signal
@@ -106,3 +107,32 @@ def test_bad_data_parallel_options_exit_two(tmp_path, args, message):
     assert out.returncode == 2, out.stderr
     assert message in out.stderr, out.stderr
     assert not (tmp_path / "cache").exists()
+
+
+def test_the_launcher_trains_like_pytorch_ddp(tmp_path):
+    """`--nproc 2` end to end (launcher, sharded loader, broadcast, buckets, rank 0's
+    save) in float32 against DistributedDataParallel's float64 weights on the same
+    shards (tools/ddp_reference.py at fixture set-up)."""
+    import torch
+    d = os.path.join(os.environ["MONET_TRAINING_FIXTURE_DIR"], "ddp")
+    saved = tmp_path / "m.pt"
+    out = subprocess.run(
+        [MONET, "train", "--model", os.path.join(d, "model.pt"), "--input-shape", "4,3,32,32",
+         "--data", os.path.join(d, "data"), "--data-format", "cifar10", "--steps", "5",
+         "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--seed", "3",
+         "--planner", "storeall", "--nproc", "2", "--master-port", str(free_port()),
+         "--bucket-mib", "0.01", "--save", str(saved), "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "data parallel: 2 ranks" in out.stderr
+    trained = torch.jit.load(str(saved)).state_dict()
+    reference = dict(torch.jit.load(os.path.join(d, "ddp_rank0.pt")).named_buffers())
+    worst = 0.0
+    for name, got in trained.items():
+        ref = reference[name.replace(".", "__")]
+        if not ref.is_floating_point():
+            assert torch.equal(got, ref), name
+            continue
+        worst = max(worst, ((got.double() - ref).abs().max() / ref.abs().max()).item())
+    print(f"float32 --nproc 2 against DDP in float64: largest relative error {worst:.3g}")
+    assert worst < 1e-4
