@@ -36,6 +36,7 @@ ImportOptions import_options(const std::string& name) {
   if (name == "fcn_resnet50" || name == "deeplabv3_mobilenet_v3_large")
     return {"out", OpKind::kCrossEntropyLoss};
   if (name == "unet_gn") return {"", OpKind::kMSELoss};
+  if (name == "gpt_tiny") return {"", OpKind::kCrossEntropyLoss, ClassDim::kLast};
   return {};
 }
 
@@ -49,16 +50,28 @@ Imported import(const std::string& name, const ImportOptions& options) {
   const WeightTransfer t = load_torchscript_weights(g, state, kDir + "/" + name + ".pt");
   EXPECT_EQ(t.copied,
             static_cast<int>(g.parameters().size() + g.values_of_kind(ValueKind::kBuffer).size()));
-  // What the graph leaves out: integer buffers (batch counters; Swin's relative position
-  // index, a constant of the trace), and on the generic path batch norms' running
-  // statistics.
-  std::map<std::string, at::Tensor> buffers;
-  for (const auto& b : torch::jit::load(kDir + "/" + name + ".pt").named_buffers())
-    buffers[b.name] = b.value;
-  for (const auto& unused : t.unused)
-    EXPECT_TRUE(buffers.count(unused) && (!buffers.at(unused).is_floating_point() ||
+  // What the graph leaves out: integer buffers (batch counters), buffers that are
+  // constants of the trace (Swin's relative position index, a causal mask), on the
+  // generic path batch norms' running statistics, and second names of tied parameters.
+  std::map<std::string, at::Tensor> buffers, params;
+  const torch::jit::Module file = torch::jit::load(kDir + "/" + name + ".pt");
+  for (const auto& b : file.named_buffers()) buffers[b.name] = b.value;
+  for (const auto& p : file.named_parameters()) params[p.name] = p.value;
+  auto running_statistic = [](const std::string& n) {
+    return n.find("running_") != std::string::npos;
+  };
+  for (const auto& unused : t.unused) {
+    if (params.count(unused)) {
+      bool tied = false;
+      for (int p : g.parameters())
+        tied = tied || params.at(g.value(p).name).is_same(params.at(unused));
+      EXPECT_TRUE(tied) << unused << " is a parameter the graph leaves out";
+      continue;
+    }
+    EXPECT_TRUE(buffers.count(unused) && (!running_statistic(unused) ||
                                           options.activations_and_norms == OperatorPath::kGeneric))
         << unused;
+  }
   Batch batch;
   batch[g.values_of_kind(ValueKind::kInput).at(0)] = input;
   batch[g.values_of_kind(ValueKind::kTarget).at(0)] = ref.at("target");
@@ -158,7 +171,8 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                                            "mobilenet_v3_small", "googlenet", "densenet121",
                                            "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
                                            "swin_t", "vit_tiny", "generic_ops", "unet_gn",
-                                           "fcn_resnet50", "deeplabv3_mobilenet_v3_large"),
+                                           "fcn_resnet50", "deeplabv3_mobilenet_v3_large",
+                                           "gpt_tiny"),
                          [](const auto& info) { return info.param; });
 
 // Training through the public API on traced torchvision models: 5 steps of SGD with
@@ -180,6 +194,35 @@ TEST_P(ImportedTraining, SgdMomentumAndAdamMatchAutogradInFloat64) {
 INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTraining,
                          ::testing::Values("resnet18", "mobilenet_v3_small"),
                          [](const auto& info) { return info.param; });
+
+// A GPT-2-style decoder (tools/make_import_fixtures.py, TinyGPT): token ids as input
+// (int64, because the trace feeds them to an embedding), the causal mask buffer a
+// constant of the trace, the head's weight tied to the token embedding (one parameter),
+// cross-entropy over [N, T, V] logits; trained through the public API under a MONeT plan
+// as LibTorch autograd trains it.
+TEST(TorchscriptImport, TinyGptTrainsAsAutogradWithTokenInputsAndTiedWeights) {
+  ModelSpec spec;
+  spec.model = kDir + "/gpt_tiny.pt";
+  spec.input_shape = {8, 16};
+  spec.loss = LossKind::kSequenceCrossEntropy;
+  const Model model = Model::load(spec, 0);
+  const Graph& g = model.impl()->graph;
+  EXPECT_EQ(g.value(g.values_of_kind(ValueKind::kInput).at(0)).dtype, at::kLong);
+  EXPECT_EQ(model.target_shape(), (std::vector<int64_t>{8, 16}));
+  std::set<std::string> names;
+  for (const auto& [name, t] : model.named_parameters()) names.insert(name);
+  EXPECT_TRUE(names.count("wte.weight"));
+  EXPECT_FALSE(names.count("head.weight")) << "the tied head weight is a second parameter";
+  EXPECT_TRUE(model.named_buffers().empty()) << "the causal mask should be a constant";
+  const std::string plan = testing::write_monet_plan(model, at::kDouble);
+  for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
+    int noise_only = 0;
+    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise_only);
+    EXPECT_LE(err, 1e-10) << optimizer_kind_name(kind);
+    std::printf("gpt_tiny %s float64: largest relative error %.3g (%d of noise only)\n",
+                optimizer_kind_name(kind), err, noise_only);
+  }
+}
 
 TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {
   const Imported m = import("mobilenet_v3_small");

@@ -53,16 +53,20 @@ OTHERS = {
         image_size=32, patch_size=4, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32,
         num_classes=CLASSES), 32, True),
     "unet_gn": (lambda: UNetGN(), 32, True),
+    "gpt_tiny": (lambda: TinyGPT(), 16, True),
 }
+# Language models: name -> vocabulary size. Their input is BATCH x image token ids, and
+# they are trained with cross-entropy over the logits [N, T, V] ("sequence_cross_entropy").
+TOKENS = {"gpt_tiny": 64}
 # Segmentation models (a dict output, {"out": [N, classes, H, W]}): name -> input size.
 # They are trained with per-pixel cross-entropy on "out".
 SEGMENTATION = {"fcn_resnet50": 32, "deeplabv3_mobilenet_v3_large": 32}
 # Models trained with the mean squared error against a float target (loss "mse").
 MSE = {"unet_gn"}
 # Models whose reference runs the traced module (in float64) rather than the Python one:
-# Swin's trace computes its attention scale from a size as a float32 tensor, so the
-# trace and the Python module differ by ~1e-8 in float64.
-TRACE_REFERENCE = {"swin_t"}
+# Swin's and the GPT's traces compute their attention scale from a size as a float32
+# tensor, so the trace and the Python module differ by ~1e-8 in float64.
+TRACE_REFERENCE = {"swin_t", "gpt_tiny"}
 BATCH = 2
 CLASSES = 10
 LARGE = 1 << 21
@@ -89,7 +93,10 @@ def write(outdir, name):
         kwargs, image, train_trace = MODELS[name]
         model = getattr(torchvision.models, name)(num_classes=CLASSES, **kwargs)
     prepare(model, gen)
-    x = torch.randn(BATCH, 3, image, image, generator=gen)
+    if name in TOKENS:
+        x = torch.randint(0, TOKENS[name], (BATCH, image), generator=gen)
+    else:
+        x = torch.randn(BATCH, 3, image, image, generator=gen)
 
     model.train(train_trace)
     with torch.no_grad():
@@ -101,10 +108,13 @@ def write(outdir, name):
         model64 = torch.jit.load(os.path.join(outdir, name + ".pt")).double().train()
     else:
         model64 = model.double().train()
-    out = model64(x.double())
+    out = model64(x.double() if x.is_floating_point() else x)
     if name in SEGMENTATION:
         out = out["out"]
-    if name in MSE:
+    if name in TOKENS:
+        target = torch.randint(0, TOKENS[name], x.shape, generator=gen)
+        loss = F.cross_entropy(out.transpose(1, 2), target)
+    elif name in MSE:
         target = torch.randn(out.shape, generator=gen)
         loss = F.mse_loss(out, target.double())
     else:
@@ -202,6 +212,58 @@ class UNetGN(torch.nn.Module):
         u = F.interpolate(u, scale_factor=2.0, mode="bilinear", align_corners=True)
         u = self.up1(torch.cat([u, d1], 1))
         return torch.tanh(self.out(u))
+
+
+class CausalSelfAttention(torch.nn.Module):
+    """Hand-written causal attention, as GPT-2 implementations write it."""
+
+    def __init__(self, dim, heads, length):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.drop = torch.nn.Dropout(0.1)
+        self.register_buffer("mask", torch.tril(torch.ones(length, length)).view(
+            1, 1, length, length))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        a = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        a = a.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        a = self.drop(F.softmax(a, dim=-1))
+        return self.proj((a @ v).transpose(1, 2).contiguous().view(b, t, c))
+
+
+class TinyGPT(torch.nn.Module):
+    """A GPT-2-style decoder: token and learned position embeddings, pre-norm blocks of
+    causal self-attention and a GELU MLP, a final layer norm, the head tied to the token
+    embedding."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, layers=2, length=16):
+        super().__init__()
+        self.wte = torch.nn.Embedding(vocab, dim)
+        self.wpe = torch.nn.Embedding(length, dim)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(layers):
+            block = torch.nn.Module()
+            block.ln1, block.ln2 = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
+            block.attn = CausalSelfAttention(dim, heads, length)
+            block.fc, block.out = torch.nn.Linear(dim, 4 * dim), torch.nn.Linear(4 * dim, dim)
+            self.blocks.append(block)
+        self.ln = torch.nn.LayerNorm(dim)
+        self.head = torch.nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = x + b.attn(b.ln1(x))
+            x = x + b.out(F.gelu(b.fc(b.ln2(x))))
+        return self.head(self.ln(x))
 
 
 def copy_of(model):

@@ -45,9 +45,13 @@ enum class LossKind {
   kMSE,            // mean squared error against a float target of the output's shape
   kBCEWithLogits,  // binary cross-entropy with logits against a float target
   kSum,            // the output summed (no target)
+  /// A language model's loss: logits [N, T, V] (classes last) against int64 tokens
+  /// [N, T], cross-entropy averaged over every position.
+  kSequenceCrossEntropy,
 };
 const char* loss_kind_name(LossKind kind);
-/// "cross_entropy", "mse", "bce_with_logits", "sum"; throws std::invalid_argument.
+/// "cross_entropy", "mse", "bce_with_logits", "sum", "sequence_cross_entropy"; throws
+/// std::invalid_argument.
 LossKind loss_kind_from_name(const std::string& name);
 
 /// What to build: a zoo model (`monet models` lists them) at a size, or a model traced

@@ -19,7 +19,8 @@ constexpr Loss kLosses[] = {
     {LossKind::kCrossEntropy, "cross_entropy", OpKind::kCrossEntropyLoss},
     {LossKind::kMSE, "mse", OpKind::kMSELoss},
     {LossKind::kBCEWithLogits, "bce_with_logits", OpKind::kBCEWithLogitsLoss},
-    {LossKind::kSum, "sum", OpKind::kSumLoss}};
+    {LossKind::kSum, "sum", OpKind::kSumLoss},
+    {LossKind::kSequenceCrossEntropy, "sequence_cross_entropy", OpKind::kCrossEntropyLoss}};
 
 const Loss& loss_of(LossKind kind) {
   for (const Loss& l : kLosses)
@@ -45,7 +46,9 @@ ModelConfig model_config(const ModelSpec& s) {
   if (is_traced_model(s)) {
     ModelConfig c;
     c.input_shape = s.input_shape;
-    c.import = {s.output, loss_op(s.loss)};
+    c.import.output = s.output;
+    c.import.loss = loss_op(s.loss);
+    if (s.loss == LossKind::kSequenceCrossEntropy) c.import.classes = ClassDim::kLast;
     c.batch = s.input_shape.empty() ? 0 : s.input_shape[0];
     if (s.input_shape.size() > 2) c.image.assign(s.input_shape.begin() + 2, s.input_shape.end());
     return c;

@@ -42,7 +42,8 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
                   "default: the first)");
   cmd->add_option("--loss", o.loss,
                   "traced model's loss: cross_entropy (logits [N, C] or per position [N, C, "
-                  "...]), mse, bce_with_logits or sum")
+                  "...]), sequence_cross_entropy (a language model's logits [N, T, V] against "
+                  "tokens [N, T]), mse, bce_with_logits or sum")
       ->capture_default_str();
   cmd->add_option("--operator-path", o.operator_path,
                   "traced model's activations and batch norms: specialised (their own "
@@ -57,9 +58,9 @@ ModelConfig model_config(const ModelOptions& o) {
     if (o.input_shape.empty())
       throw UsageError("--model " + o.model + " is a traced model: give its input with " +
                        "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
-    OpKind loss;
+    LossKind loss;
     try {
-      loss = loss_op(loss_kind_from_name(o.loss));
+      loss = loss_kind_from_name(o.loss);
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--loss: ") + e.what());
     }
@@ -73,7 +74,10 @@ ModelConfig model_config(const ModelOptions& o) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    c.import = {o.output, loss, operator_path_from_name(o.operator_path)};
+    c.import.output = o.output;
+    c.import.loss = loss_op(loss);
+    if (loss == LossKind::kSequenceCrossEntropy) c.import.classes = ClassDim::kLast;
+    c.import.activations_and_norms = operator_path_from_name(o.operator_path);
     c.batch = c.input_shape[0];
     c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),
                    c.input_shape.end());

@@ -60,14 +60,17 @@ namespace {
 // Fills the call's output shape and what its derivative keeps (make_aten_call).
 void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
                      const std::vector<bool>& differentiable,
-                     const std::vector<std::vector<int64_t>>& strides) {
+                     const std::vector<std::vector<int64_t>>& strides,
+                     const std::vector<at::ScalarType>& dtypes) {
   at::AutoGradMode grad_mode(true);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   std::vector<at::Tensor> in;
   std::vector<int64_t> before;
   bool any = false;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    at::Tensor x = k < strides.size() && !strides[k].empty()
+    const bool integral = k < dtypes.size() && at::isIntegralType(dtypes[k], /*includeBool=*/true);
+    at::Tensor x = integral ? at::randint(0, 2, shapes[k], gen, at::dtype(dtypes[k]))  // indices
+                   : k < strides.size() && !strides[k].empty()
                        ? at::empty_strided(shapes[k], strides[k]).normal_(0, 1, gen)
                        : at::randn(shapes[k], gen);
     // A differentiable input is passed as a view of a leaf: the leaf's gradient
@@ -114,14 +117,14 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
-    const std::vector<bool>& differentiable,
-    const std::vector<std::vector<int64_t>>& input_strides) {
+    const std::vector<bool>& differentiable, const std::vector<std::vector<int64_t>>& input_strides,
+    const std::vector<at::ScalarType>& input_dtypes) {
   auto call = std::make_shared<AtenCall>();
   call->name = std::move(name);
   call->overload = std::move(overload);
   call->arguments = std::move(arguments);
   call->tensor_slots = std::move(tensor_slots);
-  probe_aten_call(call.get(), input_shapes, differentiable, input_strides);
+  probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   return call;
 }
 

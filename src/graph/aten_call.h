@@ -59,14 +59,16 @@ at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs
 /// A call of `name.overload` with `arguments` (None where `tensor_slots` puts the node's
 /// inputs), probed: run once under autograd on random float32 inputs of `input_shapes`
 /// (strided as `input_strides` gives, where it gives a non-empty entry; else contiguous;
-/// those `differentiable` names require a gradient) for its output shape, what its
+/// those `differentiable` names require a gradient; an input whose `input_dtypes` entry is
+/// an integer type gets random indices 0 or 1 instead) for its output shape, what its
 /// derivative keeps and whether its output is a view. Throws AtenCallError when the call
 /// fails, returns something other than one floating-point tensor, or has no derivative.
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
     const std::vector<bool>& differentiable,
-    const std::vector<std::vector<int64_t>>& input_strides = {});
+    const std::vector<std::vector<int64_t>>& input_strides = {},
+    const std::vector<at::ScalarType>& input_dtypes = {});
 
 /// Makes every non-contiguous view (AtenCall::output_strides) that an operator other
 /// than a generic one reads a copy instead, so that specialised operators (convolution,

@@ -23,6 +23,12 @@ const char* operator_path_name(OperatorPath path);  // "specialised", "generic"
 /// Parses operator_path_name()'s names; throws std::invalid_argument naming them.
 OperatorPath operator_path_from_name(const std::string& name);
 
+/// Where a cross-entropy loss finds the classes in the logits.
+enum class ClassDim {
+  kSecond,  // [N, C] or [N, C, ...], as torch.nn.functional.cross_entropy takes them
+  kLast,    // [N, T, C]: a language model's logits at every position of a sequence
+};
+
 /// What a traced model is trained on.
 struct ImportOptions {
   /// The output trained when the model returns a tuple (its index, "0") or a dict (its
@@ -30,6 +36,9 @@ struct ImportOptions {
   std::string output;
   /// The loss appended: kCrossEntropyLoss, kMSELoss, kBCEWithLogitsLoss or kSumLoss.
   OpKind loss = OpKind::kCrossEntropyLoss;
+  /// kCrossEntropyLoss: where the classes are (kLast: the logits are transposed to
+  /// [N, C, T] by a view node before the loss).
+  ClassDim classes = ClassDim::kSecond;
   OperatorPath activations_and_norms = OperatorPath::kSpecialised;
 };
 

@@ -89,6 +89,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   }
   std::vector<int> inputs;
   std::vector<std::vector<int64_t>> shapes, strides;
+  std::vector<at::ScalarType> dtypes;
   std::vector<bool> differentiable;
   std::string module;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
@@ -111,15 +112,17 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     inputs.push_back(v);
     shapes.push_back(value.shape);
     strides.push_back(view_strides(v));
-    differentiable.push_back(value.kind == ValueKind::kActivation ||
-                             value.kind == ValueKind::kParameter);
+    dtypes.push_back(value.dtype);
+    differentiable.push_back(
+        (value.kind == ValueKind::kActivation || value.kind == ValueKind::kParameter) &&
+        at::isFloatingType(value.dtype));
   }
   if (inputs.empty())
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
   OpAttrs a;
   try {
     a.aten = make_aten_call(std::move(name), schema->overload_name(), std::move(arguments),
-                            std::move(slots), shapes, differentiable, strides);
+                            std::move(slots), shapes, differentiable, strides, dtypes);
   } catch (const AtenCallError& err) {
     fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
   }

@@ -25,9 +25,11 @@ Graph Importer::run() {
     throw ImportError("'" + path_ + "': forward takes " + std::to_string(inputs.size() - 1) +
                       " inputs; monet imports models with one input tensor");
   entries_[inputs[0]] = module_entry("");
+  norm_arguments_ = norm_arguments(*jit);
   Entry x;
   x.kind = Entry::kTensor;
-  x.value = graph_.add_input("input", input_shape_);
+  x.value = graph_.add_input("input", input_shape_,
+                             input_is_token_ids(inputs[1]) ? at::kLong : at::kFloat);
   entries_[inputs[1]] = x;
   for (JitNode* node : jit->nodes()) translate(node);
   const auto outputs = jit->outputs();
@@ -38,6 +40,24 @@ Graph Importer::run() {
   copy_views_read_by_specialised_operators(graph_);
   graph_.validate();
   return std::move(graph_);
+}
+
+bool Importer::input_is_token_ids(const JitValue* input) {
+  for (const auto& use : input->uses())
+    if (use.user->kind().toQualString() == std::string("aten::embedding") && use.offset == 1)
+      return true;
+  return false;
+}
+
+std::set<const JitValue*> Importer::norm_arguments(const torch::jit::Graph& jit) {
+  static const std::set<std::string> norms = {"aten::batch_norm", "aten::instance_norm",
+                                              "aten::_batch_norm_impl_index",
+                                              "aten::native_batch_norm"};
+  std::set<const JitValue*> args;
+  for (const JitNode* node : jit.nodes())
+    if (norms.count(node->kind().toQualString()))
+      for (const JitValue* v : node->inputs()) args.insert(v);
+  return args;
 }
 
 int Importer::trained_output(const JitValue* output) const {
@@ -79,6 +99,17 @@ void Importer::add_loss(int output) {
     graph_.add_node(OpKind::kSumLoss, "loss", {output});
     return;
   }
+  if (options_.loss == OpKind::kCrossEntropyLoss && options_.classes == ClassDim::kLast) {
+    if (shape.size() != 3)
+      throw ImportError("'" + path_ + "': sequence cross-entropy needs logits [batch, " +
+                        "positions, classes]; the output has shape " + shape_string(shape));
+    output = classes_second(output);
+    const std::vector<int64_t> logits = graph_.value(output).shape;
+    const int t = graph_.add_input("target", cross_entropy_target_shape(logits), at::kLong,
+                                   ValueKind::kTarget);
+    graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {output, t});
+    return;
+  }
   if (options_.loss == OpKind::kCrossEntropyLoss) {
     if (shape.size() < 2)
       throw ImportError("'" + path_ + "': cross-entropy needs logits [batch, classes, ...]; " +
@@ -94,6 +125,18 @@ void Importer::add_loss(int output) {
   graph_.add_node(options_.loss, "loss", {output, t});
 }
 
+int Importer::classes_second(int logits) {
+  const Value& v = graph_.value(logits);
+  OpAttrs a;
+  try {
+    a.aten = make_aten_call("aten::transpose", "int", {c10::IValue(), int64_t{1}, int64_t{2}}, {0},
+                            {v.shape}, {true}, {view_strides(logits)}, {v.dtype});
+  } catch (const AtenCallError& e) {
+    throw ImportError("'" + path_ + "': cannot transpose the logits: " + e.what());
+  }
+  return graph_.add_node(OpKind::kAten, "loss_logits_classes_second", {logits}, std::move(a));
+}
+
 void Importer::translate(JitNode* node) {
   const std::string kind = node->kind().toQualString();
   if (kind == "prim::Constant") {
@@ -106,8 +149,11 @@ void Importer::translate(JitNode* node) {
     const std::string path = join(owner.path, node->s(torch::jit::attr::name));
     if (node->output()->type()->cast<c10::ClassType>()) {
       entries_[node->output()] = module_entry(path);
-    } else if (state_.count(path) && !state_.at(path).first.is_floating_point()) {
-      // An integer buffer (Swin's relative position index) is a constant of the trace.
+    } else if (state_.count(path) &&
+               (!state_.at(path).first.is_floating_point() ||
+                (!state_.at(path).second && !norm_arguments_.count(node->output())))) {
+      // A buffer other than a norm's running statistics (Swin's relative position index,
+      // a causal attention mask) is a constant of the trace.
       entries_[node->output()] = constant_entry(state_.at(path).first);
     } else if (state_.count(path)) {
       Entry e;

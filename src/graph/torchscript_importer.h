@@ -209,6 +209,8 @@ class Importer {
     if (t.scalar_type() != at::kFloat)
       fail(node, "tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) +
                      "; monet trains float32 models (trace the model before .double()/.half())");
+    if (auto same = state_by_tensor_.find(t.unsafeGetTensorImpl()); same != state_by_tensor_.end())
+      return state_ids_[name] = same->second;  // a tied weight
     const std::vector<int64_t> shape = t.sizes().vec();
     // Stand-in initialisation, for when the file's values are not loaded (profiling):
     // PyTorch's layer defaults, batch norm's ones for scales and running variances.
@@ -220,6 +222,7 @@ class Importer {
     const int id =
         trainable ? graph_.add_parameter(name, shape, init) : graph_.add_buffer(name, shape, init);
     state_ids_[name] = id;
+    state_by_tensor_[t.unsafeGetTensorImpl()] = id;
     return id;
   }
 
@@ -272,6 +275,13 @@ class Importer {
   int trained_output(const JitValue* output) const;
   // Appends options_.loss and its target.
   void add_loss(int output);
+  // [N, T, C] logits as [N, C, T] (a transposed view node), for cross-entropy.
+  int classes_second(int logits);
+  // Whether the trace feeds its input to an embedding's indices (token ids: int64).
+  static bool input_is_token_ids(const JitValue* input);
+  // The values the trace passes to batch or instance norms (their running statistics
+  // stay state; any other buffer is a constant of the trace).
+  static std::set<const JitValue*> norm_arguments(const torch::jit::Graph& jit);
   void translate_conv(JitNode* node, const std::string& kind);
   void translate_pool(JitNode* node, const std::string& kind);
   void translate_elementwise(JitNode* node, const std::string& kind);
@@ -301,6 +311,10 @@ class Importer {
   Graph graph_;
   std::map<std::string, std::pair<at::Tensor, bool>> state_;  // name -> (tensor, trainable)
   std::map<std::string, int> state_ids_;
+  // Graph value of each parameter or buffer tensor: names sharing one tensor (tied
+  // weights) share the value.
+  std::map<const c10::TensorImpl*, int> state_by_tensor_;
+  std::set<const JitValue*> norm_arguments_;
   std::unordered_map<const JitValue*, Entry> entries_;
   std::set<std::string> names_;
   std::string scope_;

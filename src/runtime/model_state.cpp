@@ -3,6 +3,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <limits>
+
+#include "graph/aten_call.h"
+
 namespace monet {
 
 ModelState ModelState::initialize(const Graph& graph, uint64_t seed) {
@@ -54,6 +58,23 @@ at::Tensor fixed_tensor(const Graph& g, const ModelState& state, const Batch& ba
   return it->second;
 }
 
+namespace {
+
+// Token ids for an integer input: below the row count of every embedding reading it (2
+// when none does).
+int64_t index_bound(const Graph& graph, const Value& v) {
+  int64_t bound = std::numeric_limits<int64_t>::max();
+  for (int c : v.consumers) {
+    const Node& n = graph.node(c);
+    if (n.op == OpKind::kAten && n.attrs.aten && n.attrs.aten->name == "aten::embedding" &&
+        n.inputs.size() == 2 && n.inputs[1] == v.id)
+      bound = std::min(bound, graph.value(n.inputs[0]).shape[0]);
+  }
+  return bound == std::numeric_limits<int64_t>::max() ? 2 : bound;
+}
+
+}  // namespace
+
 Batch make_batch(const Graph& graph, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   Batch batch;
@@ -61,7 +82,10 @@ Batch make_batch(const Graph& graph, uint64_t seed) {
   for (const auto& n : graph.nodes())
     if (n.op == OpKind::kCrossEntropyLoss) classes = graph.value(n.inputs[0]).shape[1];
   for (const auto& v : graph.values()) {
-    if (v.kind == ValueKind::kInput) {
+    if (v.kind == ValueKind::kInput && at::isIntegralType(v.dtype, /*includeBool=*/false)) {
+      batch[v.id] =
+          at::empty(v.shape, at::kLong).random_(0, index_bound(graph, v), gen).to(v.dtype);
+    } else if (v.kind == ValueKind::kInput) {
       batch[v.id] = at::empty(v.shape, at::TensorOptions().dtype(v.dtype)).normal_(0, 1, gen);
     } else if (v.kind == ValueKind::kTarget) {
       if (v.dtype == at::kLong)

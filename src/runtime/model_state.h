@@ -39,7 +39,8 @@ using Batch = std::map<int, at::Tensor>;
 /// lacks it.
 at::Tensor fixed_tensor(const Graph& graph, const ModelState& state, const Batch& batch, int value);
 
-/// A reproducible synthetic batch: inputs ~ N(0, 1), class targets uniform over the
+/// A reproducible synthetic batch: inputs ~ N(0, 1) (integer inputs: token ids uniform
+/// below the row count of the embeddings reading them), class targets uniform over the
 /// classes, mask targets Bernoulli(0.5).
 Batch make_batch(const Graph& graph, uint64_t seed);
 
