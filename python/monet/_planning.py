@@ -83,7 +83,8 @@ def _float32_twin(module, example_input):
                         + ", ".join(sorted(str(d) for d in dtypes)))
     warnings.warn("monet plans a float64 model with float32 sizes: its tensors take twice "
                   "the bytes the plan and the budget count", stacklevel=4)
-    return copy.deepcopy(module).float(), example_input.float()
+    x = example_input.float() if example_input.is_floating_point() else example_input
+    return copy.deepcopy(module).float(), x
 
 
 def _import(module, example_input, output):
