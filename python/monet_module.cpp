@@ -91,7 +91,8 @@ void bind_model(py::module_& m) {
       .def("named_parameters", &monet::Model::named_parameters)
       .def("named_buffers", &monet::Model::named_buffers)
       .def_property_readonly("fingerprint", &monet::Model::fingerprint)
-      .def_property_readonly("input_shape", &monet::Model::input_shape);
+      .def_property_readonly("input_shape", &monet::Model::input_shape)
+      .def_property_readonly("output_shape", &monet::Model::output_shape);
 }
 
 // PlanOptions from the Python layer's keywords (monet/_planning.py names and checks them).

@@ -109,6 +109,8 @@ class Model {
   /// when the loss takes no target: LossKind::kSum; step() then takes an undefined one).
   std::vector<int64_t> input_shape() const;
   std::vector<int64_t> target_shape() const;
+  /// Shape of the model's output: what PlannedModel::forward returns (e.g. logits).
+  std::vector<int64_t> output_shape() const;
   torch::ScalarType target_dtype() const;
   /// Graph fingerprint: identifies the computation and its shapes (plans and
   /// checkpoints record it).
@@ -256,7 +258,8 @@ class PlannedModel {
   ///
   /// The output's backward runs the rest of the plan from d loss / d output, in the place
   /// of the built-in loss's backward, so the plan's memory model holds (the caller's loss
-  /// itself, a few tensors of the output's size, is not planned). Until that backward
+  /// itself, a few tensors of the output's size, is not planned: leave room for it with
+  /// PlanOptions::reserved_bytes, as the Python package does). Until that backward
   /// runs, or the output is destroyed, the iteration's saved tensors stay alive. Under
   /// torch::NoGradGuard the output has no backward. last_step() then reports the
   /// iteration (its loss is NaN: the loss is the caller's).

@@ -7,6 +7,7 @@ import contextlib
 import copy
 import itertools
 import json
+import math
 import os
 import tempfile
 import warnings
@@ -173,8 +174,8 @@ def load_plan(path):
 
 
 def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-momentum",
-         weight_decay=0.0, reserved_bytes=0, time_limit=60.0, plan=None, output=None,
-         cache_dir=None, use_cache=True, progress=True):
+         weight_decay=0.0, reserved_bytes=0, loss_copies=3, time_limit=60.0, plan=None,
+         output=None, cache_dir=None, use_cache=True, progress=True):
     """Plans a training step of `module` on batches shaped like `example_input`.
 
     budget: the whole step's peak (parameters, gradients, optimizer state, the batch,
@@ -183,6 +184,9 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     optimizer: the optimizer that steps the parameters, as far as memory goes: "none",
         "sgd", "sgd-momentum" or "adam"; weight_decay: its weight decay.
     reserved_bytes: other bytes the step must leave room for (e.g. prefetched batches).
+    loss_copies: tensors of the output's size the caller's loss holds at once (the loss is
+        outside the plan: cross-entropy keeps log-probabilities and its backward makes two
+        more), reserved in the budget.
     time_limit: the planner's limit in seconds. plan: a PlanFile (or path) to run instead
     of planning. output: for a module returning a tuple or dict, the output trained (an
     index or a key; default the first). cache_dir: where profiles and plans are cached
@@ -194,16 +198,25 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
                        plan_file, cache_dir, use_cache, progress)
     model = _import(module, example_input, output)
+    options["reserved_bytes"] += _loss_bytes(model, loss_copies)
     return Plan(_C.PlannedModel(model, options), model)
 
 
+def _loss_bytes(model, copies):
+    """Bytes of `copies` float32 tensors of the model's output (the caller's loss)."""
+    if copies < 0:
+        raise ValueError(f"loss_copies must be >= 0, not {copies}")
+    return int(copies) * 4 * math.prod(model.output_shape)
+
+
 def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_decay=0.0,
-                 reserved_bytes=0, time_limit=60.0, output=None, cache_dir=None,
+                 reserved_bytes=0, loss_copies=3, time_limit=60.0, output=None, cache_dir=None,
                  use_cache=True, progress=True):
     """The budgets `module` can be planned for (a BudgetRange, bytes)."""
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
                        cache_dir, use_cache, progress)
     model = _import(module, example_input, output)
+    options["reserved_bytes"] += _loss_bytes(model, loss_copies)
     return BudgetRange(*_C.budget_range(model, options))
 
 

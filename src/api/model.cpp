@@ -188,6 +188,10 @@ std::vector<int64_t> Model::target_shape() const {
   return impl_->target_value < 0 ? std::vector<int64_t>{}
                                  : impl_->graph.value(impl_->target_value).shape;
 }
+std::vector<int64_t> Model::output_shape() const {
+  const Graph& g = impl_->graph;
+  return g.value(g.node(g.value(g.loss_value()).producer).inputs[0]).shape;
+}
 torch::ScalarType Model::target_dtype() const {
   return impl_->target_value < 0 ? torch::kFloat : impl_->graph.value(impl_->target_value).dtype;
 }

@@ -49,3 +49,35 @@ def test_step_peak_within_budget_and_below_pytorch(cache_dir):
           f"{budget['bytes'] / MIB:.1f} MiB), PyTorch {pytorch_peak / MIB:.1f} MiB")
     assert monet_peak <= budget["bytes"]
     assert monet_peak < pytorch_peak
+
+
+def test_a_language_models_loss_over_large_logits_stays_within_the_budget(cache_dir):
+    """The caller's cross-entropy over [N, T, V] logits holds tensors of the logits' size
+    outside the plan; the budget leaves room for them (loss_copies)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.environ["MONET_SOURCE_DIR"], "tools"))
+    from make_import_fixtures import TinyGPT
+
+    x = torch.randint(0, 2048, (4, 64))
+    y = torch.randint(0, 2048, (4, 64))
+    budget = {}
+
+    def planned():
+        torch.manual_seed(0)
+        module = TinyGPT(vocab=2048, dim=32, heads=4, layers=2, length=64)
+        budget["bytes"] = halfway_budget(module, x, cache_dir, "sgd-momentum")
+        return monet.optimize(module, x, budget=budget["bytes"], cache_dir=cache_dir,
+                              time_limit=20), module
+
+    def sequence_loss(model):
+        return lambda idx: model(idx).transpose(1, 2)
+
+    def planned_transposed():
+        fast, module = planned()
+        return sequence_loss(fast), module
+
+    peak = step_peak(planned_transposed, x, y)
+    print(f"tiny GPT, logits [4, 64, 2048]: monet {peak / MIB:.1f} MiB "
+          f"(budget {budget['bytes'] / MIB:.1f} MiB)")
+    assert peak <= budget["bytes"]
