@@ -18,13 +18,13 @@ import logging
 import os
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 import torch.utils.checkpoint
 
 import monet
+from interleaved_steps import measure_interleaved
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from make_import_fixtures import TinyGPT  # noqa: E402
@@ -79,23 +79,9 @@ def main():
         methods[f"monet {ratio}x"] = fast
         plans[f"monet {ratio}x"] = fast.plan
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    peaks = {k: 0 for k in methods}
-    seconds = {k: [] for k in methods}
-    for i in range(1 + a.iters):  # the first round is the warm-up
-        for name, forward in methods.items():
-            opt.zero_grad(set_to_none=True)
-            with monet.track_memory() as m:
-                t0 = time.perf_counter()
-                loss = F.cross_entropy(forward(x).transpose(1, 2), y)
-                loss.backward()
-                opt.step()
-                elapsed = time.perf_counter() - t0
-                del loss
-            if i > 0:
-                peaks[name] = max(peaks[name], m.peak_bytes - before)
-                seconds[name].append(elapsed)
-            print(f"round {i} {name}: {elapsed:.2f} s, peak {(m.peak_bytes - before) / MIB:.1f} MiB",
-                  flush=True)
+    peaks, seconds = measure_interleaved(
+        methods, lambda forward: F.cross_entropy(forward(x).transpose(1, 2), y), opt, a.iters,
+        before, log=True)
     config = {k: getattr(a, k) for k in ("layers", "width", "heads", "seq", "batch", "vocab")}
     result = {"config": config, "threads": torch.get_num_threads(), "methods": {}}
     base_peak, base_s = peaks["pytorch"], statistics.median(seconds["pytorch"])

@@ -14,13 +14,13 @@ import argparse
 import json
 import logging
 import statistics
-import time
 
 import torch
 import torch.utils.checkpoint
 import torchvision
 
 import monet
+from interleaved_steps import measure_interleaved
 
 MIB = 1 << 20
 
@@ -59,21 +59,9 @@ def main():
     print(fast.plan, flush=True)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     methods = {"monet": fast, "pytorch": model, "checkpoint": checkpointed(model)}
-    peaks = {k: 0 for k in methods}
-    seconds = {k: [] for k in methods}
-    for i in range(1 + a.iters):  # the first round is the warm-up
-        for name, forward in methods.items():
-            opt.zero_grad(set_to_none=True)
-            with monet.track_memory() as m:
-                t0 = time.perf_counter()
-                loss = torch.nn.functional.cross_entropy(forward(x), y)
-                loss.backward()
-                opt.step()
-                elapsed = time.perf_counter() - t0
-                del loss
-            if i > 0:
-                peaks[name] = max(peaks[name], m.peak_bytes - before)
-                seconds[name].append(elapsed)
+    peaks, seconds = measure_interleaved(
+        methods, lambda forward: torch.nn.functional.cross_entropy(forward(x), y), opt, a.iters,
+        before)
     result = {"model": a.model, "batch": a.batch, "image": a.image, "budget": a.budget,
               "budget_bytes": fast.plan.budget, "threads": torch.get_num_threads()}
     for name in methods:
