@@ -21,6 +21,8 @@
 #include <regex>
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "api/model_impl.h"
@@ -362,6 +364,82 @@ TEST(GradientBuckets, GroupsParametersInOrderUpToTheBucketSize) {
     buckets.finish_step();
     for (auto& p : params) EXPECT_TRUE(p.grad().equal(at::ones_like(p)));  // one rank: unchanged
   });
+}
+
+}  // namespace
+}  // namespace monet
+
+namespace monet {
+namespace {
+
+// Sets environment variables for one scope.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::map<std::string, std::string> vars) {
+    for (const auto& [k, v] : vars) {
+      const char* old = std::getenv(k.c_str());
+      saved_[k] = old ? std::optional<std::string>(old) : std::nullopt;
+      setenv(k.c_str(), v.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [k, v] : saved_) v ? setenv(k.c_str(), v->c_str(), 1) : unsetenv(k.c_str());
+  }
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+TEST(Rendezvous, ReadsTorchrunsVariablesAndNamesBadOnes) {
+  {
+    ScopedEnv env({{"MASTER_ADDR", "10.0.0.7"},
+                   {"MASTER_PORT", "29611"},
+                   {"WORLD_SIZE", "4"},
+                   {"RANK", "3"},
+                   {"LOCAL_RANK", "1"}});
+    const Rendezvous r = Rendezvous::from_environment();
+    EXPECT_EQ(r.master_addr, "10.0.0.7");
+    EXPECT_EQ(r.master_port, 29611);
+    EXPECT_EQ(r.world_size, 4);
+    EXPECT_EQ(r.rank, 3);
+    EXPECT_EQ(r.local_rank, 1);
+  }
+  auto message = [](std::map<std::string, std::string> vars) {
+    ScopedEnv env(std::move(vars));
+    try {
+      Rendezvous::from_environment();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message({{"WORLD_SIZE", "2"}, {"RANK", "2"}}).find("RANK=2 is not below WORLD_SIZE=2"),
+            std::string::npos);
+  EXPECT_NE(message({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_PORT", "http"}})
+                .find("MASTER_PORT='http'"),
+            std::string::npos);
+  EXPECT_NE(message({{"WORLD_SIZE", "two"}, {"RANK", "0"}}).find("WORLD_SIZE='two'"),
+            std::string::npos);
+}
+
+TEST(ProcessGroup, ARankWithoutRankZeroStopsAfterItsTimeoutNamingTheStore) {
+  Rendezvous r;
+  r.world_size = 2;
+  r.rank = 1;
+  r.master_port = free_port();  // nobody serves it
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    ProcessGroup::gloo(r, 2);
+    ADD_FAILURE() << "a process group formed without rank 0";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("rank 1: cannot reach rank 0's rendezvous store at 127.0.0.1:"),
+        std::string::npos)
+        << e.what();
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(waited, 30.0);
 }
 
 }  // namespace
