@@ -172,7 +172,7 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                                            "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
                                            "swin_t", "vit_tiny", "generic_ops", "unet_gn",
                                            "fcn_resnet50", "deeplabv3_mobilenet_v3_large",
-                                           "gpt_tiny"),
+                                           "gpt_tiny", "first_outputs"),
                          [](const auto& info) { return info.param; });
 
 // Training through the public API on traced torchvision models: 5 steps of SGD with

@@ -54,6 +54,7 @@ OTHERS = {
         num_classes=CLASSES), 32, True),
     "unet_gn": (lambda: UNetGN(), 32, True),
     "gpt_tiny": (lambda: TinyGPT(), 16, True),
+    "first_outputs": (lambda: FirstOutputs(), 16, True),
 }
 # Language models: name -> vocabulary size. Their input is BATCH x image token ids, and
 # they are trained with cross-entropy over the logits [N, T, V] ("sequence_cross_entropy").
@@ -212,6 +213,22 @@ class UNetGN(torch.nn.Module):
         u = F.interpolate(u, scale_factor=2.0, mode="bilinear", align_corners=True)
         u = self.up1(torch.cat([u, d1], 1))
         return torch.tanh(self.out(u))
+
+
+class FirstOutputs(torch.nn.Module):
+    """Operators with several results of which the model uses the first: max and min over
+    a dimension (values without indices), sort, kthvalue."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, CLASSES)
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x))
+        x = x * x.max(dim=1, keepdim=True)[0] - x.min(dim=2, keepdim=True).values
+        x = torch.sort(x, dim=3)[0] + torch.kthvalue(x, 2, dim=3, keepdim=True)[0]
+        return self.fc(x.mean((2, 3)))
 
 
 class CausalSelfAttention(torch.nn.Module):

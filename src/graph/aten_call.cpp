@@ -49,6 +49,7 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
   torch::jit::Stack stack(c.arguments.begin(), c.arguments.end());
   for (size_t k = 0; k < inputs.size(); ++k) stack[c.tensor_slots[k]] = inputs[k];
   op->callBoxed(&stack);
+  if (c.first_output_only && !stack.empty()) stack.resize(1);
   if (stack.size() != 1 || !stack[0].isTensor())
     throw AtenCallError(qualified(c) + " returned " + std::to_string(stack.size()) +
                         " values; monet takes operators returning one tensor");
@@ -110,6 +111,9 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
     c->saves_input[k] =
         in[k].use_count() > 1 || static_cast<int64_t>(in[k].storage().use_count()) > before[k];
   c->saves_output = !alias && output_storage.use_count() > 0;
+  // The derivative of an operator with several results may keep the others (max's and
+  // sort's indices): a re-run computes them from the input's values.
+  if (c->first_output_only) c->saves_input.assign(in.size(), true);
 }
 
 }  // namespace
@@ -124,6 +128,9 @@ std::shared_ptr<const AtenCall> make_aten_call(
   call->overload = std::move(overload);
   call->arguments = std::move(arguments);
   call->tensor_slots = std::move(tensor_slots);
+  // Several results (values and indices): the caller uses the first alone.
+  if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload}))
+    call->first_output_only = op->schema().returns().size() > 1;
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   return call;
 }

@@ -42,6 +42,9 @@ struct AtenCall {
   /// specialised_operators): every other activation is contiguous.
   std::vector<int64_t> output_strides;
   std::vector<int64_t> output_shape;  // as probed at import
+  /// The operator returns several values of which only the first (a tensor) is used
+  /// (torch.max(x, dim)'s values without their indices): the others are dropped.
+  bool first_output_only = false;
 };
 
 /// Thrown when an operator cannot be called, probed or differentiated; the message names
@@ -63,6 +66,8 @@ at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs
 /// an integer type gets random indices 0 or 1 instead) for its output shape, what its
 /// derivative keeps and whether its output is a view. Throws AtenCallError when the call
 /// fails, returns something other than one floating-point tensor, or has no derivative.
+/// An operator with several results (torch.max(x, dim): values, indices) is called for
+/// its first alone (AtenCall::first_output_only): the caller must use no other.
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,

@@ -69,10 +69,15 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
                               const std::map<size_t, c10::IValue>& overrides) {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
-  if (node->outputs().size() != 1 || !node->output()->type()->cast<c10::TensorType>())
+  bool others_used = false;
+  for (size_t i = 1; i < node->outputs().size(); ++i)
+    others_used = others_used || node->outputs()[i]->hasUses();
+  if (node->outputs().empty() || others_used ||
+      !node->outputs()[0]->type()->cast<c10::TensorType>())
     fail(node, "unsupported operator '" + kind +
-                   "': monet takes operators returning one tensor (several outputs, "
-                   "lists and scalars are not supported)");
+                   "': monet takes operators returning one tensor, or several of which only "
+                   "the first (a tensor) is used (lists, scalars and other results are not "
+                   "supported)");
   std::string name = schema->name();
   std::vector<c10::IValue> arguments;
   std::vector<int> slots;
@@ -127,7 +132,8 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
   }
   const std::string label = kind.substr(6);  // without "aten::"
-  emit(node, OpKind::kAten, std::move(inputs), std::move(a), module, nullptr, label.c_str());
+  emit(node, OpKind::kAten, std::move(inputs), std::move(a), module, node->outputs()[0],
+       label.c_str());
 }
 
 }  // namespace monet::torchscript
