@@ -136,3 +136,25 @@ def test_the_launcher_trains_like_pytorch_ddp(tmp_path):
         worst = max(worst, ((got.double() - ref).abs().max() / ref.abs().max()).item())
     print(f"float32 --nproc 2 against DDP in float64: largest relative error {worst:.3g}")
     assert worst < 1e-4
+
+
+def test_resuming_two_ranks_equals_training_through(tmp_path):
+    """`--resume` restores every rank (weights, momentum, step, data order): 2 + 2 steps
+    give rank 0's weights of 4 uninterrupted steps, exactly."""
+    import torch
+
+    def run(*extra):
+        out = subprocess.run(
+            fault_args(tmp_path, "--nproc", "2", "--master-port", str(free_port()), *extra[1:],
+                       steps=extra[0]),
+            capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+
+    run(4, "--save", str(tmp_path / "through.pt"))
+    run(2, "--checkpoint", str(tmp_path / "c.pt"))
+    run(4, "--resume", str(tmp_path / "c.pt"), "--save", str(tmp_path / "resumed.pt"))
+    through = torch.load(tmp_path / "through.pt")
+    resumed = torch.load(tmp_path / "resumed.pt")
+    assert through.keys() == resumed.keys()
+    for name, t in through.items():
+        assert torch.equal(t, resumed[name]), name
