@@ -37,21 +37,17 @@ AllReduceTiming timing_of(GradientSync sync) {
                                                : AllReduceTiming::kAfterBackward;
 }
 
-void wait(const c10::intrusive_ptr<c10d::Work>& work, std::chrono::milliseconds timeout) {
-  work->wait(timeout);
-}
-
 // Rank 0's text to every rank.
 std::string broadcast_text(c10d::ProcessGroup& group, const std::string& text,
                            std::chrono::milliseconds timeout) {
   c10d::BroadcastOptions opts;
   opts.timeout = timeout;
   std::vector<at::Tensor> size{at::tensor({static_cast<int64_t>(text.size())}, at::kLong)};
-  wait(group.broadcast(size, opts), timeout);
+  group.broadcast(size, opts)->wait(timeout);
   const int64_t n = size[0].item<int64_t>();
   std::vector<at::Tensor> bytes{at::empty({n}, at::kByte)};
   if (group.getRank() == 0) std::memcpy(bytes[0].data_ptr(), text.data(), text.size());
-  wait(group.broadcast(bytes, opts), timeout);
+  group.broadcast(bytes, opts)->wait(timeout);
   return std::string(static_cast<const char*>(bytes[0].data_ptr()), static_cast<size_t>(n));
 }
 
@@ -124,7 +120,7 @@ void broadcast_state(const Model& model, c10d::ProcessGroup& group,
     std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
     c10d::BroadcastOptions opts;
     opts.timeout = timeout;
-    wait(group.broadcast(one, opts), timeout);
+    group.broadcast(one, opts)->wait(timeout);
     if (!one[0].is_same(t)) t.copy_(one[0]);
   }
 }
@@ -236,7 +232,7 @@ int64_t DataParallel::bucket_buffer_bytes() const { return impl_->buckets->buffe
 
 void DataParallel::barrier() {
   try {
-    wait(impl_->pg.group->barrier(), millis(impl_->options.timeout_seconds));
+    impl_->pg.group->barrier()->wait(millis(impl_->options.timeout_seconds));
   } catch (const std::exception& e) {
     throw DistributedError("rank " + std::to_string(rank()) +
                            ": the final barrier failed: " + e.what() + impl_->peers_report(-1));

@@ -42,13 +42,19 @@ LossKind loss_kind_from_name(const std::string& name) {
 
 OpKind loss_op(LossKind kind) { return loss_of(kind).op; }
 
+ImportOptions import_options(const std::string& output, LossKind loss) {
+  ImportOptions o;
+  o.output = output;
+  o.loss = loss_op(loss);
+  if (loss == LossKind::kSequenceCrossEntropy) o.classes = ClassDim::kLast;
+  return o;
+}
+
 ModelConfig model_config(const ModelSpec& s) {
   if (is_traced_model(s)) {
     ModelConfig c;
     c.input_shape = s.input_shape;
-    c.import.output = s.output;
-    c.import.loss = loss_op(s.loss);
-    if (s.loss == LossKind::kSequenceCrossEntropy) c.import.classes = ClassDim::kLast;
+    c.import = import_options(s.output, s.loss);
     c.batch = s.input_shape.empty() ? 0 : s.input_shape[0];
     if (s.input_shape.size() > 2) c.image.assign(s.input_shape.begin() + 2, s.input_shape.end());
     return c;

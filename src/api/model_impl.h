@@ -33,6 +33,8 @@ struct Model::Impl {
 bool is_traced_model(const ModelSpec& spec);
 /// The graph's loss operator for `kind`.
 OpKind loss_op(LossKind kind);
+/// How a traced model is trained on `output` (empty: its first) with `loss`.
+ImportOptions import_options(const std::string& output, LossKind loss);
 /// The ModelConfig `spec` describes (zoo defaults filled in); throws std::invalid_argument
 /// for an unknown zoo model.
 ModelConfig model_config(const ModelSpec& spec);

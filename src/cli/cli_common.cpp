@@ -74,9 +74,7 @@ ModelConfig model_config(const ModelOptions& o) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    c.import.output = o.output;
-    c.import.loss = loss_op(loss);
-    if (loss == LossKind::kSequenceCrossEntropy) c.import.classes = ClassDim::kLast;
+    c.import = import_options(o.output, loss);
     c.import.activations_and_norms = operator_path_from_name(o.operator_path);
     c.batch = c.input_shape[0];
     c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),

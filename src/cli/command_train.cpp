@@ -103,30 +103,21 @@ struct RankContext {
   bool primary() const { return where.rank == 0; }
 };
 
-RankContext rank_context() {
-  RankContext c;
-  if (std::getenv("RANK") == nullptr || std::getenv("WORLD_SIZE") == nullptr) return c;
+// torchrun's variables (unset ones keep Rendezvous's defaults); bad ones are usage errors.
+Rendezvous environment_rendezvous() {
   try {
-    c.where = Rendezvous::from_environment();
+    return Rendezvous::from_environment();
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  c.distributed = c.where.world_size > 1;
-  return c;
 }
 
-// MASTER_ADDR and MASTER_PORT from the environment, where set (for the launcher).
-Rendezvous rank_context_defaults() {
-  Rendezvous r;
-  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) r.master_addr = a;
-  if (const char* p = std::getenv("MASTER_PORT"); p && *p) {
-    try {
-      r.master_port = std::stoi(p);
-    } catch (const std::exception&) {
-      throw UsageError(std::string("MASTER_PORT='") + p + "' is not a port number");
-    }
-  }
-  return r;
+RankContext rank_context() {
+  RankContext c;
+  if (std::getenv("RANK") == nullptr || std::getenv("WORLD_SIZE") == nullptr) return c;
+  c.where = environment_rendezvous();
+  c.distributed = c.where.world_size > 1;
+  return c;
 }
 
 Model load_model(const TrainOptions& o, DataSource& data) {
@@ -324,7 +315,7 @@ int run_train(TrainOptions o) {
     lo.nproc = o.nproc;
     lo.nnodes = o.nnodes;
     lo.node_rank = o.node_rank;
-    const Rendezvous env = rank_context_defaults();
+    const Rendezvous env = environment_rendezvous();  // MASTER_ADDR, MASTER_PORT
     lo.master_addr = o.master_addr.empty() ? env.master_addr : o.master_addr;
     lo.master_port = o.master_port > 0 ? o.master_port : env.master_port;
     return launch_ranks(lo, command_line());

@@ -94,20 +94,16 @@ int Importer::trained_output(const JitValue* output) const {
 }
 
 void Importer::add_loss(int output) {
+  if (options_.loss == OpKind::kCrossEntropyLoss && options_.classes == ClassDim::kLast) {
+    const std::vector<int64_t>& logits = graph_.value(output).shape;
+    if (logits.size() != 3)
+      throw ImportError("'" + path_ + "': sequence cross-entropy needs logits [batch, " +
+                        "positions, classes]; the output has shape " + shape_string(logits));
+    output = classes_second(output);
+  }
   const std::vector<int64_t> shape = graph_.value(output).shape;  // add_input may move values
   if (options_.loss == OpKind::kSumLoss) {
     graph_.add_node(OpKind::kSumLoss, "loss", {output});
-    return;
-  }
-  if (options_.loss == OpKind::kCrossEntropyLoss && options_.classes == ClassDim::kLast) {
-    if (shape.size() != 3)
-      throw ImportError("'" + path_ + "': sequence cross-entropy needs logits [batch, " +
-                        "positions, classes]; the output has shape " + shape_string(shape));
-    output = classes_second(output);
-    const std::vector<int64_t> logits = graph_.value(output).shape;
-    const int t = graph_.add_input("target", cross_entropy_target_shape(logits), at::kLong,
-                                   ValueKind::kTarget);
-    graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {output, t});
     return;
   }
   if (options_.loss == OpKind::kCrossEntropyLoss) {
