@@ -172,7 +172,7 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                                            "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
                                            "swin_t", "vit_tiny", "generic_ops", "unet_gn",
                                            "fcn_resnet50", "deeplabv3_mobilenet_v3_large",
-                                           "gpt_tiny", "first_outputs"),
+                                           "gpt_tiny", "first_outputs", "encoder_tiny"),
                          [](const auto& info) { return info.param; });
 
 // Training through the public API on traced torchvision models: 5 steps of SGD with
@@ -222,6 +222,26 @@ TEST(TorchscriptImport, TinyGptTrainsAsAutogradWithTokenInputsAndTiedWeights) {
     std::printf("gpt_tiny %s float64: largest relative error %.3g (%d of noise only)\n",
                 optimizer_kind_name(kind), err, noise_only);
   }
+}
+
+// The attention of the GPT (matmul, scaling, causal masked_fill, softmax, dropout,
+// matmul) and of torchvision's ViT (q / sqrt(d), bmm, softmax, bmm) becomes one attention
+// node per layer; on the generic operator path it stays unfused.
+TEST(TorchscriptImport, AttentionPatternsBecomeAttentionNodes) {
+  auto attention_nodes = [](const Graph& g) {
+    int count = 0;
+    for (const Node& n : g.nodes()) count += n.op == OpKind::kAttention;
+    return count;
+  };
+  const Imported gpt = import("gpt_tiny");
+  EXPECT_EQ(attention_nodes(gpt.graph), 2);
+  const Imported vit = import("vit_tiny");
+  EXPECT_EQ(attention_nodes(vit.graph), 2);
+  const Imported encoder = import("encoder_tiny");  // nn.TransformerEncoder
+  EXPECT_EQ(attention_nodes(encoder.graph), 2);
+  ImportOptions generic = import_options("gpt_tiny");
+  generic.activations_and_norms = OperatorPath::kGeneric;
+  EXPECT_EQ(attention_nodes(import("gpt_tiny", generic).graph), 0);
 }
 
 TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {

@@ -54,11 +54,14 @@ OTHERS = {
         num_classes=CLASSES), 32, True),
     "unet_gn": (lambda: UNetGN(), 32, True),
     "gpt_tiny": (lambda: TinyGPT(), 16, True),
+    "encoder_tiny": (lambda: EncoderClassifier(), 10, True),
     "first_outputs": (lambda: FirstOutputs(), 16, True),
 }
 # Language models: name -> vocabulary size. Their input is BATCH x image token ids, and
 # they are trained with cross-entropy over the logits [N, T, V] ("sequence_cross_entropy").
 TOKENS = {"gpt_tiny": 64}
+# Models fed sequences of feature vectors [N, T, F]: name -> F (T is the size above).
+SEQUENCES = {"encoder_tiny": 8}
 # Segmentation models (a dict output, {"out": [N, classes, H, W]}): name -> input size.
 # They are trained with per-pixel cross-entropy on "out".
 SEGMENTATION = {"fcn_resnet50": 32, "deeplabv3_mobilenet_v3_large": 32}
@@ -77,6 +80,8 @@ def prepare(model, gen):
     for m in model.modules():
         if isinstance(m, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
             m.p = 0.0
+        if isinstance(m, torch.nn.MultiheadAttention):
+            m.dropout = 0.0
     randomize_batch_norm(model, gen)
 
 
@@ -96,6 +101,8 @@ def write(outdir, name):
     prepare(model, gen)
     if name in TOKENS:
         x = torch.randint(0, TOKENS[name], (BATCH, image), generator=gen)
+    elif name in SEQUENCES:
+        x = torch.randn(BATCH, image, SEQUENCES[name], generator=gen)
     else:
         x = torch.randn(BATCH, 3, image, image, generator=gen)
 
@@ -184,6 +191,22 @@ class GenericOps(torch.nn.Module):
         n, c, h, w = x.shape
         x = x.reshape(n, c, h * w).transpose(1, 2)     # [N, HW, C]
         return self.fc(x.mean(1)) + x.mean()
+
+
+class EncoderClassifier(torch.nn.Module):
+    """An nn.TransformerEncoder classifier: a linear embedding of [N, T, F] features, two
+    encoder layers (nn.MultiheadAttention inside), mean over positions, a linear head."""
+
+    def __init__(self, features=8, dim=16, heads=2, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Linear(features, dim)
+        layer = torch.nn.TransformerEncoderLayer(dim, heads, dim_feedforward=32, dropout=0.1,
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(dim, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)).mean(dim=1))
 
 
 class UNetGN(torch.nn.Module):

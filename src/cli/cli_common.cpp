@@ -46,9 +46,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
                   "tokens [N, T]), mse, bce_with_logits or sum")
       ->capture_default_str();
   cmd->add_option("--operator-path", o.operator_path,
-                  "traced model's activations and batch norms: specialised (their own "
-                  "implementations) or generic (generic ATen nodes, to measure what the "
-                  "specialised ones save; batch norm then keeps no running statistics)")
+                  "traced model's activations, batch norms and attention: specialised (their "
+                  "own implementations; attention patterns become attention nodes) or generic "
+                  "(generic ATen nodes, to measure what the specialised ones save; batch norm "
+                  "then keeps no running statistics)")
       ->check(CLI::IsMember({"specialised", "generic"}))
       ->capture_default_str();
 }

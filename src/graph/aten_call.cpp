@@ -135,13 +135,20 @@ std::shared_ptr<const AtenCall> make_aten_call(
   return call;
 }
 
+namespace {
+
+// Generic operators and attention (its matmuls) take inputs of any strides.
+bool reads_strided_views(OpKind op) { return op == OpKind::kAten || op == OpKind::kAttention; }
+
+}  // namespace
+
 void copy_views_read_by_specialised_operators(Graph& g) {
   for (int id = static_cast<int>(g.nodes().size()) - 1; id >= 0; --id) {
     const Node& n = g.node(id);
     if (n.op != OpKind::kAten || n.attrs.aten->output_strides.empty()) continue;
     const auto& readers = g.value(n.output).consumers;
     if (std::all_of(readers.begin(), readers.end(),
-                    [&](int r) { return g.node(r).op == OpKind::kAten; }))
+                    [&](int r) { return reads_strided_views(g.node(r).op); }))
       continue;
     auto copy = std::make_shared<AtenCall>(*n.attrs.aten);
     copy->output_aliases_input = false;
@@ -164,6 +171,12 @@ std::string describe_aten_call(const AtenCall& c) {
   s << ") saves=[";
   for (size_t k = 0; k < c.saves_input.size(); ++k) s << (k ? "," : "") << c.saves_input[k];
   s << ']' << (c.saves_output ? " saves_output" : "") << (c.output_aliases_input ? " view" : "");
+  return s.str();
+}
+
+std::string describe_constant(const c10::IValue& value) {
+  std::ostringstream s;
+  describe_value(s, value);
   return s.str();
 }
 

@@ -86,4 +86,8 @@ void copy_views_read_by_specialised_operators(Graph& graph);
 /// Deterministic: part of the graph fingerprint.
 std::string describe_aten_call(const AtenCall& call);
 
+/// A constant argument as describe_aten_call writes it (a tensor by shape, dtype and a
+/// hash of its values).
+std::string describe_constant(const c10::IValue& value);
+
 }  // namespace monet

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "graph/aten_call.h"
+#include "graph/attention_spec.h"
 #include "graph/shape_inference.h"
 
 namespace monet {
@@ -259,18 +260,18 @@ int64_t Graph::activation_bytes() const {
 int64_t Graph::constant_bytes() const {
   std::set<const void*> seen;
   int64_t bytes = 0;
+  auto count = [&](const at::Tensor& t) {
+    if (t.defined() && t.has_storage() && seen.insert(t.storage().unsafeGetStorageImpl()).second)
+      bytes += static_cast<int64_t>(t.storage().nbytes());
+  };
   for (const Node& n : nodes_) {
+    if (n.attrs.attention) count(n.attrs.attention->mask_values);
     if (!n.attrs.aten) continue;
     for (const c10::IValue& v : n.attrs.aten->arguments) {
-      std::vector<at::Tensor> tensors;
-      if (v.isTensor()) tensors.push_back(v.toTensor());
+      if (v.isTensor()) count(v.toTensor());
       if (v.isList())
         for (const c10::IValue& e : v.toListRef())
-          if (e.isTensor()) tensors.push_back(e.toTensor());
-      for (const at::Tensor& t : tensors)
-        if (t.defined() && t.has_storage() &&
-            seen.insert(t.storage().unsafeGetStorageImpl()).second)
-          bytes += static_cast<int64_t>(t.storage().nbytes());
+          if (e.isTensor()) count(e.toTensor());
     }
   }
   return bytes;

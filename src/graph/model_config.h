@@ -11,12 +11,13 @@
 namespace monet {
 
 /// Which implementations a traced model's activations (ReLU, ReLU6, hardswish,
-/// hardsigmoid, SiLU, sigmoid) and batch norms get.
+/// hardsigmoid, SiLU, sigmoid), batch norms and attention get.
 enum class OperatorPath {
-  kSpecialised,  // their own operators, with several implementations each (op_impl.h)
+  kSpecialised,  // their own operators, with several implementations each (op_impl.h);
+                 // attention patterns become attention nodes (graph/attention_fusion.h)
   kGeneric,      // generic ATen nodes (aten_call.h): measures what the specialised ones
                  // save; batch norm then normalises with batch statistics and leaves its
-                 // running statistics alone
+                 // running statistics alone; attention stays unfused
 };
 
 const char* operator_path_name(OperatorPath path);  // "specialised", "generic"

@@ -1,6 +1,7 @@
 #include "graph/op_kind.h"
 
 #include "graph/aten_call.h"
+#include "graph/attention_spec.h"
 
 #include <array>
 #include <sstream>
@@ -10,7 +11,7 @@
 namespace monet {
 namespace {
 
-constexpr std::array<std::pair<OpKind, const char*>, 25> kNames = {{
+constexpr std::array<std::pair<OpKind, const char*>, 26> kNames = {{
     {OpKind::kAten, "aten"},
     {OpKind::kConv, "conv"},
     {OpKind::kConvTranspose, "conv_transpose"},
@@ -36,6 +37,7 @@ constexpr std::array<std::pair<OpKind, const char*>, 25> kNames = {{
     {OpKind::kBCEWithLogitsLoss, "bce_with_logits_loss"},
     {OpKind::kMSELoss, "mse_loss"},
     {OpKind::kSumLoss, "sum_loss"},
+    {OpKind::kAttention, "attention"},
 }};
 
 std::string list(const std::vector<int64_t>& v) {
@@ -102,6 +104,9 @@ std::string describe_attrs(OpKind op, const OpAttrs& a) {
       break;
     case OpKind::kAten:
       if (a.aten) s << describe_aten_call(*a.aten);
+      break;
+    case OpKind::kAttention:
+      if (a.attention) s << describe_attention(*a.attention) << " p=" << a.p;
       break;
     default:
       break;

@@ -12,7 +12,8 @@
 
 namespace monet {
 
-struct AtenCall;  // graph/aten_call.h
+struct AtenCall;       // graph/aten_call.h
+struct AttentionSpec;  // graph/attention_spec.h
 
 enum class OpKind {
   kConv,               // inputs: x, weight[, bias]
@@ -39,6 +40,7 @@ enum class OpKind {
   kBCEWithLogitsLoss,  // inputs: logits, target (same shape, float); mean reduction
   kMSELoss,            // inputs: output, target (same shape, float); mean squared error
   kSumLoss,            // inputs: output; its elements summed (no target)
+  kAttention,          // inputs: q, k, v; softmax(scale q kᵀ, masked) v (attrs.attention)
   kAten,               // any other ATen operator: inputs and arguments in attrs.aten
 };
 
@@ -64,7 +66,7 @@ struct OpAttrs {
   int64_t length = 0;                   // slice: entries along dim
   double eps = 1e-5;                    // batch norm
   double momentum = 0.1;                // batch norm running-stat update factor
-  double p = 0.0;                       // dropout probability
+  double p = 0.0;                       // dropout probability (dropout, attention)
   bool ceil_mode = false;               // pooling
   bool count_include_pad = true;        // average pooling
   /// The reference framework (torchvision) runs this op in place on its first input.
@@ -73,6 +75,8 @@ struct OpAttrs {
   /// kAten: the operator, its constant arguments and what its derivative keeps (shared:
   /// copies of a graph share the call, which never changes once imported).
   std::shared_ptr<const AtenCall> aten;
+  /// kAttention: its scale, mask and blocking (shared, as `aten`).
+  std::shared_ptr<const AttentionSpec> attention;
 };
 
 /// The attributes relevant to `op`, as "key=value" pairs in a fixed order. Used for

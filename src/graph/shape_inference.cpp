@@ -1,6 +1,7 @@
 #include "graph/shape_inference.h"
 
 #include "graph/aten_call.h"
+#include "graph/attention_spec.h"
 #include "graph/graph.h"
 
 namespace monet {
@@ -105,6 +106,28 @@ std::vector<int64_t> pool_shape(const std::string& node, const std::vector<const
                      shape_string(x.shape) + "; the input is too small");
     out.push_back(o);
   }
+  return out;
+}
+
+// q [..., T, D], k [..., S, D], v [..., S, Dv] with equal batch dimensions: [..., T, Dv].
+std::vector<int64_t> attention_shape(const std::string& node, const std::vector<const Value*>& in,
+                                     const OpAttrs& a) {
+  expect_arity(node, in, 3, 3);
+  if (!a.attention) fail(node, "an attention node without its specification");
+  const Value &q = *in[0], &k = *in[1], &v = *in[2];
+  for (const Value* x : in) expect_rank(node, *x, 3, 8);
+  const size_t r = q.shape.size();
+  auto batch = [&](const Value& x) {
+    return std::vector<int64_t>(x.shape.begin(), x.shape.end() - 2);
+  };
+  if (k.shape.size() != r || v.shape.size() != r || batch(k) != batch(q) || batch(v) != batch(q) ||
+      k.shape[r - 1] != q.shape[r - 1] || v.shape[r - 2] != k.shape[r - 2])
+    fail(node, "q " + shape_string(q.shape) + ", k " + shape_string(k.shape) + " and v " +
+                   shape_string(v.shape) + " do not fit attention ([..., T, D], [..., S, D], " +
+                   "[..., S, Dv])");
+  if (a.attention->block_rows < 1) fail(node, "attention block_rows must be positive");
+  std::vector<int64_t> out = q.shape;
+  out[r - 1] = v.shape[r - 1];
   return out;
 }
 
@@ -258,6 +281,8 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
     case OpKind::kSumLoss:
       expect_arity(node, in, 1, 1);
       return {};
+    case OpKind::kAttention:
+      return attention_shape(node, in, a);
     case OpKind::kAten:
       // The shape running the operator once at import gave (aten_call.h).
       if (!a.aten) fail(node, "an ATen operator node without its call");

@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/passes/inliner.h>
 
 #include "graph/aten_call.h"
+#include "graph/attention_fusion.h"
 #include "graph/shape_inference.h"
 #include "graph/torchscript_importer.h"
 
@@ -37,6 +38,7 @@ Graph Importer::run() {
     throw ImportError("'" + path_ + "': the traced forward returns " +
                       std::to_string(outputs.size()) + " values");
   add_loss(trained_output(outputs[0]));
+  if (!generic_path()) graph_ = fuse_attention(graph_);
   copy_views_read_by_specialised_operators(graph_);
   graph_.validate();
   return std::move(graph_);

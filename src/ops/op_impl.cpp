@@ -124,6 +124,13 @@ std::vector<ForwardImplInfo> operator_forward_impls(const Graph& g, const Node& 
                                 "keeps nothing; backward regenerates the noise")};
     case OpKind::kAten:
       return aten_forward_impls(n);
+    case OpKind::kAttention:
+      return {make_forward_impl("materialised", false, true,
+                                "keeps the probabilities [..., T, S], as unfused attention does"),
+              make_forward_impl("chunked", false, false,
+                                "query rows in blocks (attention_spec.h), keeps nothing"),
+              make_forward_impl("lse", false, true,
+                                "query rows in blocks, keeps the rows' log-sum-exp [..., T]")};
     case OpKind::kFlatten: {
       auto view = make_forward_impl("default", false, false, "a view of the input (no copy)");
       view.output_aliases_input = true;
@@ -255,6 +262,19 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
                                  "from the logits and targets")};
     case OpKind::kAten:
       return aten_backward_impls(g, n);
+    case OpKind::kAttention: {
+      std::vector<int> qkv;
+      for (int k = 0; k < 3; ++k)
+        if (g.value(n.inputs[k]).kind == ValueKind::kActivation) qkv.push_back(k);
+      return {make_backward_impl("probabilities", P::kAll, qkv, false, true,
+                                 "from q, k, v and the kept probabilities", {"materialised"}),
+              make_backward_impl("recompute", P::kAll, qkv, false, false,
+                                 "recomputes the probabilities from q and k, block by block"),
+              make_backward_impl("recompute_lse", P::kAll, qkv, false, true,
+                                 "recomputes the probabilities block by block from q, k and "
+                                 "the kept log-sum-exp",
+                                 {"lse"})};
+    }
     case OpKind::kAdd:
     case OpKind::kCat:
     case OpKind::kFlatten: {
@@ -364,6 +384,15 @@ int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& for
     }
     case OpKind::kAten:
       return aten_intermediate_bytes(g, n, forward_impl);
+    case OpKind::kAttention: {
+      // The probabilities [..., T, S], or one log-sum-exp per query row [..., T].
+      const Value& q = g.value(n.inputs[0]);
+      const int64_t rows = q.numel() / q.shape.back();
+      const int64_t s = g.value(n.inputs[1]).shape[q.shape.size() - 2];
+      const int64_t element = static_cast<int64_t>(c10::elementSize(q.dtype));
+      if (forward_impl == "materialised") return rows * s * element;
+      return forward_impl == "lse" ? rows * element : 0;
+    }
     default:
       return 0;
   }

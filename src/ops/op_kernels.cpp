@@ -113,6 +113,9 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
     case OpKind::kAten:
       out = kernels::aten_forward(n, impl, in, state);
       break;
+    case OpKind::kAttention:
+      out = kernels::attention_forward(n, impl, in, state, training);
+      break;
   }
   state.computed = true;
   if (!impl.inplace && !impl.output_aliases_input) out.output = tight(std::move(out.output));
@@ -219,6 +222,8 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
     }
     case OpKind::kAten:
       return kernels::aten_backward(g, n, impl, a, state);
+    case OpKind::kAttention:
+      return kernels::attention_backward(n, impl, a, state);
   }
   throw std::logic_error(std::string("run_backward: no backward for ") + op_name(n.op));
 }

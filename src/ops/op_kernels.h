@@ -101,6 +101,19 @@ ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
 /// they are views; the specialised implementations use ATen's derivatives.
 std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                       const BackwardArgs& a, const NodeState& state);
+/// Attention (attention_kernels.cpp): "materialised" keeps the probabilities, "chunked"
+/// and "lse" run the query rows in blocks of AttentionSpec::block_rows (lse also keeps
+/// each row's log-sum-exp); the backwards read the probabilities or recompute them block
+/// by block. Dropout noise is drawn per query row (seeded by the node's seed and the row),
+/// so every implementation and the reference draw the same noise.
+ForwardOutput attention_forward(const Node& n, const ForwardImplInfo& impl,
+                                const std::vector<at::Tensor>& in, const NodeState& state,
+                                bool training);
+std::vector<at::Tensor> attention_backward(const Node& n, const BackwardImplInfo& impl,
+                                           const BackwardArgs& a, const NodeState& state);
+/// The differentiable reference: the unfused computation on whole rows.
+at::Tensor attention_reference(const Node& n, const std::vector<at::Tensor>& in, bool training,
+                               uint64_t seed);
 /// Layer and group norm (norm_kernels.cpp): statistics kept in `state` by the first
 /// forward; backward from the input or the output.
 ForwardOutput norm_forward(const Node& n, const std::vector<at::Tensor>& in, NodeState& state);

@@ -61,6 +61,8 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
       return in[0].sum();
     case OpKind::kAten:
       return call_aten(*a.aten, in);
+    case OpKind::kAttention:
+      return kernels::attention_reference(n, in, training, node_seed(iteration_seed, n.id));
   }
   throw std::logic_error(std::string("reference_forward: no forward for ") + op_name(n.op));
 }
