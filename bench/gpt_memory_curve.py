@@ -13,10 +13,8 @@ Usage: PYTHONPATH=build/python bench/gpt_memory_curve.py [--layers 6] [--width 5
            [--budgets 0.3,0.5,0.7,0.9] [--iters 2] [--time-limit 60] [--json FILE]
 """
 import argparse
-import json
 import logging
 import os
-import statistics
 import sys
 
 import torch
@@ -24,7 +22,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 
 import monet
-from interleaved_steps import measure_interleaved
+from interleaved_steps import budget_curve
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from make_import_fixtures import TinyGPT  # noqa: E402
@@ -66,38 +64,11 @@ def main():
     before = monet.current_memory()
     torch.manual_seed(0)
     model = TinyGPT(a.vocab, a.width, a.heads, a.layers, a.seq).train()
-    methods = {"pytorch": model, "checkpoint": checkpointed(model)}
-    plans = {}
-    for ratio in a.budgets.split(","):
-        try:
-            fast = monet.optimize(model, x, budget=ratio + "x", optimizer="sgd-momentum",
-                                  time_limit=a.time_limit)
-        except monet.BudgetTooSmall as e:
-            print(f"monet {ratio}x: no plan (smallest budget {e.smallest_budget} B)", flush=True)
-            continue
-        print(f"monet {ratio}x: {fast.plan}", flush=True)
-        methods[f"monet {ratio}x"] = fast
-        plans[f"monet {ratio}x"] = fast.plan
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    peaks, seconds = measure_interleaved(
-        methods, lambda forward: F.cross_entropy(forward(x).transpose(1, 2), y), opt, a.iters,
-        before, log=True)
-    config = {k: getattr(a, k) for k in ("layers", "width", "heads", "seq", "batch", "vocab")}
-    result = {"config": config, "threads": torch.get_num_threads(), "methods": {}}
-    base_peak, base_s = peaks["pytorch"], statistics.median(seconds["pytorch"])
-    print("| method | step peak (B) | of PyTorch's | s/step | overhead | within budget |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name in methods:
-        s = statistics.median(seconds[name])
-        budget = plans[name].budget if name in plans else None
-        result["methods"][name] = {"peak_bytes": peaks[name], "median_seconds": s,
-                                   "budget_bytes": budget}
-        within = "" if budget is None else ("yes" if peaks[name] <= budget else "NO")
-        print(f"| {name} | {peaks[name]} | {peaks[name] / base_peak:.3f} | {s:.2f} | "
-              f"{s / base_s - 1:+.1%} | {within} |")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=2)
+    budget_curve(model, x, lambda forward: F.cross_entropy(forward(x).transpose(1, 2), y),
+                 {"checkpoint": checkpointed(model)}, a.budgets.split(","), a.time_limit,
+                 a.iters, before,
+                 {k: getattr(a, k) for k in ("layers", "width", "heads", "seq", "batch", "vocab")},
+                 a.json)
 
 
 if __name__ == "__main__":

@@ -30,3 +30,46 @@ def measure_interleaved(methods, loss_of, optimizer, rounds, before, log=False):
                 print(f"round {i} {name}: {elapsed:.2f} s, "
                       f"peak {(m.peak_bytes - before) / (1 << 20):.1f} MiB", flush=True)
     return peaks, seconds
+
+
+def budget_curve(model, example, loss_of, peers, budgets, time_limit, rounds, before, config,
+                 json_path=None):
+    """monet.optimize(model) at every budget ratio in `budgets` (strings, "0.5"), then the
+    training steps of plain PyTorch, of each of `peers` (name -> forward) and of monet at
+    every budget with a plan, interleaved (SGD-momentum, shared by all). Prints a markdown
+    table (peak, its ratio to PyTorch's, median s/step, overhead, within the budget) and
+    writes the figures, with `config`, to `json_path` when given."""
+    import json
+    import statistics
+
+    import torch
+
+    methods = {"pytorch": model, **peers}
+    plans = {}
+    for ratio in budgets:
+        try:
+            fast = monet.optimize(model, example, budget=ratio + "x", optimizer="sgd-momentum",
+                                  time_limit=time_limit)
+        except monet.BudgetTooSmall as e:
+            print(f"monet {ratio}x: no plan (smallest budget {e.smallest_budget} B)", flush=True)
+            continue
+        print(f"monet {ratio}x: {fast.plan}", flush=True)
+        methods[f"monet {ratio}x"] = fast
+        plans[f"monet {ratio}x"] = fast.plan
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    peaks, seconds = measure_interleaved(methods, loss_of, opt, rounds, before, log=True)
+    result = {"config": config, "threads": torch.get_num_threads(), "methods": {}}
+    base_peak, base_s = peaks["pytorch"], statistics.median(seconds["pytorch"])
+    print("| method | step peak (B) | of PyTorch's | s/step | overhead | within budget |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name in methods:
+        s = statistics.median(seconds[name])
+        budget = plans[name].budget if name in plans else None
+        result["methods"][name] = {"peak_bytes": peaks[name], "median_seconds": s,
+                                   "budget_bytes": budget}
+        within = "" if budget is None else ("yes" if peaks[name] <= budget else "NO")
+        print(f"| {name} | {peaks[name]} | {peaks[name] / base_peak:.3f} | {s:.2f} | "
+              f"{s / base_s - 1:+.1%} | {within} |")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=2)

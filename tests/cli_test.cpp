@@ -134,6 +134,28 @@ TEST(Cli, PlanRunVerify) {
   }
 }
 
+// `show --plan`: the plan's model, with each operator's first forward, recomputations
+// and backward implementations.
+TEST(Cli, ShowWithAPlanListsWhatThePlanChoseForEachOperator) {
+  const std::string plan = temp_path("show_chen.json");
+  const CliRun p = monet(std::string("plan ") + kTinyModel + " --planner chen -o " + plan);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const CliRun j = monet("show --plan " + plan + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc.at("plan"), plan);
+  int recomputed = 0;
+  for (const auto& op : doc.at("operators")) {
+    EXPECT_FALSE(op.at("plan").at("forward").get<std::string>().empty()) << op.at("name");
+    recomputed += op.at("plan").at("recomputed").get<int>();
+  }
+  EXPECT_GT(recomputed, 0) << "Chen's plan recomputes between its checkpoints";
+  const CliRun t = monet("show --plan " + plan);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("recomputed"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("layer1.0.conv1"), std::string::npos) << t.out;
+}
+
 // Budgeted planners: chain checkpointing alone, and monet, whose --json reports the
 // memory floor, where its plan comes from and when a plan within the budget was known.
 TEST(Cli, ChainAndMonetPlansWithinTheBudgetReportTheFloor) {
@@ -269,6 +291,7 @@ TEST(Cli, BadInputGivesOneLineAndExitCode2) {
   expect_usage_error("show --model vgg16 --image 8", "too small");
   expect_usage_error("show --model resnet50 --width 0", "--width");
   expect_usage_error("show", "--model");
+  expect_usage_error("show --model resnet18 --plan p.json", "not both");
   expect_usage_error("", "subcommand");
   expect_usage_error("show --model resnet18 --loss mse", "--operator-path apply to traced models");
   expect_usage_error("show --model resnet18 --model-output out", "apply to traced models");

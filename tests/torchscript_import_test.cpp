@@ -310,6 +310,10 @@ TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
   read_plan_model(plan_to_json(g, plan), &model, &config);
   EXPECT_EQ(config.import.output, "out");
   EXPECT_EQ(config.import.loss, OpKind::kSumLoss);
+  EXPECT_EQ(config.import.classes, ClassDim::kSecond);
+  plan.config.import = {"", OpKind::kCrossEntropyLoss, ClassDim::kLast};  // a language model
+  read_plan_model(plan_to_json(g, plan), &model, &config);
+  EXPECT_EQ(config.import.classes, ClassDim::kLast);
   const ModelSpec spec{kDir + "/unet_gn.pt", 2, {}, 1.0, 0, {2, 3, 32, 32}, "", LossKind::kMSE};
   const Model m = Model::load(spec);
   EXPECT_EQ(m.target_dtype(), torch::kFloat);

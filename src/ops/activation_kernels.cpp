@@ -1,7 +1,7 @@
 // ReLU / ReLU6 (in place or not; backward from input, output or a 1-bit sign mask),
 // the smooth activations (hardswish, hardsigmoid, SiLU, sigmoid; backward from the input,
-// or from the output where it determines the derivative) and dropout (noise kept, or
-// regenerated from the node's seed).
+// or from the output where it determines the derivative) and dropout (noise kept, a
+// 1-bit mask of the kept elements kept, or the noise regenerated from the node's seed).
 #include "ops/bit_mask.h"
 #include "ops/op_kernels.h"
 
@@ -97,11 +97,16 @@ std::vector<at::Tensor> smooth_activation_backward(const Node& n, const Backward
 
 ForwardOutput dropout_forward(const Node& n, const ForwardImplInfo& impl, const at::Tensor& x,
                               const NodeState& state, bool training) {
-  if (!training || n.attrs.p == 0)
-    return {x.clone(), impl.emits_intermediate ? at::ones_like(x) : at::Tensor()};
+  const bool mask = impl.name == "mask";
+  if (!training || n.attrs.p == 0) {
+    if (!impl.emits_intermediate) return {x.clone(), at::Tensor()};
+    return {x.clone(),
+            mask ? pack_bits(at::ones(x.sizes(), x.options().dtype(at::kBool))) : at::ones_like(x)};
+  }
   at::Tensor noise = dropout_noise(x.sizes(), n.attrs.p, state.seed);
   at::Tensor y = x * noise;
-  return {y, impl.emits_intermediate ? noise : at::Tensor()};
+  if (!impl.emits_intermediate) return {y, at::Tensor()};
+  return {y, mask ? pack_bits(noise != 0) : noise};
 }
 
 std::vector<at::Tensor> dropout_backward(const Node& n, const BackwardImplInfo& impl,
@@ -110,6 +115,11 @@ std::vector<at::Tensor> dropout_backward(const Node& n, const BackwardImplInfo& 
   if (!a.needs_grad[0]) return grads;
   if (impl.name == "noise") {
     grads[0] = a.grad_output * a.intermediate;
+  } else if (impl.name == "mask") {
+    // The noise again, as dropout_noise computes it: kept / (1 - p).
+    const at::Tensor kept = unpack_bits(a.intermediate, a.grad_output.sizes());
+    grads[0] = n.attrs.p == 0 ? a.grad_output.clone()
+                              : a.grad_output * kept.to(at::kFloat).div_(1 - n.attrs.p);
   } else {
     grads[0] = n.attrs.p == 0
                    ? a.grad_output.clone()

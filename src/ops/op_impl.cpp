@@ -121,7 +121,9 @@ std::vector<ForwardImplInfo> operator_forward_impls(const Graph& g, const Node& 
       return {make_forward_impl("default", false, true,
                                 "keeps the scaled noise tensor, as PyTorch does"),
               make_forward_impl("reseed", false, false,
-                                "keeps nothing; backward regenerates the noise")};
+                                "keeps nothing; backward regenerates the noise"),
+              make_forward_impl("mask", false, true,
+                                "keeps which elements were kept, 1 bit an element")};
     case OpKind::kAten:
       return aten_forward_impls(n);
     case OpKind::kAttention:
@@ -254,7 +256,9 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
       return {make_backward_impl("noise", P::kAll, {}, false, true, "from the kept noise tensor",
                                  {"default"}),
               make_backward_impl("reseed", P::kAll, {}, false, false,
-                                 "regenerates the noise from its seed")};
+                                 "regenerates the noise from its seed"),
+              make_backward_impl("mask", P::kAll, {}, false, true,
+                                 "from the 1-bit mask of kept elements", {"mask"})};
     case OpKind::kCrossEntropyLoss:
     case OpKind::kBCEWithLogitsLoss:
     case OpKind::kMSELoss:
@@ -373,7 +377,7 @@ int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& for
     case OpKind::kMaxPool:
       return forward_impl == "argmax8" ? out.numel() : out.numel() * 8;
     case OpKind::kDropout:
-      return out.bytes();
+      return forward_impl == "mask" ? packed_bits_bytes(out.numel()) : out.bytes();
     case OpKind::kConv: {
       const Value& x = g.value(n.inputs[0]);
       if (forward_impl == "half_input") return x.numel() * 2;

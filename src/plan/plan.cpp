@@ -47,6 +47,7 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
   if (!plan.config.import.output.empty()) model["output"] = plan.config.import.output;
   if (plan.config.import.loss != OpKind::kCrossEntropyLoss)
     model["loss"] = op_name(plan.config.import.loss);
+  if (plan.config.import.classes == ClassDim::kLast) model["class_dim"] = "last";
   if (plan.config.import.activations_and_norms != OperatorPath::kSpecialised)
     model["operator_path"] = operator_path_name(plan.config.import.activations_and_norms);
   return {{"format", "monet-plan-1"}, {"graph", g.name()},
@@ -71,6 +72,10 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     config->import.loss = op_from_name(loss);
     if (!is_loss(config->import.loss))
       throw PlanError("not a monet plan: '" + loss + "' is no loss");
+    const std::string class_dim = m.value("class_dim", "second");
+    if (class_dim != "second" && class_dim != "last")
+      throw PlanError("not a monet plan: class_dim '" + class_dim + "' is neither second nor last");
+    config->import.classes = class_dim == "last" ? ClassDim::kLast : ClassDim::kSecond;
     config->import.activations_and_norms = operator_path_from_name(
         m.value("operator_path", operator_path_name(OperatorPath::kSpecialised)));
   } catch (const nlohmann::json::exception& e) {
