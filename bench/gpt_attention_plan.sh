@@ -35,14 +35,19 @@ with torch.no_grad():
 PY
 row="$root/bench/plan_run_row.py"
 /usr/bin/python3 "$row" --header "budget"
+planned=()
 for b in $budgets; do
   plan="$out/plan-$b.json"
-  "$monet" plan --model "$model" --input-shape "$batch,$seq" --loss sequence_cross_entropy \
-           --budget "$b" --time-limit "$limit" --json -o "$plan" > "$out/plan-$b.out"
+  if ! "$monet" plan --model "$model" --input-shape "$batch,$seq" --loss sequence_cross_entropy \
+           --budget "$b" --time-limit "$limit" --json -o "$plan" > "$out/plan-$b.out"; then
+    echo "| $b | no plan within ${limit} s (see the planner's message above) |"
+    continue
+  fi
   "$monet" run --plan "$plan" --iters 3 --warmup 1 --json > "$out/run-$b.json"
   /usr/bin/python3 "$row" "$b" "$out/plan-$b.out" "$out/run-$b.json"
+  planned+=("$b")
 done
-for b in $budgets; do
+for b in "${planned[@]}"; do
   echo "plan at $b: attention nodes"
   "$monet" show --plan "$out/plan-$b.json" | grep -E "^#|attention  "
 done

@@ -244,6 +244,18 @@ TEST(TorchscriptImport, AttentionPatternsBecomeAttentionNodes) {
   EXPECT_EQ(attention_nodes(import("gpt_tiny", generic).graph), 0);
 }
 
+// The autograd baseline (the reference forward under LibTorch autograd) runs traced
+// attention too: nn.MultiheadAttention's heads are views of slices that PyTorch made
+// contiguous first, and a MONeT plan's gradients equal the baseline's.
+TEST(TorchscriptImport, AutogradBaselineRunsTracedAttention) {
+  MemoryTracker::install();
+  for (const char* name : {"vit_tiny", "encoder_tiny", "gpt_tiny"}) {
+    const Imported m = import(name);
+    EXPECT_LT(testing::max_gradient_error(m.graph, store_all_plan(m.graph)), 1e-9) << name;
+    EXPECT_LT(testing::max_gradient_error(m.graph, chen_plan(m.graph)), 1e-9) << name;
+  }
+}
+
 TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {
   const Imported m = import("mobilenet_v3_small");
   int se_scales = 0;

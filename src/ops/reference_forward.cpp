@@ -4,6 +4,25 @@
 #include "ops/op_kernels.h"
 
 namespace monet {
+namespace {
+
+// A generic call. A view the importer probed on a contiguous input (the executor's
+// slices are copies) may be impossible on the reference's slice, a strided view as
+// torch.chunk gives: then the view is taken of a contiguous copy, as the traced code
+// did (nn.MultiheadAttention's `.contiguous()` before its `view`, folded at import).
+at::Tensor reference_aten(const AtenCall& call, const std::vector<at::Tensor>& in) {
+  if (!call.output_aliases_input) return call_aten(call, in);
+  try {
+    return call_aten(call, in);
+  } catch (const c10::Error&) {
+    std::vector<at::Tensor> dense = in;
+    dense[0] = dense[0].contiguous();
+    return call_aten(call, dense);
+  }
+}
+
+}  // namespace
+
 at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, bool training,
                              uint64_t iteration_seed) {
   const auto& a = n.attrs;
@@ -60,7 +79,7 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
     case OpKind::kSumLoss:
       return in[0].sum();
     case OpKind::kAten:
-      return call_aten(*a.aten, in);
+      return reference_aten(*a.aten, in);
     case OpKind::kAttention:
       return kernels::attention_reference(n, in, training, node_seed(iteration_seed, n.id));
   }
