@@ -61,6 +61,7 @@ py::dict report_dict(const monet::PlanReport& r) {
   d["solver_gap"] = r.solver_gap;
   d["from_cache"] = r.from_cache;
   d["plan_path"] = r.plan_path;
+  d["lossy_forwards"] = r.lossy_forwards;
   return d;
 }
 
@@ -77,16 +78,18 @@ void bind_model(py::module_& m) {
       .def_static(
           "load_traced",
           [](const std::string& path, const std::vector<int64_t>& input_shape,
-             const std::string& output, const std::string& loss) {
+             const std::string& output, const std::string& loss, bool lossy) {
             monet::ModelSpec spec;
             spec.model = path;
             spec.input_shape = input_shape;
             spec.output = output;
             spec.loss = monet::loss_kind_from_name(loss);
+            spec.lossy = lossy ? monet::LossyImplementations::kOffered
+                               : monet::LossyImplementations::kExcluded;
             return monet::Model::load(spec);
           },
           py::arg("path"), py::arg("input_shape"), py::arg("output") = "", py::arg("loss") = "sum",
-          py::call_guard<py::gil_scoped_release>())
+          py::arg("lossy") = false, py::call_guard<py::gil_scoped_release>())
       .def("share_tensors", &monet::Model::share_tensors, py::arg("tensors"))
       .def("named_parameters", &monet::Model::named_parameters)
       .def("named_buffers", &monet::Model::named_buffers)

@@ -243,3 +243,78 @@ TEST(AtenOps, PlannerChoosesOutputOrMaskBackwardsUnderATightBudget) {
 
 }  // namespace
 }  // namespace monet
+
+namespace monet {
+namespace {
+
+// conv, GELU (tanh approximation), pooling, linear: with `lossy` offered or not.
+Graph gelu_graph(LossyImplementations lossy) {
+  GraphBuilder b("gelu");
+  const int x = b.input("input", {2, 3, 8, 8});
+  const int h = b.conv(x, "conv", {6, {3}, 1, 1, 1, true, default_init()});
+  OpAttrs a;
+  a.aten = make_aten_call("aten::gelu", "", {c10::IValue(), std::string("tanh")}, {0},
+                          {b.graph().value(h).shape}, {true});
+  a.lossy = lossy;
+  const int g = b.graph().add_node(OpKind::kAten, "gelu", {h}, a);
+  const int head = b.flatten(b.adaptive_avg_pool(g, "pool", {1, 1}), "flatten");
+  b.cross_entropy(b.linear(head, "fc", 3), b.class_target("target", 2));
+  return b.finish();
+}
+
+const Node& node_named(const Graph& g, const std::string& name) {
+  for (const Node& n : g.nodes())
+    if (n.name == name) return n;
+  throw std::logic_error("no node " + name);
+}
+
+// The few-bit GELU backward is offered only where lossy implementations are, is marked
+// lossy, keeps 4 bits an element, and its gradient error is reported, not hidden.
+TEST(AtenOps, LossyGeluIsOfferedOnlyWhenAskedAndItsErrorIsReported) {
+  MemoryTracker::install();
+  const Graph exact = gelu_graph(LossyImplementations::kExcluded);
+  for (const auto& f : forward_impls(exact, node_named(exact, "gelu")))
+    EXPECT_FALSE(f.lossy) << f.name;
+  const Graph g = gelu_graph(LossyImplementations::kOffered);
+  EXPECT_NE(g.fingerprint(), exact.fingerprint());
+  const Node& gelu = node_named(g, "gelu");
+  const ForwardImplInfo f = find_forward_impl(forward_impls(g, gelu), gelu, "lossy_4bit");
+  EXPECT_TRUE(f.lossy);
+  EXPECT_EQ(intermediate_bytes(g, gelu, "lossy_4bit"), 2 * 6 * 8 * 8 / 2);
+  NodeState state;
+  const at::Tensor x = at::linspace(-5, 5, 2 * 6 * 8 * 8).view({2, 6, 8, 8});
+  const ForwardOutput out = run_forward(g, gelu, f, {x}, state, true);
+  EXPECT_EQ(static_cast<int64_t>(out.intermediate.nbytes()),
+            intermediate_bytes(g, gelu, "lossy_4bit"));
+  // The piecewise-constant derivative against GELU's: close, not equal.
+  BackwardArgs args;
+  args.grad_output = at::ones_like(x);
+  args.inputs = {at::Tensor()};
+  args.intermediate = out.intermediate;
+  args.needs_grad = {true};
+  const BackwardImplInfo b =
+      find_backward_impl(backward_impls(g, gelu), gelu, BackwardPart::kAll, "lossy_4bit");
+  const at::Tensor approx = run_backward(g, gelu, b, args, state)[0];
+  const double derivative_error =
+      (approx - at::gelu_backward(at::ones_like(x), x, "tanh")).abs().max().item<double>();
+  // At most about half an interval (6/14) times the derivative's largest slope (0.8).
+  EXPECT_GT(derivative_error, 1e-3);
+  EXPECT_LT(derivative_error, 0.2);
+  // A plan using it: gradients within a few percent of autograd's (reported).
+  Plan plan = store_all_plan(g);
+  for (Instruction& in : plan.program)
+    if (in.node == gelu.id) in.impl = "lossy_4bit";
+  const GradientComparison c =
+      compare_gradients(g, plan, ModelState::initialize(g, 0), make_batch(g, 1), at::kDouble, 7);
+  double worst = 0;
+  for (double e : c.relative_errors) worst = std::max(worst, e);
+  EXPECT_GT(worst, 1e-6) << "the lossy backward should differ from autograd's";
+  EXPECT_LT(worst, 0.2);
+  EXPECT_EQ(lossy_forwards(g, plan), 1);
+  EXPECT_EQ(lossy_forwards(g, store_all_plan(g)), 0);
+  std::cout << "few-bit GELU: largest derivative error " << derivative_error
+            << ", largest relative parameter-gradient error " << worst << " (float64)\n";
+}
+
+}  // namespace
+}  // namespace monet

@@ -293,7 +293,8 @@ TEST(Cli, BadInputGivesOneLineAndExitCode2) {
   expect_usage_error("show", "--model");
   expect_usage_error("show --model resnet18 --plan p.json", "not both");
   expect_usage_error("", "subcommand");
-  expect_usage_error("show --model resnet18 --loss mse", "--operator-path apply to traced models");
+  expect_usage_error("show --model resnet18 --loss mse", "--lossy apply to traced models");
+  expect_usage_error("show --model resnet18 --lossy", "--lossy apply to traced models");
   expect_usage_error("show --model resnet18 --model-output out", "apply to traced models");
   expect_usage_error("show --model m.pt --input-shape 2,3,8,8 --loss hinge",
                      "unknown loss 'hinge' (known: cross_entropy, mse, bce_with_logits, sum, "

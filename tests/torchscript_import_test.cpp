@@ -244,6 +244,24 @@ TEST(TorchscriptImport, AttentionPatternsBecomeAttentionNodes) {
   EXPECT_EQ(attention_nodes(import("gpt_tiny", generic).graph), 0);
 }
 
+// With lossy implementations offered, the GPT's GELUs (and nothing else) offer the
+// few-bit backward.
+TEST(TorchscriptImport, LossyImplementationsAreOfferedOnlyWhenAsked) {
+  auto lossy_nodes = [](const Graph& g) {
+    int count = 0;
+    for (const Node& n : g.nodes()) {
+      bool lossy = false;
+      for (const auto& f : forward_impls(g, n)) lossy = lossy || f.lossy;
+      count += lossy;
+    }
+    return count;
+  };
+  EXPECT_EQ(lossy_nodes(import("gpt_tiny").graph), 0);
+  ImportOptions o = import_options("gpt_tiny");
+  o.lossy = LossyImplementations::kOffered;
+  EXPECT_EQ(lossy_nodes(import("gpt_tiny", o).graph), 2);
+}
+
 // The autograd baseline (the reference forward under LibTorch autograd) runs traced
 // attention too: nn.MultiheadAttention's heads are views of slices that PyTorch made
 // contiguous first, and a MONeT plan's gradients equal the baseline's.
@@ -324,8 +342,10 @@ TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
   EXPECT_EQ(config.import.loss, OpKind::kSumLoss);
   EXPECT_EQ(config.import.classes, ClassDim::kSecond);
   plan.config.import = {"", OpKind::kCrossEntropyLoss, ClassDim::kLast};  // a language model
+  plan.config.import.lossy = LossyImplementations::kOffered;
   read_plan_model(plan_to_json(g, plan), &model, &config);
   EXPECT_EQ(config.import.classes, ClassDim::kLast);
+  EXPECT_EQ(config.import.lossy, LossyImplementations::kOffered);
   const ModelSpec spec{kDir + "/unet_gn.pt", 2, {}, 1.0, 0, {2, 3, 32, 32}, "", LossKind::kMSE};
   const Model m = Model::load(spec);
   EXPECT_EQ(m.target_dtype(), torch::kFloat);

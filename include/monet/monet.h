@@ -37,6 +37,8 @@
 #include <utility>
 #include <vector>
 
+#include "monet/lossy.h"
+
 namespace monet {
 
 /// The loss a traced model is trained with (zoo models have their own).
@@ -67,6 +69,9 @@ struct ModelSpec {
   /// key); empty = the first.
   std::string output;
   LossKind loss = LossKind::kCrossEntropy;  // TorchScript models: the loss
+  /// TorchScript models: whether the planner may use lossy implementations (monet/lossy.h);
+  /// their gradients differ slightly from autograd's.
+  LossyImplementations lossy = LossyImplementations::kExcluded;
 };
 
 /// A traced operator monet cannot import. `operator_name`: e.g. "aten::argmax";
@@ -199,6 +204,9 @@ struct PlanReport {
   double solver_gap = -1;
   bool from_cache = false;  // the plan was read from the plan cache (no solve)
   std::string plan_path;    // the cached plan file, when cached
+  /// Forwards whose implementation is lossy (ModelSpec::lossy offered them): the
+  /// gradients then differ slightly from autograd's. 0 for an exact plan.
+  int lossy_forwards = 0;
 };
 
 /// The whole-step budgets (bytes) a model can be planned for with given PlanOptions

@@ -88,8 +88,9 @@ def _float32_twin(module, example_input):
     return copy.deepcopy(module).float(), x
 
 
-def _import(module, example_input, output):
-    """The C++ model of `module` traced on `example_input`, using the module's tensors."""
+def _import(module, example_input, output, lossy=False):
+    """The C++ model of `module` traced on `example_input`, using the module's tensors;
+    `lossy`: whether its lossy implementations are offered to the planner."""
     if not isinstance(example_input, torch.Tensor):
         raise TypeError("example_input must be one tensor (the batch the model is planned for)")
     traced = _traced(*_float32_twin(module, example_input))
@@ -98,7 +99,7 @@ def _import(module, example_input, output):
     try:
         traced.save(path)
         model = _C.Model.load_traced(path, list(example_input.shape),
-                                     "" if output is None else str(output), "sum")
+                                     "" if output is None else str(output), "sum", bool(lossy))
     finally:
         os.unlink(path)
     tensors = list(module.named_parameters()) + list(module.named_buffers())
@@ -124,6 +125,7 @@ class Plan:
         self.optimizer_bytes = r["optimizer_state_bytes"] + r["optimizer_update_bytes"]
         self.baseline_peak = r["baseline_peak_bytes"] if r["baseline_peak_bytes"] >= 0 else None
         self.from_cache = r["from_cache"]
+        self.lossy_forwards = r["lossy_forwards"]  # > 0: gradients differ from autograd's
         self.fingerprint = model.fingerprint
         self.input_shape = tuple(model.input_shape)
 
@@ -142,7 +144,9 @@ class Plan:
         return (f"monet.Plan(planner={self.planner!r}, budget={budget}, predicted peak "
                 f"{self.predicted_peak / mib:.1f} MiB (store-all "
                 f"{self.store_all_peak / mib:.1f} MiB), overhead "
-                f"{100 * self.predicted_overhead:+.1f}%)")
+                f"{100 * self.predicted_overhead:+.1f}%"
+                + (f", LOSSY: {self.lossy_forwards} lossy forwards" if self.lossy_forwards else "")
+                + ")")
 
 
 class PlanFile:
@@ -175,7 +179,7 @@ def load_plan(path):
 
 def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-momentum",
          weight_decay=0.0, reserved_bytes=0, loss_copies=3, time_limit=60.0, plan=None,
-         output=None, cache_dir=None, use_cache=True, progress=True):
+         output=None, cache_dir=None, use_cache=True, progress=True, lossy=False):
     """Plans a training step of `module` on batches shaped like `example_input`.
 
     budget: the whole step's peak (parameters, gradients, optimizer state, the batch,
@@ -190,14 +194,16 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     time_limit: the planner's limit in seconds. plan: a PlanFile (or path) to run instead
     of planning. output: for a module returning a tuple or dict, the output trained (an
     index or a key; default the first). cache_dir: where profiles and plans are cached
-    (default $MONET_CACHE_DIR or ~/.cache/monet).
+    (default $MONET_CACHE_DIR or ~/.cache/monet). lossy: also offer LOSSY implementations,
+    whose gradients differ slightly from autograd's (GELU's backward from a 4-bit code of
+    its input); the plan's lossy_forwards says how many it uses.
 
     Raises monet.BudgetTooSmall, monet.UnsupportedOperator, monet.PlanMismatch.
     """
     plan_file = plan.path if isinstance(plan, PlanFile) else plan
     options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
                        plan_file, cache_dir, use_cache, progress)
-    model = _import(module, example_input, output)
+    model = _import(module, example_input, output, lossy)
     options["reserved_bytes"] += _loss_bytes(model, loss_copies)
     return Plan(_C.PlannedModel(model, options), model)
 

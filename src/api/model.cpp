@@ -55,6 +55,7 @@ ModelConfig model_config(const ModelSpec& s) {
     ModelConfig c;
     c.input_shape = s.input_shape;
     c.import = import_options(s.output, s.loss);
+    c.import.lossy = s.lossy;
     c.batch = s.input_shape.empty() ? 0 : s.input_shape[0];
     if (s.input_shape.size() > 2) c.image.assign(s.input_shape.begin() + 2, s.input_shape.end());
     return c;
@@ -65,6 +66,11 @@ ModelConfig model_config(const ModelSpec& s) {
   if (!s.output.empty() || s.loss != LossKind::kCrossEntropy)
     throw std::invalid_argument("output and loss apply to traced models (a .pt file); zoo model '" +
                                 s.model + "' has its own loss");
+  if (s.lossy == LossyImplementations::kOffered)
+    throw std::invalid_argument(
+        "lossy implementations apply to traced models (a .pt file); zoo "
+        "model '" +
+        s.model + "' has no operator with one");
   const ModelInfo& info = zoo_model_info(s.model);
   ModelConfig c;
   c.batch = s.batch;

@@ -202,6 +202,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
                           ? std::filesystem::absolute(m.spec.model).lexically_normal().string()
                           : m.spec.model;
   impl_->plan.config = model_config(m.spec);
+  r.lossy_forwards = lossy_forwards(m.graph, impl_->plan);
   if (!have_costs && !cache_dir.empty()) have_costs = read_cached_costs(m.graph, cache_dir, &costs);
   if (have_costs) {
     const SimulationResult sim = simulate(m.graph, impl_->plan, costs);

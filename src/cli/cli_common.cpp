@@ -52,6 +52,9 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
                   "then keeps no running statistics)")
       ->check(CLI::IsMember({"specialised", "generic"}))
       ->capture_default_str();
+  cmd->add_flag("--lossy", o.lossy,
+                "traced model: also offer LOSSY implementations, whose gradients differ "
+                "slightly from autograd's (GELU's backward from a 4-bit code of its input)");
 }
 
 ModelConfig model_config(const ModelOptions& o) {
@@ -77,6 +80,7 @@ ModelConfig model_config(const ModelOptions& o) {
     }
     c.import = import_options(o.output, loss);
     c.import.activations_and_norms = operator_path_from_name(o.operator_path);
+    if (o.lossy) c.import.lossy = LossyImplementations::kOffered;
     c.batch = c.input_shape[0];
     c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),
                    c.input_shape.end());
@@ -85,11 +89,11 @@ ModelConfig model_config(const ModelOptions& o) {
   if (!o.input_shape.empty())
     throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
                      std::string("take --batch and --image"));
-  if (!o.output.empty() || o.loss != "cross_entropy" || o.operator_path != "specialised")
+  if (!o.output.empty() || o.loss != "cross_entropy" || o.operator_path != "specialised" || o.lossy)
     throw UsageError(
-        "--model-output, --loss and --operator-path apply to traced models (--model FILE.pt); zoo "
-        "model " +
-        o.model + " has its own loss");
+        "--model-output, --loss, --operator-path and --lossy apply to traced models (--model "
+        "FILE.pt); zoo model " +
+        o.model + " has its own loss and no lossy implementation");
   try {
     const ModelInfo& info = zoo_model_info(o.model);
     ModelConfig c;
@@ -213,6 +217,7 @@ PlanSummary summarize(const Graph& graph, const Plan& plan) {
     s.recomputations += backward && in.kind == InstrKind::kForward;
     s.frees += in.kind == InstrKind::kFree;
   }
+  s.lossy = lossy_forwards(graph, plan);
   return s;
 }
 

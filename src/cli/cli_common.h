@@ -44,6 +44,7 @@ struct ModelOptions {
   std::string output;       // imported models returning a tuple or dict: the output trained
   std::string loss = "cross_entropy";         // imported models: loss_kind_from_name's names
   std::string operator_path = "specialised";  // imported models: or "generic"
+  bool lossy = false;  // --lossy: imported models may use lossy implementations
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& options, int64_t default_batch = 1);
@@ -81,6 +82,7 @@ LoadedPlan load_plan_file(const std::string& path);
 struct PlanSummary {
   int recomputations = 0;  // forward instructions after the first backward
   int frees = 0;           // explicit free instructions
+  int lossy = 0;           // forward instructions with a lossy implementation
 };
 PlanSummary summarize(const Graph& graph, const Plan& plan);
 

@@ -138,7 +138,8 @@ int run_plan(PlanOptions o) {
                         {"fingerprint", plan.graph_fingerprint},
                         {"instructions", plan.program.size()},
                         {"recomputations", s.recomputations},
-                        {"explicit_frees", s.frees}};
+                        {"explicit_frees", s.frees},
+                        {"lossy_forwards", s.lossy}};
     if (budget > 0) j["budget_bytes"] = budget;
     if (baseline_peak > 0) j["baseline_peak_bytes"] = baseline_peak;
     if (have_costs) {
@@ -155,6 +156,11 @@ int run_plan(PlanOptions o) {
   std::printf("wrote %s: %s plan for %s, %zu instructions (%d recomputations, %d explicit frees)\n",
               o.output.c_str(), plan.planner.c_str(), o.model.model.c_str(), plan.program.size(),
               s.recomputations, s.frees);
+  if (s.lossy > 0)
+    std::printf(
+        "LOSSY         %d forwards use a lossy implementation: gradients differ slightly "
+        "from autograd's (--lossy)\n",
+        s.lossy);
   if (solved)
     std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, gap %.2f%%\n",
                 milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,

@@ -41,6 +41,8 @@ struct ImportOptions {
   /// [N, C, T] by a view node before the loss).
   ClassDim classes = ClassDim::kSecond;
   OperatorPath activations_and_norms = OperatorPath::kSpecialised;
+  /// Whether GELU nodes offer their lossy few-bit backward (ops/few_bit_gelu.h).
+  LossyImplementations lossy = LossyImplementations::kExcluded;
 };
 
 struct ModelConfig {

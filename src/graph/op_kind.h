@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "monet/lossy.h"
+
 namespace monet {
 
 struct AtenCall;       // graph/aten_call.h
@@ -77,6 +79,8 @@ struct OpAttrs {
   std::shared_ptr<const AtenCall> aten;
   /// kAttention: its scale, mask and blocking (shared, as `aten`).
   std::shared_ptr<const AttentionSpec> attention;
+  /// kAten GELU: whether its lossy backward is offered (ImportOptions::lossy).
+  LossyImplementations lossy = LossyImplementations::kExcluded;
 };
 
 /// The attributes relevant to `op`, as "key=value" pairs in a fixed order. Used for

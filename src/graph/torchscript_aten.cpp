@@ -131,6 +131,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   } catch (const AtenCallError& err) {
     fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
   }
+  if (kind == "aten::gelu") a.lossy = options_.lossy;
   const std::string label = kind.substr(6);  // without "aten::"
   emit(node, OpKind::kAten, std::move(inputs), std::move(a), module, node->outputs()[0],
        label.c_str());

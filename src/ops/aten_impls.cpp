@@ -4,6 +4,7 @@
 
 #include "graph/aten_call.h"
 #include "ops/bit_mask.h"
+#include "ops/few_bit_gelu.h"
 
 namespace monet {
 namespace {
@@ -75,6 +76,10 @@ double aten_scalar_argument(const Node& n, size_t position) {
   return n.attrs.aten->arguments.at(position).toScalar().toDouble();
 }
 
+bool offers_lossy_gelu(const Node& n) {
+  return op_of(n) == "aten::gelu" && n.attrs.lossy == LossyImplementations::kOffered;
+}
+
 std::vector<ForwardImplInfo> aten_forward_impls(const Node& n) {
   if (n.attrs.aten->output_aliases_input) {
     auto view = make_forward_impl("view", false, false,
@@ -86,6 +91,12 @@ std::vector<ForwardImplInfo> aten_forward_impls(const Node& n) {
       make_forward_impl("default", false, false, n.attrs.aten->name + " through the dispatcher")};
   if (op_of(n) == "aten::leaky_relu")
     v.push_back(make_forward_impl("mask", false, true, "out of place, plus a 1-bit sign mask"));
+  if (offers_lossy_gelu(n)) {
+    auto codes = make_forward_impl("lossy_4bit", false, true,
+                                   "LOSSY: out of place, plus a 4-bit code of the input");
+    codes.lossy = true;
+    v.push_back(codes);
+  }
   if (is_aten_norm(n))
     v.front().description =
         "ATen's native norm; the first forward keeps the statistics, recomputations reuse them";
@@ -112,7 +123,13 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
                                "from the input and the statistics (native backward)"),
             make_backward_impl("output", P::kAll, {}, true, false,
                                "from the output and the statistics: x_hat = (y - b) / w")};
-  if (op == "aten::gelu") return {input};
+  if (op == "aten::gelu") {
+    if (!offers_lossy_gelu(n)) return {input};
+    return {input, make_backward_impl("lossy_4bit", P::kAll, {}, false, true,
+                                      "LOSSY: a piecewise-constant derivative from the 4-bit "
+                                      "code (few-bit backward)",
+                                      {"lossy_4bit"})};
+  }
   if (op == "aten::elu") {
     if (aten_scalar_argument(n, 1) >= 0) return {input, output};
     return {input};
@@ -131,6 +148,8 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
 int64_t aten_intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {
   if (op_of(n) == "aten::leaky_relu" && forward_impl == "mask")
     return packed_bits_bytes(g.value(n.inputs[0]).numel());
+  if (offers_lossy_gelu(n) && forward_impl == "lossy_4bit")
+    return few_bit_gelu_bytes(g.value(n.inputs[0]).numel());
   return 0;
 }
 

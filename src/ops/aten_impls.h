@@ -6,7 +6,8 @@
 //  - ELU (alpha >= 0): backward from the input (PyTorch's) or from the output;
 //  - leaky ReLU: backward from the input (PyTorch's), from the output (slope >= 0), or
 //    from a 1-bit sign mask a "mask" forward leaves (the derivative is 1 or the slope);
-//  - GELU: backward from the input with ATen's derivative (no re-run);
+//  - GELU: backward from the input with ATen's derivative (no re-run); where lossy
+//    implementations are offered, also from a 4-bit code of the input (few_bit_gelu.h);
 //  - layer norm and group norm: the first forward keeps the statistics for the iteration
 //    (recomputations reuse them, as batch norm's do); backward from the input (ATen's
 //    native backward) or from the output (x_hat = (y - bias) / weight: it needs a weight
@@ -39,6 +40,8 @@ bool is_aten_norm(const Node& node);
 bool is_plain_batched_matmul(const Graph& graph, const Node& node);
 /// softmax without a dtype conversion: its backward needs only the output.
 bool is_plain_softmax(const Node& node);
+/// GELU whose lossy 4-bit backward ("lossy_4bit", ops/few_bit_gelu.h) is offered.
+bool offers_lossy_gelu(const Node& node);
 
 /// A scalar argument of the call (leaky ReLU's slope, ELU's alpha), by schema position.
 double aten_scalar_argument(const Node& node, size_t position);

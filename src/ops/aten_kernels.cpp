@@ -5,6 +5,7 @@
 #include "graph/aten_call.h"
 #include "ops/aten_impls.h"
 #include "ops/bit_mask.h"
+#include "ops/few_bit_gelu.h"
 #include "ops/op_kernels.h"
 
 namespace monet::kernels {
@@ -60,8 +61,11 @@ at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImp
   if (op == "aten::softmax")
     return at::_softmax_backward_data(go, a.output, n.attrs.aten->arguments.at(1).toInt(),
                                       a.output.scalar_type());
-  if (op == "aten::gelu")
-    return at::gelu_backward(go, a.inputs[0], n.attrs.aten->arguments.at(1).toStringRef());
+  if (op == "aten::gelu") {
+    const std::string& approximate = n.attrs.aten->arguments.at(1).toStringRef();
+    if (impl.name == "lossy_4bit") return few_bit_gelu_backward(go, a.intermediate, approximate);
+    return at::gelu_backward(go, a.inputs[0], approximate);
+  }
   if (op == "aten::elu")
     return at::elu_backward(go, aten_scalar_argument(n, 1), aten_scalar_argument(n, 2),
                             aten_scalar_argument(n, 3), from_output,
@@ -95,6 +99,7 @@ ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
     return out;
   }
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
+  if (impl.name == "lossy_4bit") out.intermediate = few_bit_gelu_codes(in[0]);
   // Activations other than views are contiguous, as the probes of views assume.
   out.output = own_storage(call_aten(*n.attrs.aten, in), in).contiguous();
   return out;

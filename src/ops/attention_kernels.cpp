@@ -3,6 +3,7 @@
 // given its probabilities P_b and the output gradient dO_b:
 //   dV += (P_b ∘ M_b)ᵀ dO_b;  dP_b = (dO_b vᵀ) ∘ M_b;  dS_b = P_b ∘ (dP_b - rowsum(P_b ∘ dP_b))
 //   dQ_b = scale dS_b k;       dK += scale dS_bᵀ q_b
+// (the scale applied to the smaller operands: q's rows, dQ_b and dK's terms).
 // (M_b the dropout noise; masked_fill's masked scores get no gradient).
 #include <algorithm>
 
@@ -21,7 +22,8 @@ at::Tensor mask_rows(const at::Tensor& mask, int64_t r0, int64_t rows) {
 // Rows [r0, r0 + rows) of the scaled, masked scores.
 at::Tensor scores(const AttentionSpec& a, const at::Tensor& q, const at::Tensor& k, int64_t r0,
                   int64_t rows) {
-  at::Tensor s = at::matmul(q.narrow(-2, r0, rows), k.transpose(-2, -1)).mul_(a.scale);
+  // The scale goes on q's rows, the smaller operand (rows x D against rows x S).
+  at::Tensor s = at::matmul(q.narrow(-2, r0, rows) * a.scale, k.transpose(-2, -1));
   switch (a.mask) {
     case AttentionMask::kNone:
       break;
@@ -123,20 +125,21 @@ std::vector<at::Tensor> kernels::attention_backward(const Node& n, const Backwar
         grads[2].add_(dv);
     }
     if (!b.needs_grad[0] && !b.needs_grad[1]) continue;
-    at::Tensor ds = at::matmul(go, v.transpose(-2, -1));
-    if (drop) ds.mul_(noise);
-    ds.sub_((p * ds).sum(-1, true)).mul_(p);
+    at::Tensor dp = at::matmul(go, v.transpose(-2, -1));
+    if (drop) dp.mul_(noise);
+    // softmax's backward from its output: P ∘ (dP - rowsum(P ∘ dP)).
+    at::Tensor ds = at::_softmax_backward_data(dp, p, -1, p.scalar_type());
+    dp.reset();
     if (a.mask == AttentionMask::kFill) ds.masked_fill_(mask_rows(a.mask_values, r0, rows), 0.0);
-    ds.mul_(a.scale);
     if (b.needs_grad[0]) {
-      const at::Tensor dq = at::matmul(ds, k);
+      const at::Tensor dq = at::matmul(ds, k).mul_(a.scale);
       if (whole)
         grads[0] = dq;
       else
         grads[0].narrow(-2, r0, rows).copy_(dq);
     }
     if (b.needs_grad[1]) {
-      const at::Tensor dk = at::matmul(ds.transpose(-2, -1), q.narrow(-2, r0, rows));
+      const at::Tensor dk = at::matmul(ds.transpose(-2, -1), q.narrow(-2, r0, rows)).mul_(a.scale);
       if (whole)
         grads[1] = dk;
       else

@@ -55,6 +55,10 @@ void read_plan_model(const nlohmann::json& json, std::string* model, ModelConfig
 /// Throws PlanError naming the instruction at fault.
 Plan plan_from_json(const Graph& graph, const nlohmann::json& json);
 
+/// The forward instructions of `plan` whose implementation is lossy (ForwardImplInfo::lossy:
+/// its backward's gradients differ slightly from autograd's).
+int lossy_forwards(const Graph& graph, const Plan& plan);
+
 /// Whether each value needs a gradient: parameters, and activations computed from them.
 std::vector<bool> values_needing_grad(const Graph& graph);
 /// Nodes whose backward must run (an input needs a gradient).
