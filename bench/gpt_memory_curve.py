@@ -13,7 +13,6 @@ Usage: PYTHONPATH=build/python bench/gpt_memory_curve.py [--layers 6] [--width 5
            [--budgets 0.3,0.5,0.7,0.9] [--iters 2] [--time-limit 60] [--json FILE]
 """
 import argparse
-import logging
 import os
 import sys
 
@@ -22,7 +21,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 
 import monet
-from interleaved_steps import budget_curve
+from interleaved_steps import budget_curve, parse_curve_arguments
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from make_import_fixtures import TinyGPT  # noqa: E402
@@ -51,13 +50,7 @@ def main():
     for name, default in (("layers", 6), ("width", 512), ("heads", 8), ("seq", 256),
                           ("batch", 4), ("vocab", 8192), ("iters", 2)):
         ap.add_argument("--" + name, type=int, default=default)
-    ap.add_argument("--budgets", default="0.3,0.5,0.7,0.9")
-    ap.add_argument("--time-limit", type=float, default=60)
-    ap.add_argument("--json", default=None, help="also write the figures here")
-    a = ap.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-
-    monet.install_memory_tracker()
+    a = parse_curve_arguments(ap, "0.3,0.5,0.7,0.9")
     gen = torch.Generator().manual_seed(1)
     x = torch.randint(0, a.vocab, (a.batch, a.seq), generator=gen)
     y = torch.randint(0, a.vocab, (a.batch, a.seq), generator=gen)

@@ -32,6 +32,21 @@ def measure_interleaved(methods, loss_of, optimizer, rounds, before, log=False):
     return peaks, seconds
 
 
+def parse_curve_arguments(parser, budgets):
+    """Adds budget_curve's options (--budgets, default `budgets`; --time-limit; --json) to
+    `parser`, parses the command line, sends monet's progress to logging and installs
+    monet's tracking allocator (before the caller builds its model). Returns the args."""
+    import logging
+
+    parser.add_argument("--budgets", default=budgets)
+    parser.add_argument("--time-limit", type=float, default=60)
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    monet.install_memory_tracker()
+    return args
+
+
 def budget_curve(model, example, loss_of, peers, budgets, time_limit, rounds, before, config,
                  json_path=None):
     """monet.optimize(model) at every budget ratio in `budgets` (strings, "0.5"), then the

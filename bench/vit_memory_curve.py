@@ -11,7 +11,6 @@ Usage: PYTHONPATH=build/python bench/vit_memory_curve.py [--model vit_b_16] [--b
            [--json FILE]
 """
 import argparse
-import logging
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +18,7 @@ import torch.utils.checkpoint
 import torchvision
 
 import monet
-from interleaved_steps import budget_curve
+from interleaved_steps import budget_curve, parse_curve_arguments
 
 
 def checkpointed(model):
@@ -40,13 +39,7 @@ def main():
     ap.add_argument("--model", default="vit_b_16")
     for name, default in (("batch", 16), ("image", 224), ("iters", 2)):
         ap.add_argument("--" + name, type=int, default=default)
-    ap.add_argument("--budgets", default="0.2,0.3,0.5,0.7,0.9")
-    ap.add_argument("--time-limit", type=float, default=60)
-    ap.add_argument("--json", default=None, help="also write the figures here")
-    a = ap.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-
-    monet.install_memory_tracker()
+    a = parse_curve_arguments(ap, "0.2,0.3,0.5,0.7,0.9")
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(a.batch, 3, a.image, a.image, generator=gen)
     y = torch.randint(0, 1000, (a.batch,), generator=gen)

@@ -8,9 +8,9 @@
 #include "gradient_check.h"
 #include "graph/aten_call.h"
 #include "graph/graph_builder.h"
+#include "halfway_budget.h"
 #include "ops/op_kernels.h"
 #include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "rotated_plan.h"
@@ -227,7 +227,7 @@ TEST(AtenOps, PlannerChoosesOutputOrMaskBackwardsUnderATightBudget) {
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, state, batch);
   MonetOptions o;
-  o.budget_bytes = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+  o.budget_bytes = testing::lean_budget(g, costs);
   o.solver.time_limit_seconds = 10;
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);

@@ -10,9 +10,9 @@
 #include "graph/attention_fusion.h"
 #include "graph/attention_spec.h"
 #include "graph/graph_builder.h"
+#include "halfway_budget.h"
 #include "ops/op_kernels.h"
 #include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "runtime/executor.h"
@@ -201,9 +201,10 @@ TEST(Attention, IntermediatesHaveTheirDeclaredSize) {
     const ForwardOutput out = run_forward(g, a, f, in, state, true);
     EXPECT_EQ(out.output.sizes(), at::IntArrayRef({kBatch, kHeads, kLength, kHeadDim}));
     EXPECT_EQ(f.emits_intermediate, out.intermediate.defined()) << f.name;
-    if (out.intermediate.defined())
+    if (out.intermediate.defined()) {
       EXPECT_EQ(static_cast<int64_t>(out.intermediate.nbytes()), intermediate_bytes(g, a, f.name))
           << f.name;
+    }
   }
   EXPECT_EQ(intermediate_bytes(g, a, "materialised"), kBatch * kHeads * kLength * kLength * 4);
   EXPECT_EQ(intermediate_bytes(g, a, "lse"), kBatch * kHeads * kLength * 4);
@@ -219,7 +220,7 @@ TEST(Attention, PlannerDropsTheProbabilitiesUnderATightBudget) {
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, state, batch);
   MonetOptions o;
-  o.budget_bytes = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+  o.budget_bytes = testing::lean_budget(g, costs);
   o.solver.time_limit_seconds = 10;
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);

@@ -1,6 +1,7 @@
-// halfway_budget: a budget that leaves a planner real work on a tiny model, halfway
-// between the smallest simulated peak of the memory-lean heuristic plans and store-all's
-// (bytes). Both plans fit it, and so do better ones.
+// lean_budget: the smallest simulated peak of the memory-lean heuristic plans (bytes), a
+// tight budget that has a plan. halfway_budget: a budget that leaves a planner real work
+// on a tiny model, halfway between that and store-all's peak. Both plans fit it, and so
+// do better ones.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,13 @@
 
 namespace monet::testing {
 
+inline int64_t lean_budget(const Graph& g, const CostModel& costs) {
+  return simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+}
+
 inline int64_t halfway_budget(const Graph& g, const CostModel& costs) {
   const int64_t all = simulate(g, store_all_plan(g), costs).peak_bytes;
-  const int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
+  const int64_t smallest = lean_budget(g, costs);
   return smallest + (all - smallest) / 2;
 }
 

@@ -1,7 +1,6 @@
 // `monet show`: a model's operators, output shapes, activation bytes, parameter count;
 // with --plan, what a plan does with each operator (its implementations, recomputations).
 #include <cstdio>
-#include <map>
 
 #include "cli/cli_common.h"
 
@@ -23,11 +22,10 @@ struct NodeChoice {
 
 std::vector<NodeChoice> node_choices(const Graph& g, const Plan& plan) {
   std::vector<NodeChoice> c(g.nodes().size());
-  std::vector<int> forwards(g.nodes().size(), 0);
   for (const Instruction& in : plan.program) {
     NodeChoice& n = c[in.node];
     if (in.kind == InstrKind::kForward) {
-      if (forwards[in.node]++ == 0)
+      if (n.forward.empty())
         n.forward = in.impl;
       else
         ++n.recomputed;

@@ -14,9 +14,10 @@
 namespace monet {
 namespace {
 
+// An attention pattern, found from the node computing P @ v (whose place the attention
+// node takes).
 struct Match {
-  int last = -1;          // the node computing P @ v: the attention node takes its place
-  std::set<int> removed;  // nodes the attention node replaces (`last` among them)
+  std::set<int> removed;  // nodes the attention node replaces (P @ v among them)
   int q = -1, k = -1, v = -1;
   AttentionSpec spec;
   double p = 0.0;            // dropout probability
@@ -47,7 +48,7 @@ std::optional<double> number(const c10::IValue& v) {
   return std::nullopt;
 }
 
-// x * c, c * x or x / c with a constant c: the factor, and x's place among the inputs.
+// x * c, c * x or x / c with a constant c: the factor x is multiplied by.
 std::optional<double> scaling(const Graph& g, int node) {
   for (const char* op : {"aten::mul", "aten::div"}) {
     const AtenCall* c = call_of(g, node, op);
@@ -131,7 +132,6 @@ int transposed_last_two(const Graph& g, int node) {
 std::optional<Match> match_at(const Graph& g, int last) {
   if (!matmul(g, last)) return std::nullopt;
   Match m;
-  m.last = last;
   m.removed.insert(last);
   m.v = g.node(last).inputs[1];
   int node = sole_producer(g, g.node(last).inputs[0], last);
@@ -204,9 +204,8 @@ Graph fuse_attention(const Graph& g, const AttentionFusionOptions& options, int*
     }
   if (fused) *fused = static_cast<int>(by_last.size());
   if (by_last.empty()) return g;
-  std::set<std::string> names;
+  std::set<std::string> names;  // node names are their outputs' names
   for (const Value& v : g.values()) names.insert(v.name);
-  for (const Node& n : g.nodes()) names.insert(n.name);
   Graph out(g.name());
   std::vector<int> map(g.values().size(), -1);
   for (const Value& v : g.values()) {
@@ -229,11 +228,11 @@ Graph fuse_attention(const Graph& g, const AttentionFusionOptions& options, int*
     if (match != by_last.end()) {
       const Match& m = match->second;
       auto spec = std::make_shared<AttentionSpec>(m.spec);
-      const std::vector<int64_t>& scores_shape = g.value(m.q).shape;
+      const std::vector<int64_t>& q = g.value(m.q).shape;
       int64_t batch = 1;
-      for (size_t i = 0; i + 2 < scores_shape.size(); ++i) batch *= scores_shape[i];
-      const int64_t t = scores_shape[scores_shape.size() - 2];
-      const int64_t s = g.value(m.k).shape[scores_shape.size() - 2];
+      for (size_t i = 0; i + 2 < q.size(); ++i) batch *= q[i];
+      const int64_t t = q[q.size() - 2];
+      const int64_t s = g.value(m.k).shape[q.size() - 2];
       spec->block_rows = std::clamp<int64_t>(
           options.block_score_bytes / std::max<int64_t>(1, batch * s * 4), 1, t);
       OpAttrs a;

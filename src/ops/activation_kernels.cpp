@@ -116,10 +116,9 @@ std::vector<at::Tensor> dropout_backward(const Node& n, const BackwardImplInfo& 
   if (impl.name == "noise") {
     grads[0] = a.grad_output * a.intermediate;
   } else if (impl.name == "mask") {
-    // The noise again, as dropout_noise computes it: kept / (1 - p).
     const at::Tensor kept = unpack_bits(a.intermediate, a.grad_output.sizes());
     grads[0] = n.attrs.p == 0 ? a.grad_output.clone()
-                              : a.grad_output * kept.to(at::kFloat).div_(1 - n.attrs.p);
+                              : a.grad_output * dropout_scale(kept.to(at::kFloat), n.attrs.p);
   } else {
     grads[0] = n.attrs.p == 0
                    ? a.grad_output.clone()

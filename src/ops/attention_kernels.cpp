@@ -3,8 +3,8 @@
 // given its probabilities P_b and the output gradient dO_b:
 //   dV += (P_b ∘ M_b)ᵀ dO_b;  dP_b = (dO_b vᵀ) ∘ M_b;  dS_b = P_b ∘ (dP_b - rowsum(P_b ∘ dP_b))
 //   dQ_b = scale dS_b k;       dK += scale dS_bᵀ q_b
-// (the scale applied to the smaller operands: q's rows, dQ_b and dK's terms).
-// (M_b the dropout noise; masked_fill's masked scores get no gradient).
+// (M_b the dropout noise; masked_fill's masked scores get no gradient; the scale goes on
+// the smaller operands: q's rows, dQ_b and dK's terms).
 #include <algorithm>
 
 #include "graph/attention_spec.h"
@@ -49,6 +49,14 @@ at::Tensor noise_rows(double p, const at::Tensor& block, int64_t r0, uint64_t se
 }
 
 bool dropping(const Node& n, bool training) { return training && n.attrs.p > 0; }
+
+// sum += term, the first term taken as it is.
+void accumulate(at::Tensor& sum, const at::Tensor& term) {
+  if (sum.defined())
+    sum.add_(term);
+  else
+    sum = term;
+}
 
 std::vector<int64_t> output_shape(const at::Tensor& q, const at::Tensor& v) {
   std::vector<int64_t> shape = q.sizes().vec();
@@ -103,8 +111,6 @@ std::vector<at::Tensor> kernels::attention_backward(const Node& n, const Backwar
   const bool drop = dropping(n, true);
   std::vector<at::Tensor> grads(3);
   if (b.needs_grad[0] && !whole) grads[0] = at::empty(q.sizes(), q.options());
-  if (b.needs_grad[1] && !whole) grads[1] = at::zeros(k.sizes(), k.options());
-  if (b.needs_grad[2] && !whole) grads[2] = at::zeros(v.sizes(), v.options());
   for (int64_t r0 = 0; r0 < t; r0 += block) {
     const int64_t rows = std::min(block, t - r0);
     at::Tensor p;
@@ -117,13 +123,8 @@ std::vector<at::Tensor> kernels::attention_backward(const Node& n, const Backwar
     }
     const at::Tensor go = b.grad_output.narrow(-2, r0, rows);
     const at::Tensor noise = drop ? noise_rows(n.attrs.p, p, r0, state.seed) : at::Tensor();
-    if (b.needs_grad[2]) {
-      const at::Tensor dv = at::matmul((drop ? p * noise : p).transpose(-2, -1), go);
-      if (whole)
-        grads[2] = dv;
-      else
-        grads[2].add_(dv);
-    }
+    if (b.needs_grad[2])
+      accumulate(grads[2], at::matmul((drop ? p * noise : p).transpose(-2, -1), go));
     if (!b.needs_grad[0] && !b.needs_grad[1]) continue;
     at::Tensor dp = at::matmul(go, v.transpose(-2, -1));
     if (drop) dp.mul_(noise);
@@ -138,13 +139,8 @@ std::vector<at::Tensor> kernels::attention_backward(const Node& n, const Backwar
       else
         grads[0].narrow(-2, r0, rows).copy_(dq);
     }
-    if (b.needs_grad[1]) {
-      const at::Tensor dk = at::matmul(ds.transpose(-2, -1), q.narrow(-2, r0, rows)).mul_(a.scale);
-      if (whole)
-        grads[1] = dk;
-      else
-        grads[1].add_(dk);
-    }
+    if (b.needs_grad[1])
+      accumulate(grads[1], at::matmul(ds.transpose(-2, -1), q.narrow(-2, r0, rows)).mul_(a.scale));
   }
   return grads;
 }

@@ -1,7 +1,5 @@
 #include "ops/few_bit_gelu.h"
 
-#include <vector>
-
 namespace monet {
 namespace {
 
@@ -27,15 +25,13 @@ at::Tensor few_bit_gelu_codes(const at::Tensor& x) {
 
 at::Tensor few_bit_gelu_backward(const at::Tensor& grad, const at::Tensor& codes,
                                  const std::string& approximate) {
+  // The derivative's value on each interval: 0, the secant slopes between boundaries, 1.
   const at::Tensor b = boundaries();
   const at::Tensor g = at::gelu(b, approximate);
-  std::vector<double> levels(kIntervals);
-  levels.front() = 0.0;
-  levels.back() = 1.0;
-  for (int i = 1; i + 1 < kIntervals; ++i)
-    levels[i] = (g[i].item<double>() - g[i - 1].item<double>()) /
-                (b[i].item<double>() - b[i - 1].item<double>());
-  const at::Tensor table = at::tensor(levels, grad.options());
+  const at::Tensor slopes = at::diff(g) / at::diff(b);
+  const at::Tensor table =
+      at::cat({at::zeros({1}, b.options()), slopes, at::ones({1}, b.options())})
+          .to(grad.scalar_type());
   const at::Tensor low = codes.bitwise_and(15), high = codes.bitwise_right_shift(4);
   const at::Tensor index = at::stack({low, high}, 1).flatten().narrow(0, 0, grad.numel());
   return grad * table.index_select(0, index.to(at::kLong)).view(grad.sizes());

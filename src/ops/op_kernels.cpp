@@ -18,8 +18,10 @@ uint64_t node_seed(uint64_t iteration_seed, int node_id) {
 
 at::Tensor dropout_noise(at::IntArrayRef shape, double p, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  return at::empty(shape).bernoulli_(1 - p, gen).div_(1 - p);
+  return dropout_scale(at::empty(shape).bernoulli_(1 - p, gen), p);
 }
+
+at::Tensor dropout_scale(at::Tensor kept, double p) { return kept.div_(1 - p); }
 
 namespace {
 

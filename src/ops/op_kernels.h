@@ -26,6 +26,9 @@ struct NodeState {
 /// Dropout's scaled noise, Bernoulli(1 - p) / (1 - p), from a generator seeded with
 /// `seed`: the same seed gives the same noise (recomputation, reference, executor).
 at::Tensor dropout_noise(at::IntArrayRef shape, double p, uint64_t seed);
+/// `kept` (float32, 1 where an element is kept, else 0) made dropout's noise in place:
+/// kept / (1 - p), as dropout_noise computes it.
+at::Tensor dropout_scale(at::Tensor kept, double p);
 
 /// Seed of `node`'s random numbers in the iteration seeded by `iteration_seed`.
 uint64_t node_seed(uint64_t iteration_seed, int node_id);
