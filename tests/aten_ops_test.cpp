@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "base/memory_tracker.h"
 #include "gradient_check.h"
 #include "graph/aten_call.h"
 #include "graph/graph_builder.h"
@@ -14,7 +15,6 @@
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "rotated_plan.h"
-#include "runtime/memory_tracker.h"
 
 namespace monet {
 namespace {

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "base/memory_tracker.h"
 #include "gradient_check.h"
 #include "graph/aten_call.h"
 #include "graph/attention_fusion.h"
@@ -16,7 +17,6 @@
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "runtime/executor.h"
-#include "runtime/memory_tracker.h"
 
 namespace monet {
 namespace {

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "base/memory_tracker.h"
 #include "graph/model_zoo.h"
 #include "halfway_budget.h"
 #include "planner/baseline_plans.h"
@@ -13,7 +14,6 @@
 #include "planner/milp.h"
 #include "planner/monet_program.h"
 #include "quick_profile.h"
-#include "runtime/memory_tracker.h"
 #include "tiny_models.h"
 
 namespace monet {

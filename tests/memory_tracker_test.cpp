@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "runtime/memory_tracker.h"
+#include "base/memory_tracker.h"
 
 namespace monet {
 namespace {

@@ -10,12 +10,12 @@
 #include <functional>
 #include <iostream>
 
+#include "base/memory_tracker.h"
 #include "graph/graph_builder.h"
 #include "plan/plan_validator.h"
 #include "plan/simulator.h"
 #include "planner/monet_program.h"
 #include "quick_profile.h"
-#include "runtime/memory_tracker.h"
 
 namespace monet {
 namespace {

@@ -1,12 +1,12 @@
 // budget_range: what budgets a model can be planned for, from its profiled costs.
 #include "api/model_impl.h"
+#include "base/memory_tracker.h"
 #include "cost/profiler.h"
 #include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
 #include "planner/lean_plans.h"
 #include "planner/memory_floor.h"
-#include "runtime/memory_tracker.h"
 
 namespace monet {
 

@@ -11,6 +11,7 @@
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
 #include "api/planned_model_impl.h"
+#include "base/memory_tracker.h"
 #include "base/progress.h"
 #include "cost/profiler.h"
 #include "plan/plan_validator.h"
@@ -20,7 +21,6 @@
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
 #include "runtime/interleaved_measurement.h"
-#include "runtime/memory_tracker.h"
 
 namespace monet {
 

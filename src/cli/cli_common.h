@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "base/memory_tracker.h"
 #include "cost/cost_model.h"
 #include "graph/graph.h"
 #include "graph/model_config.h"
 #include "plan/plan.h"
 #include "planner/monet_planner.h"
-#include "runtime/memory_tracker.h"
 #include "runtime/model_state.h"
 
 namespace monet::cli {

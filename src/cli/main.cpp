@@ -2,10 +2,10 @@
 // Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input.
 #include <iostream>
 
+#include "base/memory_tracker.h"
 #include "cli/cli_common.h"
 #include "cli/rank_launcher.h"
 #include "graph/graph.h"
-#include "runtime/memory_tracker.h"
 
 int main(int argc, char** argv) {
   // Count every tensor from the first one on.

@@ -13,10 +13,10 @@
 
 #include <unistd.h>
 
+#include "base/memory_tracker.h"
 #include "base/progress.h"
 #include "ops/op_kernels.h"
 #include "plan/plan.h"
-#include "runtime/memory_tracker.h"
 
 namespace monet {
 namespace {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "base/memory_tracker.h"
 #include "graph/graph.h"
 
 namespace monet {
@@ -58,29 +59,75 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
 
 namespace {
 
+// Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry;
+// integer ones as indices 0 or 1), the same on every call.
+std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                                     const std::vector<std::vector<int64_t>>& strides,
+                                     const std::vector<at::ScalarType>& dtypes) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  std::vector<at::Tensor> in;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const bool integral = k < dtypes.size() && at::isIntegralType(dtypes[k], /*includeBool=*/true);
+    in.push_back(integral ? at::randint(0, 2, shapes[k], gen, at::dtype(dtypes[k]))
+                 : k < strides.size() && !strides[k].empty()
+                     ? at::empty_strided(shapes[k], strides[k]).normal_(0, 1, gen)
+                     : at::randn(shapes[k], gen));
+  }
+  return in;
+}
+
+// What a kept autograd node of the call holds (AtenCall::autograd_saved_bytes,
+// autograd_keeps_inputs_by_leaf): the call runs under autograd on leaves of the
+// differentiable inputs, whose storage is then released as the "autograd" forward
+// releases it (ops/autograd_node.h); the memory tracker measures what is left.
+void probe_autograd_node(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
+                         const std::vector<bool>& differentiable,
+                         const std::vector<std::vector<int64_t>>& strides,
+                         const std::vector<at::ScalarType>& dtypes) {
+  MemoryTracker::install();
+  at::AutoGradMode grad_mode(true);
+  std::vector<at::Tensor> in = probe_inputs(shapes, strides, dtypes);
+  std::vector<c10::Storage> storages;
+  for (size_t k = 0; k < in.size(); ++k) {
+    storages.push_back(in[k].storage());
+    if (!differentiable[k]) continue;
+    in[k] = in[k].variable_data();
+    in[k].unsafeGetTensorImpl()->set_allow_tensor_metadata_change(true);
+    in[k].requires_grad_(true);
+  }
+  const int64_t before = MemoryTracker::current();
+  at::Tensor out = call_aten(*c, in);
+  const auto node = out.grad_fn();  // holds the autograd graph
+  bool alias = false;
+  for (const at::Tensor& x : in) alias = alias || out.is_alias_of(x);
+  out.reset();
+  const at::Tensor nothing = at::empty({0});
+  for (size_t k = 0; k < in.size(); ++k)
+    if (differentiable[k]) in[k].unsafeGetTensorImpl()->set_storage_keep_dtype(nothing.storage());
+  c->autograd_keeps_inputs_by_leaf = !alias;
+  for (size_t k = 0; k < in.size(); ++k)
+    if (differentiable[k] && storages[k].use_count() > 1) c->autograd_keeps_inputs_by_leaf = false;
+  c->autograd_saved_bytes = std::max<int64_t>(0, MemoryTracker::current() - before);
+}
+
 // Fills the call's output shape and what its derivative keeps (make_aten_call).
 void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
                      const std::vector<bool>& differentiable,
                      const std::vector<std::vector<int64_t>>& strides,
                      const std::vector<at::ScalarType>& dtypes) {
   at::AutoGradMode grad_mode(true);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
-  std::vector<at::Tensor> in;
+  std::vector<at::Tensor> in = probe_inputs(shapes, strides, dtypes);
   std::vector<int64_t> before;
   bool any = false;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    const bool integral = k < dtypes.size() && at::isIntegralType(dtypes[k], /*includeBool=*/true);
-    at::Tensor x = integral ? at::randint(0, 2, shapes[k], gen, at::dtype(dtypes[k]))  // indices
-                   : k < strides.size() && !strides[k].empty()
-                       ? at::empty_strided(shapes[k], strides[k]).normal_(0, 1, gen)
-                       : at::randn(shapes[k], gen);
+    at::Tensor x = in[k];
     // A differentiable input is passed as a view of a leaf: the leaf's gradient
     // accumulator holds the leaf, so only what the derivative saves holds the view.
     if (differentiable[k]) {
       x = x.requires_grad_(true).view_as(x);
       any = true;
     }
-    in.push_back(x);
+    in[k] = x;
     before.push_back(static_cast<int64_t>(x.storage().use_count()));
   }
   at::Tensor out;
@@ -132,6 +179,8 @@ std::shared_ptr<const AtenCall> make_aten_call(
   if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload}))
     call->first_output_only = op->schema().returns().size() > 1;
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
+  if (!call->output_aliases_input && !call->saves_output)
+    probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   return call;
 }
 

@@ -32,6 +32,15 @@ struct AtenCall {
   /// PyTorch's derivative keeps the output (tanh, exp): every input then matters, since a
   /// backward re-running the operator computes the output from them.
   bool saves_output = false;
+  /// Where the derivative keeps no output and the result is no view: whether the
+  /// operator's autograd graph holds its inputs only through the leaves it ran on (not
+  /// through views or copies of them), so that a kept autograd node
+  /// (ops/autograd_node.h) can hold them by shape only.
+  bool autograd_keeps_inputs_by_leaf = false;
+  /// Bytes the operator's autograd graph holds of its own beyond its inputs (max's
+  /// indices, a mask), measured by the memory tracker when the call was probed (float32
+  /// inputs of the traced shapes).
+  int64_t autograd_saved_bytes = 0;
   /// The output is a view of all of the first input's storage (reshape, view, flatten,
   /// squeeze, unsqueeze, permute, transpose, expand; not select or slice): the node takes
   /// no memory of its own. Probed on inputs laid out as the executor lays them out

@@ -80,7 +80,33 @@ bool offers_lossy_gelu(const Node& n) {
   return op_of(n) == "aten::gelu" && n.attrs.lossy == LossyImplementations::kOffered;
 }
 
-std::vector<ForwardImplInfo> aten_forward_impls(const Node& n) {
+namespace {
+
+// An operator with a backward of its own (below), besides the re-running one.
+bool has_specialised_backward(const Graph& g, const Node& n) {
+  const std::string& op = op_of(n);
+  return op == "aten::tanh" || op == "aten::gelu" || op == "aten::elu" ||
+         op == "aten::leaky_relu" || is_plain_softmax(n) || is_plain_batched_matmul(g, n) ||
+         is_aten_norm(n);
+}
+
+}  // namespace
+
+bool offers_autograd_node(const Graph& g, const Node& n) {
+  const AtenCall& call = *n.attrs.aten;
+  return !call.output_aliases_input && !call.saves_output && call.autograd_keeps_inputs_by_leaf &&
+         !has_specialised_backward(g, n);
+}
+
+std::vector<int> autograd_saved_activations(const Graph& g, const Node& n) {
+  std::vector<int> reads;
+  for (size_t k = 0; k < n.inputs.size(); ++k)
+    if (g.value(n.inputs[k]).kind == ValueKind::kActivation && n.attrs.aten->saves_input[k])
+      reads.push_back(static_cast<int>(k));
+  return reads;
+}
+
+std::vector<ForwardImplInfo> aten_forward_impls(const Graph& g, const Node& n) {
   if (n.attrs.aten->output_aliases_input) {
     auto view = make_forward_impl("view", false, false,
                                   n.attrs.aten->name + ": a view of the input (no copy)");
@@ -97,6 +123,10 @@ std::vector<ForwardImplInfo> aten_forward_impls(const Node& n) {
     codes.lossy = true;
     v.push_back(codes);
   }
+  if (offers_autograd_node(g, n))
+    v.push_back(make_forward_impl("autograd", false, true,
+                                  "under autograd: keeps the operator's autograd node (what "
+                                  "PyTorch's derivative saves), as PyTorch does"));
   if (is_aten_norm(n))
     v.front().description =
         "ATen's native norm; the first forward keeps the statistics, recomputations reuse them";
@@ -142,12 +172,18 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
                                    {"mask"}));
     return v;
   }
-  return {rerun(g, n)};
+  if (!offers_autograd_node(g, n)) return {rerun(g, n)};
+  return {rerun(g, n),
+          make_backward_impl("autograd", P::kAll, autograd_saved_activations(g, n), false, true,
+                             "runs the kept autograd node on the live inputs it saved (no "
+                             "re-run), as PyTorch's backward does",
+                             {"autograd"})};
 }
 
 int64_t aten_intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {
   if (op_of(n) == "aten::leaky_relu" && forward_impl == "mask")
     return packed_bits_bytes(g.value(n.inputs[0]).numel());
+  if (forward_impl == "autograd") return n.attrs.aten->autograd_saved_bytes;
   if (offers_lossy_gelu(n) && forward_impl == "lossy_4bit")
     return few_bit_gelu_bytes(g.value(n.inputs[0]).numel());
   return 0;

@@ -14,6 +14,11 @@
 //    with no zero).
 // Operators whose derivative reads no activation (upsampling, padding, permutes) need no
 // specialisation: their "rerun" backward reads stand-ins only.
+// Every other operator whose derivative keeps no output (and holds its inputs through
+// the leaves it ran on alone) also has the autograd node's pair (autograd_node.h): an
+// "autograd" forward that runs under autograd and keeps the graph it records (what it
+// holds of its own is the intermediate, AtenCall::autograd_saved_bytes), and an
+// "autograd" backward that runs it, as PyTorch's backward does: no re-run.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +30,10 @@
 
 namespace monet {
 
-std::vector<ForwardImplInfo> aten_forward_impls(const Node& node);
+std::vector<ForwardImplInfo> aten_forward_impls(const Graph& graph, const Node& node);
 std::vector<BackwardImplInfo> aten_backward_impls(const Graph& graph, const Node& node);
-/// Bytes of the intermediate `forward_impl` leaves (the leaky ReLU's packed sign mask).
+/// Bytes of the intermediate `forward_impl` leaves (the leaky ReLU's packed sign mask,
+/// what an autograd node holds of its own).
 int64_t aten_intermediate_bytes(const Graph& graph, const Node& node,
                                 const std::string& forward_impl);
 
@@ -40,6 +46,13 @@ bool is_aten_norm(const Node& node);
 bool is_plain_batched_matmul(const Graph& graph, const Node& node);
 /// softmax without a dtype conversion: its backward needs only the output.
 bool is_plain_softmax(const Node& node);
+/// An operator with the autograd node's forward and backward ("autograd"): a generic
+/// one without a specialised backward, no view, whose derivative keeps no output and
+/// whose autograd graph holds its inputs by leaf alone.
+bool offers_autograd_node(const Graph& graph, const Node& node);
+/// The inputs the derivative keeps that are activations (the autograd node's backward
+/// reads them; the kept graph holds them by shape only).
+std::vector<int> autograd_saved_activations(const Graph& graph, const Node& node);
 /// GELU whose lossy 4-bit backward ("lossy_4bit", ops/few_bit_gelu.h) is offered.
 bool offers_lossy_gelu(const Node& node);
 

@@ -1,9 +1,10 @@
 // Generic ATen operators (OpKind::kAten): forward through the dispatcher, backward by
-// re-running the operator under autograd.
+// re-running the operator under autograd, or by its kept autograd node (autograd_node.h).
 #include <torch/csrc/autograd/autograd.h>
 
 #include "graph/aten_call.h"
 #include "ops/aten_impls.h"
+#include "ops/autograd_node.h"
 #include "ops/bit_mask.h"
 #include "ops/few_bit_gelu.h"
 #include "ops/op_kernels.h"
@@ -83,7 +84,7 @@ at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImp
 
 }  // namespace
 
-ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
+ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,
                            const std::vector<at::Tensor>& in, NodeState& state) {
   if (is_aten_norm(n)) {
     ForwardOutput norm = norm_forward(n, in, state);
@@ -98,6 +99,7 @@ ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
                              " was probed as a view of its input but is not one here");
     return out;
   }
+  if (impl.name == "autograd") return autograd_node_forward(g, n, in);
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
   if (impl.name == "lossy_4bit") out.intermediate = few_bit_gelu_codes(in[0]);
   // Activations other than views are contiguous, as the probes of views assume.
@@ -108,6 +110,7 @@ ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
 std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                       const BackwardArgs& a, const NodeState& state) {
   if (impl.name == "rerun") return rerun_backward(g, n, a);
+  if (impl.name == "autograd") return autograd_node_backward(g, n, a);
   if (is_aten_norm(n)) return norm_backward(n, impl, a, state);
   std::vector<at::Tensor> grads(n.inputs.size());
   if (impl.name == "inputs") {  // a plain batched matmul (is_plain_batched_matmul)

@@ -125,7 +125,7 @@ std::vector<ForwardImplInfo> operator_forward_impls(const Graph& g, const Node& 
               make_forward_impl("mask", false, true,
                                 "keeps which elements were kept, 1 bit an element")};
     case OpKind::kAten:
-      return aten_forward_impls(n);
+      return aten_forward_impls(g, n);
     case OpKind::kAttention:
       return {make_forward_impl("materialised", false, true,
                                 "keeps the probabilities [..., T, S], as unfused attention does"),

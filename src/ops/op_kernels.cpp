@@ -113,7 +113,7 @@ ForwardOutput run_forward(const Graph& g, const Node& n, const ForwardImplInfo& 
       out.output = reference_forward(n, in, training);
       break;
     case OpKind::kAten:
-      out = kernels::aten_forward(n, impl, in, state);
+      out = kernels::aten_forward(g, n, impl, in, state);
       break;
     case OpKind::kAttention:
       out = kernels::attention_forward(n, impl, in, state, training);

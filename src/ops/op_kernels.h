@@ -96,8 +96,9 @@ std::vector<at::Tensor> pool_backward(const Graph& g, const Node& n, const Backw
                                       const BackwardArgs& a);
 /// A generic ATen operator (OpKind::kAten): the dispatcher's call, copied when the
 /// result is a view of an input (the memory model gives every output its own storage).
-/// The "mask" forward also packs the input's sign (aten_impls.h).
-ForwardOutput aten_forward(const Node& n, const ForwardImplInfo& impl,
+/// The "mask" forward also packs the input's sign (aten_impls.h); "autograd" keeps the
+/// operator's autograd node (autograd_node.h).
+ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,
                            const std::vector<at::Tensor>& in, NodeState& state);
 /// Its backward: "rerun" re-runs the call under autograd on the inputs it reads
 /// (zero-stride stand-ins for the others) and returns autograd's gradients, copied where

@@ -7,8 +7,8 @@
 
 #include <vector>
 
+#include "base/memory_tracker.h"
 #include "graph/graph.h"
-#include "runtime/memory_tracker.h"
 #include "runtime/model_state.h"
 
 namespace monet {

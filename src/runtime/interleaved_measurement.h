@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/memory_tracker.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
-#include "runtime/memory_tracker.h"
 #include "runtime/model_state.h"
 
 namespace monet {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/memory_tracker.h"
+#include "base/memory_tracker.h"
 
 namespace monet {
 

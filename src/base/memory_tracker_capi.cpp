@@ -1,7 +1,7 @@
 // C entry points to the memory tracker, for loading libmonet.so into another process
 // that links the same LibTorch (Python PyTorch through ctypes): the baseline comparison
 // then measures Python and C++ with the very same allocator.
-#include "runtime/memory_tracker.h"
+#include "base/memory_tracker.h"
 
 extern "C" {
 __attribute__((visibility("default"))) void monet_tracker_install() {

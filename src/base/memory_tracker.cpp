@@ -1,4 +1,4 @@
-#include "runtime/memory_tracker.h"
+#include "base/memory_tracker.h"
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
