@@ -173,14 +173,22 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
     testing::expect_runs_as_simulated(g, state, batch, plan, simulate(g, plan, costs));
 }
 
-TEST(AtenCall, RefusesIntegerResultsAndOperatorsWithoutDerivative) {
-  EXPECT_THROW(unary("aten::argmax", {c10::IValue(), false}), AtenCallError);
-  EXPECT_THROW(unary("aten::no_such_operator"), AtenCallError);
+// Integer and boolean results keep their type (they have no gradient); an operator the
+// dispatcher does not know is refused, by name.
+TEST(AtenCall, IntegerResultsKeepTheirTypeAndUnknownOperatorsAreRefused) {
+  EXPECT_EQ(unary("aten::argmax", {c10::IValue(), false})->output_dtype, at::kLong);
+  EXPECT_EQ(unary("aten::gt", {0.0}, "Scalar")->output_dtype, at::kBool);
+  const auto indices = make_aten_call("aten::max", "dim", {c10::IValue(), int64_t{1}, false}, {0},
+                                      {{2, 3, 4, 4}}, {true}, {}, {}, /*result_index=*/1);
+  EXPECT_EQ(indices->output_dtype, at::kLong);
+  EXPECT_EQ(indices->output_shape, (std::vector<int64_t>{2, 4, 4}));
+  EXPECT_NE(describe_aten_call(*indices).find("result=1 -> Long"), std::string::npos)
+      << describe_aten_call(*indices);
   try {
-    unary("aten::argmax", {c10::IValue(), false});
+    unary("aten::no_such_operator");
+    ADD_FAILURE() << "an unknown operator was accepted";
   } catch (const AtenCallError& e) {
-    EXPECT_NE(std::string(e.what()).find("aten::argmax returns a Long tensor"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("aten::no_such_operator"), std::string::npos) << e.what();
   }
 }
 

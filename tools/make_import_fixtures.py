@@ -56,6 +56,7 @@ OTHERS = {
     "gpt_tiny": (lambda: TinyGPT(), 16, True),
     "encoder_tiny": (lambda: EncoderClassifier(), 10, True),
     "first_outputs": (lambda: FirstOutputs(), 16, True),
+    "integer_results": (lambda: IntegerResults(), 16, True),
 }
 # Language models: name -> vocabulary size. Their input is BATCH x image token ids, and
 # they are trained with cross-entropy over the logits [N, T, V] ("sequence_cross_entropy").
@@ -146,8 +147,8 @@ def write(outdir, name):
 
 
 class Unsupported(torch.nn.Module):
-    """Calls an operator monet does not import (argmax: an integer result): the error must
-    name it and where."""
+    """Calls an operator monet does not import (stack: a list of model tensors as its
+    argument): the error must name it and where."""
 
     def __init__(self):
         super().__init__()
@@ -155,7 +156,7 @@ class Unsupported(torch.nn.Module):
 
     def forward(self, x):
         y = self.fc(x)
-        return y * y.argmax(1, keepdim=True)
+        return torch.stack([y, 2 * y], dim=1).sum(1)
 
 
 class GenericOps(torch.nn.Module):
@@ -252,6 +253,27 @@ class FirstOutputs(torch.nn.Module):
         x = x * x.max(dim=1, keepdim=True)[0] - x.min(dim=2, keepdim=True).values
         x = torch.sort(x, dim=3)[0] + torch.kthvalue(x, 2, dim=3, keepdim=True)[0]
         return self.fc(x.mean((2, 3)))
+
+
+class IntegerResults(torch.nn.Module):
+    """Results that are not floating point, read by later operators: a comparison's mask
+    (torch.where), both results of max over a dimension, and arithmetic on indices
+    (gather)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.conv3 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, CLASSES)
+
+    def forward(self, x):
+        x = self.conv1(x)
+        x = torch.where(x > 0, x, 0.1 * x)
+        values, indices = x.max(dim=1, keepdim=True)
+        x = self.conv2(x * values + torch.gather(x, 1, torch.remainder(indices + 3, 8)))
+        x = self.conv3(torch.relu(x))
+        return self.fc(torch.relu(x).mean((2, 3)))
 
 
 class CausalSelfAttention(torch.nn.Module):

@@ -24,7 +24,7 @@ class UnsupportedOperator(MonetError, ValueError):
     """The traced model uses an operator monet cannot import.
 
     Attributes:
-        operator: the operator, e.g. "aten::argmax".
+        operator: the operator, e.g. "aten::stack".
         source: the Python source line that produced it ("file.py:12"), as the trace
             recorded it.
     """

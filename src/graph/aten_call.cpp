@@ -50,7 +50,8 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
   torch::jit::Stack stack(c.arguments.begin(), c.arguments.end());
   for (size_t k = 0; k < inputs.size(); ++k) stack[c.tensor_slots[k]] = inputs[k];
   op->callBoxed(&stack);
-  if (c.first_output_only && !stack.empty()) stack.resize(1);
+  if (c.several_results && c.result_index < static_cast<int>(stack.size()))
+    stack = {std::move(stack[c.result_index])};
   if (stack.size() != 1 || !stack[0].isTensor())
     throw AtenCallError(qualified(c) + " returned " + std::to_string(stack.size()) +
                         " values; monet takes operators returning one tensor");
@@ -90,10 +91,9 @@ void probe_autograd_node(AtenCall* c, const std::vector<std::vector<int64_t>>& s
   std::vector<c10::Storage> storages;
   for (size_t k = 0; k < in.size(); ++k) {
     storages.push_back(in[k].storage());
-    if (!differentiable[k]) continue;
     in[k] = in[k].variable_data();
     in[k].unsafeGetTensorImpl()->set_allow_tensor_metadata_change(true);
-    in[k].requires_grad_(true);
+    if (differentiable[k]) in[k].requires_grad_(true);
   }
   const int64_t before = MemoryTracker::current();
   at::Tensor out = call_aten(*c, in);
@@ -102,11 +102,10 @@ void probe_autograd_node(AtenCall* c, const std::vector<std::vector<int64_t>>& s
   for (const at::Tensor& x : in) alias = alias || out.is_alias_of(x);
   out.reset();
   const at::Tensor nothing = at::empty({0});
-  for (size_t k = 0; k < in.size(); ++k)
-    if (differentiable[k]) in[k].unsafeGetTensorImpl()->set_storage_keep_dtype(nothing.storage());
+  for (const at::Tensor& x : in) x.unsafeGetTensorImpl()->set_storage_keep_dtype(nothing.storage());
   c->autograd_keeps_inputs_by_leaf = !alias;
-  for (size_t k = 0; k < in.size(); ++k)
-    if (differentiable[k] && storages[k].use_count() > 1) c->autograd_keeps_inputs_by_leaf = false;
+  for (const c10::Storage& storage : storages)
+    if (storage.use_count() > 1) c->autograd_keeps_inputs_by_leaf = false;
   c->autograd_saved_bytes = std::max<int64_t>(0, MemoryTracker::current() - before);
 }
 
@@ -137,11 +136,8 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
     throw AtenCallError(qualified(*c) +
                         " failed on inputs of the traced shapes: " + e.what_without_backtrace());
   }
-  if (!out.is_floating_point())
-    throw AtenCallError(qualified(*c) + " returns a " + c10::toString(out.scalar_type()) +
-                        " tensor; monet's graphs carry floating-point activations (integer and "
-                        "boolean results are not supported)");
-  if (any && !out.requires_grad())
+  c->output_dtype = out.scalar_type();
+  if (any && out.is_floating_point() && !out.requires_grad())
     throw AtenCallError(qualified(*c) + " has no derivative in PyTorch for its tensor inputs");
   c->output_shape = out.sizes().vec();
   bool alias = false;
@@ -160,7 +156,7 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
   c->saves_output = !alias && output_storage.use_count() > 0;
   // The derivative of an operator with several results may keep the others (max's and
   // sort's indices): a re-run computes them from the input's values.
-  if (c->first_output_only) c->saves_input.assign(in.size(), true);
+  if (c->several_results) c->saves_input.assign(in.size(), true);
 }
 
 }  // namespace
@@ -169,17 +165,18 @@ std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
     const std::vector<bool>& differentiable, const std::vector<std::vector<int64_t>>& input_strides,
-    const std::vector<at::ScalarType>& input_dtypes) {
+    const std::vector<at::ScalarType>& input_dtypes, int result_index) {
   auto call = std::make_shared<AtenCall>();
   call->name = std::move(name);
   call->overload = std::move(overload);
   call->arguments = std::move(arguments);
   call->tensor_slots = std::move(tensor_slots);
-  // Several results (values and indices): the caller uses the first alone.
+  // Several results (values and indices): the node is one of them.
   if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload}))
-    call->first_output_only = op->schema().returns().size() > 1;
+    call->several_results = op->schema().returns().size() > 1;
+  call->result_index = result_index;
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
-  if (!call->output_aliases_input && !call->saves_output)
+  if (!call->output_aliases_input && !call->saves_output && at::isFloatingType(call->output_dtype))
     probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   return call;
 }
@@ -220,6 +217,8 @@ std::string describe_aten_call(const AtenCall& c) {
   s << ") saves=[";
   for (size_t k = 0; k < c.saves_input.size(); ++k) s << (k ? "," : "") << c.saves_input[k];
   s << ']' << (c.saves_output ? " saves_output" : "") << (c.output_aliases_input ? " view" : "");
+  if (c.several_results) s << " result=" << c.result_index;
+  if (!at::isFloatingType(c.output_dtype)) s << " -> " << c10::toString(c.output_dtype);
   return s.str();
 }
 

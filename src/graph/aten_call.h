@@ -51,9 +51,14 @@ struct AtenCall {
   /// specialised_operators): every other activation is contiguous.
   std::vector<int64_t> output_strides;
   std::vector<int64_t> output_shape;  // as probed at import
-  /// The operator returns several values of which only the first (a tensor) is used
-  /// (torch.max(x, dim)'s values without their indices): the others are dropped.
-  bool first_output_only = false;
+  /// The result's type, as probed: floating point, or an integer or boolean type (a
+  /// comparison's mask, argmax's or max's indices), which has no gradient.
+  at::ScalarType output_dtype = at::kFloat;
+  /// The operator returns several values (torch.max(x, dim): values, indices): the node
+  /// is its result `result_index`, the others are dropped (each one a model uses is a
+  /// node of its own).
+  bool several_results = false;
+  int result_index = 0;
 };
 
 /// Thrown when an operator cannot be called, probed or differentiated; the message names
@@ -72,17 +77,17 @@ at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs
 /// inputs), probed: run once under autograd on random float32 inputs of `input_shapes`
 /// (strided as `input_strides` gives, where it gives a non-empty entry; else contiguous;
 /// those `differentiable` names require a gradient; an input whose `input_dtypes` entry is
-/// an integer type gets random indices 0 or 1 instead) for its output shape, what its
-/// derivative keeps and whether its output is a view. Throws AtenCallError when the call
-/// fails, returns something other than one floating-point tensor, or has no derivative.
-/// An operator with several results (torch.max(x, dim): values, indices) is called for
-/// its first alone (AtenCall::first_output_only): the caller must use no other.
+/// an integer type gets random indices 0 or 1 instead) for its output shape and type,
+/// what its derivative keeps and whether its output is a view. Throws AtenCallError when
+/// the call fails, its result is not a tensor, or a floating-point result has no
+/// derivative. An operator with several results (torch.max(x, dim): values, indices) is
+/// called for its result `result_index` (AtenCall::several_results).
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
     const std::vector<bool>& differentiable,
     const std::vector<std::vector<int64_t>>& input_strides = {},
-    const std::vector<at::ScalarType>& input_dtypes = {});
+    const std::vector<at::ScalarType>& input_dtypes = {}, int result_index = 0);
 
 /// Makes every non-contiguous view (AtenCall::output_strides) that an operator other
 /// than a generic one reads a copy instead, so that specialised operators (convolution,

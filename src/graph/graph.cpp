@@ -98,12 +98,15 @@ int Graph::add_node(OpKind op, const std::string& name, std::vector<int> inputs,
                        " does not name a value in the graph");
     in.push_back(&values_[id]);
   }
-  if (!in.empty() && in[0]->dtype != at::kFloat)
+  // Generic operators read and make tensors of any type (a comparison's mask, indices);
+  // every other operator computes in float32.
+  if (!in.empty() && in[0]->dtype != at::kFloat && op != OpKind::kAten)
     throw GraphError("node '" + name + "': first input '" + in[0]->name + "' must be float32");
   Value out;
   out.name = name;
   out.kind = ValueKind::kActivation;
   out.shape = infer_shape(op, in, attrs, name);
+  if (op == OpKind::kAten && attrs.aten) out.dtype = attrs.aten->output_dtype;
   out.producer = static_cast<int>(nodes_.size());
   const int out_id = add_value(std::move(out));
 

@@ -69,15 +69,17 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
                               const std::map<size_t, c10::IValue>& overrides) {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
-  bool others_used = false;
-  for (size_t i = 1; i < node->outputs().size(); ++i)
-    others_used = others_used || node->outputs()[i]->hasUses();
-  if (node->outputs().empty() || others_used ||
-      !node->outputs()[0]->type()->cast<c10::TensorType>())
-    fail(node, "unsupported operator '" + kind +
-                   "': monet takes operators returning one tensor, or several of which only "
-                   "the first (a tensor) is used (lists, scalars and other results are not "
-                   "supported)");
+  // The results the model uses (the first when it uses none): each becomes a node.
+  std::vector<size_t> results;
+  for (size_t i = 0; i < node->outputs().size(); ++i)
+    if (node->outputs()[i]->hasUses()) results.push_back(i);
+  if (results.empty() && !node->outputs().empty()) results.push_back(0);
+  for (size_t i : results)
+    if (!node->outputs()[i]->type()->cast<c10::TensorType>())
+      fail(node, "unsupported operator '" + kind +
+                     "': monet takes operators whose results are tensors (lists, scalars and "
+                     "other results are not supported)");
+  if (results.empty()) fail(node, "unsupported operator '" + kind + "': it returns nothing");
   std::string name = schema->name();
   std::vector<c10::IValue> arguments;
   std::vector<int> slots;
@@ -124,17 +126,18 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   }
   if (inputs.empty())
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
-  OpAttrs a;
-  try {
-    a.aten = make_aten_call(std::move(name), schema->overload_name(), std::move(arguments),
-                            std::move(slots), shapes, differentiable, strides, dtypes);
-  } catch (const AtenCallError& err) {
-    fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
-  }
-  if (kind == "aten::gelu") a.lossy = options_.lossy;
   const std::string label = kind.substr(6);  // without "aten::"
-  emit(node, OpKind::kAten, std::move(inputs), std::move(a), module, node->outputs()[0],
-       label.c_str());
+  for (size_t i : results) {
+    OpAttrs a;
+    try {
+      a.aten = make_aten_call(name, schema->overload_name(), arguments, slots, shapes,
+                              differentiable, strides, dtypes, static_cast<int>(i));
+    } catch (const AtenCallError& err) {
+      fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
+    }
+    if (kind == "aten::gelu") a.lossy = options_.lossy;
+    emit(node, OpKind::kAten, inputs, std::move(a), module, node->outputs()[i], label.c_str());
+  }
 }
 
 }  // namespace monet::torchscript

@@ -134,6 +134,8 @@ std::vector<ForwardImplInfo> aten_forward_impls(const Graph& g, const Node& n) {
 }
 
 std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n) {
+  // An integer or boolean result (a mask, indices) has no gradient: no backward.
+  if (!at::isFloatingType(g.value(n.output).dtype)) return {};
   const std::string& op = op_of(n);
   const auto output =
       make_backward_impl("output", P::kAll, {}, true, false, "from the output (its derivative)");

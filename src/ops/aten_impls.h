@@ -31,6 +31,7 @@
 namespace monet {
 
 std::vector<ForwardImplInfo> aten_forward_impls(const Graph& graph, const Node& node);
+/// None where the result is an integer or boolean tensor (it has no gradient).
 std::vector<BackwardImplInfo> aten_backward_impls(const Graph& graph, const Node& node);
 /// Bytes of the intermediate `forward_impl` leaves (the leaky ReLU's packed sign mask,
 /// what an autograd node holds of its own).

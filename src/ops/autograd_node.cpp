@@ -16,18 +16,19 @@ namespace ag = torch::autograd;
 
 // What the "autograd" forward keeps, owned by the intermediate tensor: the autograd graph
 // of the call (from its output's node to the leaves' gradient accumulators) and the
-// leaves, by node input (undefined where the input is not differentiable).
+// tensors it ran on, by node input, where the input is an activation (swapped out after
+// the forward) or a parameter (a leaf).
 struct KeptGraph {
   ag::Edge output;  // the output's node and place
   std::vector<at::Tensor> leaves;
 };
 
-// A leaf of `x`'s shape and storage, with its own version counter, whose storage can be
-// pointed elsewhere (KeptGraph::leaves).
-at::Tensor storage_swappable_leaf(const at::Tensor& x) {
+// A tensor of `x`'s shape and storage, with its own version counter, whose storage can
+// be pointed elsewhere (KeptGraph::leaves); a leaf requiring a gradient when `grad`.
+at::Tensor storage_swappable(const at::Tensor& x, bool grad) {
   at::Tensor leaf = x.variable_data();
   leaf.unsafeGetTensorImpl()->set_allow_tensor_metadata_change(true);
-  return leaf.requires_grad_(true);
+  return grad ? leaf.requires_grad_(true) : leaf;
 }
 
 void point_at(const at::Tensor& leaf, const c10::Storage& storage) {
@@ -53,11 +54,12 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
   std::vector<at::Tensor> call_inputs(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
     const Value& v = g.value(n.inputs[k]);
+    const bool activation = v.kind == ValueKind::kActivation;
     const bool differentiable =
-        (v.kind == ValueKind::kActivation || v.kind == ValueKind::kParameter) &&
-        in[k].is_floating_point();
-    call_inputs[k] = differentiable ? storage_swappable_leaf(in[k]) : in[k];
-    if (differentiable) kept->leaves[k] = call_inputs[k];
+        (activation || v.kind == ValueKind::kParameter) && in[k].is_floating_point();
+    call_inputs[k] =
+        activation || differentiable ? storage_swappable(in[k], differentiable) : in[k];
+    if (activation || differentiable) kept->leaves[k] = call_inputs[k];
   }
   at::Tensor out;
   {
@@ -99,7 +101,7 @@ std::vector<at::Tensor> autograd_node_backward(const Graph& g, const Node& n,
     if (!leaf.defined()) continue;
     if (a.inputs[k].defined() && g.value(n.inputs[k]).kind == ValueKind::kActivation)
       point_at(leaf, a.inputs[k].storage());
-    if (!a.needs_grad[k]) continue;
+    if (!a.needs_grad[k] || !leaf.requires_grad()) continue;
     wanted.push_back(ag::impl::gradient_edge(leaf));
     positions.push_back(k);
   }

@@ -150,6 +150,8 @@ std::vector<bool> values_needing_grad(const Graph& g) {
   for (const auto& v : g.values()) needs[v.id] = v.kind == ValueKind::kParameter;
   for (int id : g.topological_order()) {
     const Node& n = g.node(id);
+    // Integer and boolean results (indices, masks) have no gradient.
+    if (!at::isFloatingType(g.value(n.output).dtype)) continue;
     for (int in : n.inputs) needs[n.output] = needs[n.output] || needs[in];
   }
   return needs;

@@ -28,11 +28,13 @@ void validate_plan(const Graph& g, const Plan& plan) {
   std::vector<State> state(l.ids.count(), State::kNever);
   std::vector<int> changed_by(l.ids.count(), -1);  // instruction that last changed the state
   std::map<std::pair<int, BackwardPart>, int> backward_done;
-  // Gradient contributions still owed to each activation: one per consumer needing it.
+  // Gradient contributions still owed to each activation: one per consumer with a
+  // backward (a consumer whose result has no gradient, an integer one, owes none).
   std::vector<int> owed(g.values().size(), 0);
   for (const auto& n : g.nodes())
     for (int v : n.inputs)
-      if (g.value(v).kind == ValueKind::kActivation && needs_grad[v]) ++owed[v];
+      if (g.value(v).kind == ValueKind::kActivation && needs_grad[v] && needs_backward[n.id])
+        ++owed[v];
   const int loss = g.loss_value();
   state[l.ids.grad(loss)] = State::kAlive;
 
