@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""A torchvision CNN of the paper's experiments (resnet50, mobilenet_v2, googlenet, vgg16):
+monet's training-step memory and time at several budgets against plain PyTorch and
+against torch.utils.checkpoint applied per block and as checkpoint_sequential with 2, 4
+and 8 segments, in one process with monet's tracking allocator, interleaved
+(bench/interleaved_steps.py). A step is zero_grad, forward, cross-entropy over 1000
+classes, backward and an SGD-momentum step; its peak is the tracked peak above what was
+alive before the model was built.
+
+Usage: PYTHONPATH=build/python bench/cnn_memory_curve.py [--model resnet50] [--batch 32]
+           [--image 224] [--budgets 0.3,0.4,0.5,0.7] [--iters 2] [--time-limit 60]
+           [--json FILE]
+"""
+import argparse
+
+import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint
+import torchvision
+
+import monet
+from interleaved_steps import budget_curve, parse_curve_arguments
+
+
+def stages(model, name):
+    """(stem, blocks, head): forward(x) = head(blocks[-1](...blocks[0](stem(x)))), where
+    the blocks are what a user checkpoints one by one (bottlenecks, inverted residuals,
+    inception modules, VGG's stages between poolings)."""
+    if name.startswith("resnet"):
+        stem = torch.nn.Sequential(model.conv1, model.bn1, model.relu, model.maxpool)
+        blocks = [b for layer in (model.layer1, model.layer2, model.layer3, model.layer4)
+                  for b in layer]
+        return stem, blocks, lambda x: model.fc(torch.flatten(model.avgpool(x), 1))
+    if name.startswith("mobilenet"):
+        features = list(model.features)
+        return (features[0], features[1:],
+                lambda x: model.classifier(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)))
+    if name == "googlenet":
+        stem = torch.nn.Sequential(model.conv1, model.maxpool1, model.conv2, model.conv3,
+                                   model.maxpool2)
+        blocks = [model.inception3a, model.inception3b, model.maxpool3, model.inception4a,
+                  model.inception4b, model.inception4c, model.inception4d, model.inception4e,
+                  model.maxpool4, model.inception5a, model.inception5b]
+        return (lambda x: stem(model._transform_input(x)), blocks,
+                lambda x: model.fc(model.dropout(torch.flatten(model.avgpool(x), 1))))
+    if name.startswith("vgg"):
+        blocks, current = [], []
+        for m in model.features:
+            current.append(m)
+            if isinstance(m, torch.nn.MaxPool2d):
+                blocks.append(torch.nn.Sequential(*current))
+                current = []
+        return (lambda x: x), blocks, lambda x: model.classifier(
+            torch.flatten(model.avgpool(x), 1))
+    raise SystemExit(f"cnn_memory_curve.py: no block structure for '{name}'")
+
+
+def per_block(stem, blocks, head):
+    """forward with torch.utils.checkpoint around every block."""
+    def forward(x):
+        x = stem(x)
+        for block in blocks:
+            x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+        return head(x)
+    return forward
+
+
+def sequential(stem, blocks, head, segments):
+    """forward with checkpoint_sequential over the blocks in `segments` segments."""
+    body = torch.nn.Sequential(*blocks)
+
+    def forward(x):
+        return head(torch.utils.checkpoint.checkpoint_sequential(body, segments, stem(x)))
+    return forward
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="resnet50")
+    for name, default in (("batch", 32), ("image", 224), ("iters", 2)):
+        ap.add_argument("--" + name, type=int, default=default)
+    a = parse_curve_arguments(ap, "0.3,0.4,0.5,0.7")
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(a.batch, 3, a.image, a.image, generator=gen)
+    y = torch.randint(0, 1000, (a.batch,), generator=gen)
+    before = monet.current_memory()
+    torch.manual_seed(0)
+    kwargs = {"aux_logits": False, "init_weights": True} if a.model == "googlenet" else {}
+    model = getattr(torchvision.models, a.model)(**kwargs).train()
+    stem, blocks, head = stages(model, a.model)
+    peers = {"checkpoint per block": per_block(stem, blocks, head)}
+    for segments in (2, 4, 8):
+        peers[f"checkpoint_sequential({segments})"] = sequential(stem, blocks, head, segments)
+    budget_curve(model, x, lambda forward: F.cross_entropy(forward(x), y), peers,
+                 a.budgets.split(","), a.time_limit, a.iters, before,
+                 {"model": a.model, "batch": a.batch, "image": a.image}, a.json)
+
+
+if __name__ == "__main__":
+    main()
