@@ -10,6 +10,7 @@
 #include "graph/aten_call.h"
 #include "graph/graph_builder.h"
 #include "halfway_budget.h"
+#include "node_named.h"
 #include "ops/op_kernels.h"
 #include "planner/baseline_plans.h"
 #include "planner/monet_planner.h"
@@ -215,10 +216,7 @@ TEST(AtenOps, EveryImplementationMatchesAutograd) {
 
 TEST(AtenOps, SignMaskHasItsDeclaredSize) {
   const Graph g = activations_graph();
-  const Node* leaky = nullptr;
-  for (const Node& n : g.nodes())
-    if (n.name == "leaky") leaky = &n;
-  ASSERT_NE(leaky, nullptr);
+  const Node* leaky = &testing::node_named(g, "leaky");
   NodeState state;
   const auto impl = find_forward_impl(forward_impls(g, *leaky), *leaky, "mask");
   const auto out = run_forward(g, *leaky, impl, {at::randn({2, 8, 6, 6})}, state, true);
@@ -270,11 +268,7 @@ Graph gelu_graph(LossyImplementations lossy) {
   return b.finish();
 }
 
-const Node& node_named(const Graph& g, const std::string& name) {
-  for (const Node& n : g.nodes())
-    if (n.name == name) return n;
-  throw std::logic_error("no node " + name);
-}
+using testing::node_named;
 
 // The few-bit GELU backward is offered only where lossy implementations are, is marked
 // lossy, keeps 4 bits an element, and its gradient error is reported, not hidden.

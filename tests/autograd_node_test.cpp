@@ -12,6 +12,7 @@
 #include "gradient_check.h"
 #include "graph/aten_call.h"
 #include "graph/graph_builder.h"
+#include "node_named.h"
 #include "ops/op_kernels.h"
 #include "planner/baseline_plans.h"
 #include "quick_profile.h"
@@ -55,11 +56,7 @@ Graph saved_graph() {
   return b.finish();
 }
 
-const Node& named(const Graph& g, const std::string& name) {
-  for (const Node& n : g.nodes())
-    if (n.name == name) return n;
-  throw std::logic_error("no node " + name);
-}
+const Node& named(const Graph& g, const std::string& name) { return testing::node_named(g, name); }
 
 bool offers(const Graph& g, const std::string& name) {
   const Node& n = named(g, name);
