@@ -238,6 +238,8 @@ void Importer::translate(JitNode* node) {
     emit(node, OpKind::kCat, list.values, a);
   } else if (kind == "aten::dropout" || kind == "aten::dropout_" ||
              kind == "aten::feature_dropout" || kind == "aten::feature_dropout_") {
+    // p = 0 is the identity, as ATen's dropout returns its input: no node, no memory.
+    if (double_arg(node, 1, "p") == 0.0) return alias(node, tensor(node, 0));
     if (kind.find("feature") != std::string::npos)
       fail(node, "channel-wise dropout (nn.Dropout2d) is not supported");
     OpAttrs a;
