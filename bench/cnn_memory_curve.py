@@ -2,10 +2,10 @@
 """A torchvision CNN of the paper's experiments (resnet50, mobilenet_v2, googlenet, vgg16):
 monet's training-step memory and time at several budgets against plain PyTorch and
 against torch.utils.checkpoint applied per block and as checkpoint_sequential with 2, 4
-and 8 segments (those no more than the blocks), in one process with monet's tracking allocator, interleaved
-(bench/interleaved_steps.py). A step is zero_grad, forward, cross-entropy over 1000
-classes, backward and an SGD-momentum step; its peak is the tracked peak above what was
-alive before the model was built.
+and 8 segments (those no more than the blocks), in one process with monet's tracking
+allocator, interleaved (bench/interleaved_steps.py). A step is zero_grad, forward,
+cross-entropy over 1000 classes, backward and an SGD-momentum step; its peak is the
+tracked peak above what was alive before the model was built.
 
 Usage: PYTHONPATH=build/python bench/cnn_memory_curve.py [--model resnet50] [--batch 32]
            [--image 224] [--budgets 0.3,0.4,0.5,0.7] [--iters 2] [--time-limit 60]
