@@ -35,14 +35,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
 
 const char* optimizer_kind_name(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::kNone:
-      return "none";
-    case OptimizerKind::kSGD:
-      return "sgd";
-    case OptimizerKind::kSGDMomentum:
-      return "sgd-momentum";
-    case OptimizerKind::kAdam:
-      return "adam";
+    case OptimizerKind::kNone: return "none";
+    case OptimizerKind::kSGD: return "sgd";
+    case OptimizerKind::kSGDMomentum: return "sgd-momentum";
+    case OptimizerKind::kAdam: return "adam";
   }
   return "?";
 }
@@ -66,11 +62,8 @@ OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double 
   // makes sqrt(v) and its quotient (two temporaries) besides the decayed gradient.
   const int64_t decayed = weight_decay != 0 ? largest : 0;
   switch (kind) {
-    case OptimizerKind::kNone:
-      break;
-    case OptimizerKind::kSGD:
-      m.update_bytes = decayed;
-      break;
+    case OptimizerKind::kNone: break;
+    case OptimizerKind::kSGD: m.update_bytes = decayed; break;
     case OptimizerKind::kSGDMomentum:
       m.state_bytes = total;
       m.update_bytes = decayed;
@@ -119,14 +112,14 @@ int64_t parse_budget(const std::string& text, const std::function<int64_t()>& ba
   return static_cast<int64_t>(bytes);
 }
 
-int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
-                                   const std::string& cache_dir) {
+int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer,
+                                   double weight_decay, const std::string& cache_dir) {
   const Model::Impl& m = *model.impl();
-  const std::string cache = cache_dir.empty() ? ""
-                                              : cache_dir + "/baseline-" + m.graph.fingerprint() +
-                                                    "-" + optimizer_kind_name(optimizer) +
-                                                    (weight_decay != 0 ? "-wd" : "") + "-t" +
-                                                    std::to_string(at::get_num_threads()) + ".json";
+  const std::string cache =
+      cache_dir.empty() ? ""
+                        : cache_dir + "/baseline-" + m.graph.fingerprint() + "-" +
+                              optimizer_kind_name(optimizer) + (weight_decay != 0 ? "-wd" : "") +
+                              "-t" + std::to_string(at::get_num_threads()) + ".json";
   if (!cache.empty()) {
     std::ifstream f(cache);
     try {

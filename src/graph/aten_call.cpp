@@ -58,6 +58,16 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
   return stack[0].toTensor();
 }
 
+at::Tensor storage_swappable(const at::Tensor& x, bool requires_grad) {
+  at::Tensor t = x.variable_data();
+  t.unsafeGetTensorImpl()->set_allow_tensor_metadata_change(true);
+  return requires_grad ? t.requires_grad_(true) : t;
+}
+
+void point_storage_at(const at::Tensor& t, const c10::Storage& storage) {
+  t.unsafeGetTensorImpl()->set_storage_keep_dtype(storage);
+}
+
 namespace {
 
 // Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry;
@@ -91,9 +101,7 @@ void probe_autograd_node(AtenCall* c, const std::vector<std::vector<int64_t>>& s
   std::vector<c10::Storage> storages;
   for (size_t k = 0; k < in.size(); ++k) {
     storages.push_back(in[k].storage());
-    in[k] = in[k].variable_data();
-    in[k].unsafeGetTensorImpl()->set_allow_tensor_metadata_change(true);
-    if (differentiable[k]) in[k].requires_grad_(true);
+    in[k] = storage_swappable(in[k], differentiable[k]);
   }
   const int64_t before = MemoryTracker::current();
   at::Tensor out = call_aten(*c, in);
@@ -102,7 +110,7 @@ void probe_autograd_node(AtenCall* c, const std::vector<std::vector<int64_t>>& s
   for (const at::Tensor& x : in) alias = alias || out.is_alias_of(x);
   out.reset();
   const at::Tensor nothing = at::empty({0});
-  for (const at::Tensor& x : in) x.unsafeGetTensorImpl()->set_storage_keep_dtype(nothing.storage());
+  for (const at::Tensor& x : in) point_storage_at(x, nothing.storage());
   c->autograd_keeps_inputs_by_leaf = !alias;
   for (const c10::Storage& storage : storages)
     if (storage.use_count() > 1) c->autograd_keeps_inputs_by_leaf = false;

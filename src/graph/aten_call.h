@@ -73,6 +73,14 @@ class AtenCallError : public std::runtime_error {
 /// requires a gradient, as for any ATen call.
 at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs);
 
+/// A tensor of `x`'s shape and storage with a version counter of its own, whose storage
+/// can later be pointed elsewhere (point_storage_at); a leaf requiring a gradient when
+/// `requires_grad`. How a kept autograd node holds the plan's activations by shape only
+/// (ops/autograd_node.h), and how probing a call checks that it can.
+at::Tensor storage_swappable(const at::Tensor& x, bool requires_grad);
+/// Points `t` (made by storage_swappable) at `storage`, keeping its shape and strides.
+void point_storage_at(const at::Tensor& t, const c10::Storage& storage);
+
 /// A call of `name.overload` with `arguments` (None where `tensor_slots` puts the node's
 /// inputs), probed: run once under autograd on random float32 inputs of `input_shapes`
 /// (strided as `input_strides` gives, where it gives a non-empty entry; else contiguous;

@@ -1,6 +1,7 @@
 #include "ops/aten_impls.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "graph/aten_call.h"
 #include "ops/bit_mask.h"
@@ -82,7 +83,8 @@ bool offers_lossy_gelu(const Node& n) {
 
 namespace {
 
-// An operator with a backward of its own (below), besides the re-running one.
+// An operator with backwards of its own (aten_backward_impls' specialised branches); the
+// others get the generic ones.
 bool has_specialised_backward(const Graph& g, const Node& n) {
   const std::string& op = op_of(n);
   return op == "aten::tanh" || op == "aten::gelu" || op == "aten::elu" ||
@@ -93,9 +95,9 @@ bool has_specialised_backward(const Graph& g, const Node& n) {
 }  // namespace
 
 bool offers_autograd_node(const Graph& g, const Node& n) {
-  const AtenCall& call = *n.attrs.aten;
-  return !call.output_aliases_input && !call.saves_output && call.autograd_keeps_inputs_by_leaf &&
-         !has_specialised_backward(g, n);
+  // Probed only for results that are no view, of floating type, whose derivative keeps no
+  // output (make_aten_call): false for every other call.
+  return n.attrs.aten->autograd_keeps_inputs_by_leaf && !has_specialised_backward(g, n);
 }
 
 std::vector<int> autograd_saved_activations(const Graph& g, const Node& n) {
@@ -136,6 +138,14 @@ std::vector<ForwardImplInfo> aten_forward_impls(const Graph& g, const Node& n) {
 std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n) {
   // An integer or boolean result (a mask, indices) has no gradient: no backward.
   if (!at::isFloatingType(g.value(n.output).dtype)) return {};
+  if (!has_specialised_backward(g, n)) {
+    if (!offers_autograd_node(g, n)) return {rerun(g, n)};
+    return {rerun(g, n),
+            make_backward_impl("autograd", P::kAll, autograd_saved_activations(g, n), false, true,
+                               "runs the kept autograd node on the live inputs it saved (no "
+                               "re-run), as PyTorch's backward does",
+                               {"autograd"})};
+  }
   const std::string& op = op_of(n);
   const auto output =
       make_backward_impl("output", P::kAll, {}, true, false, "from the output (its derivative)");
@@ -174,12 +184,7 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
                                    {"mask"}));
     return v;
   }
-  if (!offers_autograd_node(g, n)) return {rerun(g, n)};
-  return {rerun(g, n),
-          make_backward_impl("autograd", P::kAll, autograd_saved_activations(g, n), false, true,
-                             "runs the kept autograd node on the live inputs it saved (no "
-                             "re-run), as PyTorch's backward does",
-                             {"autograd"})};
+  throw std::logic_error(n.name + ": " + op + " is listed as specialised but has no backward");
 }
 
 int64_t aten_intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {

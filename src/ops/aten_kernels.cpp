@@ -12,14 +12,6 @@
 namespace monet::kernels {
 namespace {
 
-// A tensor that owns its storage: `t` itself, or a copy when it shares storage with any
-// of `others` (a view of an input, or a gradient that is a view of the output gradient).
-at::Tensor own_storage(at::Tensor t, const std::vector<at::Tensor>& others) {
-  for (const at::Tensor& o : others)
-    if (o.defined() && t.is_alias_of(o)) return t.clone(at::MemoryFormat::Contiguous);
-  return t;
-}
-
 // The re-running backward (any operator).
 std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const BackwardArgs& a) {
   std::vector<at::Tensor> leaves(n.inputs.size()), wanted;
@@ -83,6 +75,12 @@ at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImp
 }
 
 }  // namespace
+
+at::Tensor own_storage(at::Tensor t, const std::vector<at::Tensor>& others) {
+  for (const at::Tensor& o : others)
+    if (o.defined() && t.is_alias_of(o)) return t.clone(at::MemoryFormat::Contiguous);
+  return t;
+}
 
 ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,
                            const std::vector<at::Tensor>& in, NodeState& state) {

@@ -23,18 +23,6 @@ struct KeptGraph {
   std::vector<at::Tensor> leaves;
 };
 
-// A tensor of `x`'s shape and storage, with its own version counter, whose storage can
-// be pointed elsewhere (KeptGraph::leaves); a leaf requiring a gradient when `grad`.
-at::Tensor storage_swappable(const at::Tensor& x, bool grad) {
-  at::Tensor leaf = x.variable_data();
-  leaf.unsafeGetTensorImpl()->set_allow_tensor_metadata_change(true);
-  return grad ? leaf.requires_grad_(true) : leaf;
-}
-
-void point_at(const at::Tensor& leaf, const c10::Storage& storage) {
-  leaf.unsafeGetTensorImpl()->set_storage_keep_dtype(storage);
-}
-
 at::Tensor owning_tensor(std::unique_ptr<KeptGraph> kept, const at::TensorOptions& options) {
   KeptGraph* raw = kept.release();
   return at::from_blob(
@@ -45,10 +33,6 @@ at::Tensor owning_tensor(std::unique_ptr<KeptGraph> kept, const at::TensorOption
 
 ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
                                     const std::vector<at::Tensor>& in) {
-  if (!n.attrs.aten->autograd_keeps_inputs_by_leaf)
-    throw std::logic_error(n.name + ": " + n.attrs.aten->name +
-                           " holds its inputs other than by leaf; it has no autograd node "
-                           "implementation");
   auto kept = std::make_unique<KeptGraph>();
   kept->leaves.resize(in.size());
   std::vector<at::Tensor> call_inputs(in.size());
@@ -70,14 +54,9 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
   kept->output = ag::impl::gradient_edge(out);
   if (!kept->output.function)
     throw std::logic_error(n.name + ": " + n.attrs.aten->name + " recorded no autograd node");
-  // The output owns its storage, contiguous, as every activation but a view (a result
-  // that is a view of an input, a transpose of a slice, is copied).
+  // The output owns its storage, contiguous, as every activation but a view.
   ForwardOutput result;
-  result.output = out.detach();
-  bool alias = false;
-  for (const at::Tensor& x : in) alias = alias || result.output.is_alias_of(x);
-  if (alias || !result.output.is_contiguous())
-    result.output = result.output.clone(at::MemoryFormat::Contiguous);
+  result.output = own_storage(out.detach(), in).contiguous();
   out.reset();
   // The activations are the plan's to free and recompute: the graph keeps them by shape
   // until the backward points the leaves at the live inputs again. Parameters live
@@ -85,7 +64,7 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
   const at::Tensor nothing = at::empty({0}, result.output.options());
   for (size_t k = 0; k < in.size(); ++k)
     if (kept->leaves[k].defined() && g.value(n.inputs[k]).kind == ValueKind::kActivation)
-      point_at(kept->leaves[k], nothing.storage());
+      point_storage_at(kept->leaves[k], nothing.storage());
   result.intermediate = owning_tensor(std::move(kept), result.output.options());
   return result;
 }
@@ -100,7 +79,7 @@ std::vector<at::Tensor> autograd_node_backward(const Graph& g, const Node& n,
     const at::Tensor& leaf = kept->leaves[k];
     if (!leaf.defined()) continue;
     if (a.inputs[k].defined() && g.value(n.inputs[k]).kind == ValueKind::kActivation)
-      point_at(leaf, a.inputs[k].storage());
+      point_storage_at(leaf, a.inputs[k].storage());
     if (!a.needs_grad[k] || !leaf.requires_grad()) continue;
     wanted.push_back(ag::impl::gradient_edge(leaf));
     positions.push_back(k);
@@ -114,16 +93,12 @@ std::vector<at::Tensor> autograd_node_backward(const Graph& g, const Node& n,
         /*accumulate_grad=*/false, wanted);
     for (size_t i = 0; i < positions.size(); ++i) grads[positions[i]] = got[i];
   }
+  std::vector<at::Tensor> sources = a.inputs;
+  sources.push_back(a.grad_output);
   for (size_t k = 0; k < grads.size(); ++k) {
     if (!a.needs_grad[k]) continue;
-    if (!grads[k].defined()) {
-      grads[k] = at::zeros(g.value(n.inputs[k]).shape, a.grad_output.options());
-      continue;
-    }
-    // Own storage, as every gradient the executor accumulates (add's passes its own on).
-    bool alias = grads[k].is_alias_of(a.grad_output);
-    for (const at::Tensor& x : a.inputs) alias = alias || (x.defined() && grads[k].is_alias_of(x));
-    if (alias) grads[k] = grads[k].clone(at::MemoryFormat::Contiguous);
+    grads[k] = grads[k].defined() ? own_storage(grads[k], sources)
+                                  : at::zeros(g.value(n.inputs[k]).shape, a.grad_output.options());
   }
   return grads;
 }

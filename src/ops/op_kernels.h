@@ -94,6 +94,10 @@ ForwardOutput pool_forward(const Node& n, const std::string& impl,
                            const std::vector<at::Tensor>& in);
 std::vector<at::Tensor> pool_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                       const BackwardArgs& a);
+/// `t` itself, or a copy when it shares storage with any of `others` (a result that is a
+/// view of an input, a gradient that is a view of the output gradient): the tensors the
+/// executor keeps own their storage.
+at::Tensor own_storage(at::Tensor t, const std::vector<at::Tensor>& others);
 /// A generic ATen operator (OpKind::kAten): the dispatcher's call, copied when the
 /// result is a view of an input (the memory model gives every output its own storage).
 /// The "mask" forward also packs the input's sign (aten_impls.h); "autograd" keeps the
