@@ -6,9 +6,9 @@
 // memory: gist_test.cpp).
 #include <gtest/gtest.h>
 
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/checkmate_planner.h"
 #include "planner/gist_planner.h"

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/memory_floor.h"

@@ -6,12 +6,12 @@
 // upper bound; the float16 variant is lossy by float16 rounding only.
 #include <gtest/gtest.h>
 
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/graph_builder.h"
 #include "graph/model_zoo.h"
 #include "ops/op_kernels.h"
 #include "ops/sparse_storage.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/gist_planner.h"
 #include "quick_profile.h"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
 #include "runtime/gradient_comparison.h"

@@ -7,10 +7,10 @@
 
 #include <iostream>
 
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
 #include "halfway_budget.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/greedy_descent.h"
 #include "planner/lean_plans.h"

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 

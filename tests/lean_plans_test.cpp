@@ -4,9 +4,9 @@
 // it can express (warm starts below the budgets default checkpointing reaches).
 #include <gtest/gtest.h>
 
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/monet_program.h"

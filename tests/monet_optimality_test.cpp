@@ -11,9 +11,9 @@
 #include <iostream>
 
 #include "base/memory_tracker.h"
+#include "cost/simulator.h"
 #include "graph/graph_builder.h"
 #include "plan/plan_validator.h"
-#include "plan/simulator.h"
 #include "planner/monet_program.h"
 #include "quick_profile.h"
 

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "cost/profiler.h"
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"

@@ -9,10 +9,10 @@
 #include <future>
 #include <limits>
 
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
 #include "halfway_budget.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"

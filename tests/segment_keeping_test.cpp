@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <string>
 
+#include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
 #include "halfway_budget.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/monet_planner.h"

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "cost/profiler.h"
+#include "cost/simulator.h"
 #include "graph/model_zoo.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "quick_profile.h"
 #include "rotated_plan.h"

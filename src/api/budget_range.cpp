@@ -2,7 +2,7 @@
 #include "api/model_impl.h"
 #include "base/memory_tracker.h"
 #include "cost/profiler.h"
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
 #include "planner/lean_plans.h"

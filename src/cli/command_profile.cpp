@@ -4,7 +4,7 @@
 
 #include "cli/cli_common.h"
 #include "cost/profiler.h"
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 
 namespace monet::cli {

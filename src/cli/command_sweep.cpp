@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
+#include "cost/simulator.h"
 #include "graph/torchscript_import.h"
-#include "plan/simulator.h"
 #include "planner/named_planner.h"
 #include "runtime/interleaved_measurement.h"
 

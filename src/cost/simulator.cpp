@@ -1,4 +1,4 @@
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 
 #include <algorithm>
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "cost/cost_model.h"
+#include "cost/simulator.h"
 #include "graph/graph.h"
-#include "plan/simulator.h"
 
 namespace monet {
 

@@ -14,8 +14,8 @@
 #include <cstdint>
 
 #include "cost/cost_model.h"
+#include "cost/simulator.h"
 #include "plan/plan.h"
-#include "plan/simulator.h"
 #include "planner/milp.h"
 #include "planner/monet_planner.h"
 

@@ -4,7 +4,7 @@
 #include <limits>
 #include <queue>
 
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 
 namespace monet {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 
 namespace monet {

@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 
 namespace monet {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "base/progress.h"
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
 #include "planner/lean_plans.h"

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "cost/cost_model.h"
+#include "cost/simulator.h"
 #include "plan/plan.h"
-#include "plan/simulator.h"
 #include "planner/program_search.h"
 
 namespace monet {

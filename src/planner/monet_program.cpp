@@ -5,7 +5,7 @@
 #include <limits>
 #include <set>
 
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/implementation_dominance.h"
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "plan/simulator.h"
+#include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
 #include "planner/checkmate_planner.h"

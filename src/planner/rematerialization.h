@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "cost/cost_model.h"
+#include "cost/simulator.h"
 #include "graph/graph.h"
-#include "plan/simulator.h"
 
 namespace monet {
 

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "cost/cost_model.h"
+#include "cost/simulator.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
-#include "plan/simulator.h"
 
 namespace monet {
 
