@@ -200,7 +200,8 @@ struct PlanReport {
   int64_t storeall_predicted_peak_bytes = -1;  // the same for store-all (keeps everything)
   double storeall_predicted_seconds = 0;
   /// The solver's relative gap between the plan's time and its proven lower bound (0:
-  /// optimal); -1 when no program was solved (a heuristic planner, or a cached plan).
+  /// optimal); -1 when there is no bound: no program was solved (a heuristic planner, a
+  /// cached plan) or its LP relaxation was not solved within the time limit.
   double solver_gap = -1;
   bool from_cache = false;  // the plan was read from the plan cache (no solve)
   std::string plan_path;    // the cached plan file, when cached

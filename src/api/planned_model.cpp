@@ -1,6 +1,7 @@
 // PlannedModel: plans a Model for a whole training step's budget (the optimizer's state
 // and update, and the caller's reserved bytes, taken off before the planner sees it),
 // caches the plan by fingerprint + planner + budget, and runs steps under it.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -14,8 +15,8 @@
 #include "base/memory_tracker.h"
 #include "base/progress.h"
 #include "cost/profiler.h"
+#include "cost/simulator.h"
 #include "plan/plan_validator.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/named_planner.h"
 #include "runtime/autograd_baseline.h"
@@ -150,7 +151,8 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
         "no " + o.planner + " plan fits a budget of " + bytes_text(report->budget_bytes), -1);
   }
   Plan plan = outcome.plan;
-  if (outcome.solved) report->solver_gap = outcome.solve.solve.gap;
+  if (outcome.solved && std::isfinite(outcome.solve.solve.bound))
+    report->solver_gap = outcome.solve.solve.gap;
   if (!cached.empty()) {
     try {
       std::filesystem::create_directories(cache_dir + "/plans");

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
+#include "cost/simulator.h"
 #include "graph/torchscript_import.h"
-#include "plan/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/checkmate_planner.h"
 #include "planner/monet_planner.h"
@@ -161,10 +161,15 @@ int run_plan(PlanOptions o) {
         "LOSSY         %d forwards use a lossy implementation: gradients differ slightly "
         "from autograd's (--lossy)\n",
         s.lossy);
-  if (solved)
-    std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, gap %.2f%%\n",
+  if (solved) {
+    std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, ",
                 milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
-                static_cast<long long>(r.size.nonzeros), 100 * r.solve.gap);
+                static_cast<long long>(r.size.nonzeros));
+    if (std::isfinite(r.solve.bound))
+      std::printf("gap %.2f%%\n", 100 * r.solve.gap);
+    else
+      std::printf("no bound (the LP relaxation was not solved in time)\n");
+  }
   if (solved && r.source != PlanSource::kProgram)
     std::printf(
         "              the plan is %s's: faster than the program's best, within the budget by "
