@@ -53,7 +53,7 @@ echo
 echo "| model | planner | budget | columns | rows | first fitting plan (s) | first program solution (s) | within 5% (s) | stopped (s) | final gap |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 jq -r "$case_name as \$m | .rows[] | select(.solve != null)
-  | \"| \(\$m) | \(.planner) | \(.budget) | \(.solve.columns) | \(.solve.rows) | \(if (.solve.first_fit_seconds // -1) >= 0 then (.solve.first_fit_seconds * 10 | round / 10) else \"-\" end) | \(if .solve.first_incumbent_seconds >= 0 then (.solve.first_incumbent_seconds * 10 | round / 10) else \"-\" end) | \(if .seconds_to_5pct >= 0 then (.seconds_to_5pct * 10 | round / 10) else \"not reached\" end) | \(.solve.planner_seconds * 10 | round / 10) | \(if .status != \"ok\" then .status elif .solve.gap == null or .solve.bound_seconds == null then \"no bound (LP unsolved)\" else (.solve.gap | $pct) end) |\"" "${files[@]}"
+  | \"| \(\$m) | \(.planner) | \(.budget) | \(.solve.columns) | \(.solve.rows) | \(if (.solve.first_fit_seconds // -1) >= 0 then (.solve.first_fit_seconds * 10 | round / 10) else \"-\" end) | \(if .solve.first_incumbent_seconds >= 0 then (.solve.first_incumbent_seconds * 10 | round / 10) else \"-\" end) | \(if .seconds_to_5pct >= 0 then (.seconds_to_5pct * 10 | round / 10) else \"not reached\" end) | \(.solve.planner_seconds * 10 | round / 10) | \(if .status != \"ok\" then .status elif .solve.bound_seconds == null then \"no bound (LP unsolved)\" else (.solve.gap | $pct) end) |\"" "${files[@]}"
 echo
 echo "### Checkmate: its predicted peak against the simulated and the measured peak"
 echo

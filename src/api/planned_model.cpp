@@ -151,7 +151,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
         "no " + o.planner + " plan fits a budget of " + bytes_text(report->budget_bytes), -1);
   }
   Plan plan = outcome.plan;
-  if (outcome.solved && std::isfinite(outcome.solve.solve.bound))
+  if (outcome.solved && std::isfinite(outcome.solve.solve.gap))
     report->solver_gap = outcome.solve.solve.gap;
   if (!cached.empty()) {
     try {

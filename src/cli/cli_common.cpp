@@ -307,7 +307,7 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"objective_seconds", r.objective_seconds},
           {"bound_seconds", r.solve.bound},
           {"lp_relaxation_seconds", r.solve.lp_seconds},
-          {"gap", std::isfinite(r.solve.bound) ? nlohmann::json(r.solve.gap) : nlohmann::json()},
+          {"gap", r.solve.gap},  // null when no bound is known (infinite)
           {"plan_source", plan_source_name(r.source)},
           {"floor_bytes", r.floor_bytes},
           {"first_fit_seconds", r.first_fit_seconds},

@@ -165,7 +165,7 @@ int run_plan(PlanOptions o) {
     std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, ",
                 milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
                 static_cast<long long>(r.size.nonzeros));
-    if (std::isfinite(r.solve.bound))
+    if (std::isfinite(r.solve.gap))
       std::printf("gap %.2f%%\n", 100 * r.solve.gap);
     else
       std::printf("no bound (the LP relaxation was not solved in time)\n");

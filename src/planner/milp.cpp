@@ -295,7 +295,9 @@ RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, double limit,
 
 MilpResult finished(MilpResult result, Clock::time_point t0, bool progress) {
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!result.values.empty())
+  if (!std::isfinite(result.bound))
+    result.gap = std::numeric_limits<double>::infinity();
+  else if (!result.values.empty())
     result.gap = std::max(0.0, result.objective - result.bound) /
                  std::max(1e-12, std::fabs(result.objective));
   if (progress)

@@ -110,8 +110,10 @@ struct MilpResult {
   double bound = 0;          // best proven lower bound (LP relaxation or CBC's)
   double lp_bound = -1e300;  // optimum of the LP relaxation (when solved)
   double lp_seconds = 0;     // wall time of the LP relaxation
-  double gap = 0;            // (objective - bound) / |objective|, 0 when optimal
-  double seconds = 0;        // wall time of the solve
+  /// (objective - bound) / |objective|: 0 when optimal, +infinity when no bound is known
+  /// (the LP relaxation was not solved in time).
+  double gap = 0;
+  double seconds = 0;  // wall time of the solve
   double first_incumbent_seconds =
       -1;                      // when the first solution was found (0: the warm start; -1: never)
   int neighbourhoods = 0;      // sub-programs solved by neighbourhood search
