@@ -23,14 +23,17 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, const MonetPr
   needs_backward_ = nodes_needing_backward(g_);
   for (auto it = order_.rbegin(); it != order_.rend(); ++it)
     if (needs_backward_[*it]) stages_.push_back(*it);
+  add_storage_bases();
   consumers_.resize(order_.size());
   for (int id : order_) {
-    out_bytes_.push_back(g_.value(g_.node(id).output).bytes());
-    for (int v : g_.node(id).inputs)
-      if (g_.value(v).kind == ValueKind::kActivation) {
-        auto& c = consumers_[pos_[g_.value(v).producer]];
+    for (int v : g_.node(id).inputs) {
+      if (g_.value(v).kind != ValueKind::kActivation) continue;
+      // A read of a view is a read of the storage it shares with its base (and the base's).
+      for (int q = pos_[g_.value(v).producer]; q >= 0; q = storage_base_[q]) {
+        auto& c = consumers_[q];
         if (c.empty() || c.back() != pos_[id]) c.push_back(pos_[id]);
       }
+    }
   }
   start_bytes_ = iteration_start_bytes(g_);
   for (const auto& n : g_.nodes()) state_bytes_ += node_state_bytes(g_, n);
@@ -99,6 +102,29 @@ void MonetProgram::complete(std::vector<double>& x) const {
   }
 }
 
+void MonetProgram::add_storage_bases() {
+  storage_base_.assign(order_.size(), -1);
+  for (int id : order_) {
+    const Node& n = g_.node(id);
+    const auto fs = forward_impls(g_, n);
+    const bool view = !n.inputs.empty() && std::all_of(fs.begin(), fs.end(), [](const auto& f) {
+      return f.output_aliases_input;
+    });
+    // A view owns no storage: its bytes are its base's, counted with the base (a view of
+    // a parameter or of the batch is counted with them, outside the program).
+    out_bytes_.push_back(view ? 0 : g_.value(n.output).bytes());
+    if (view && g_.value(n.inputs[0]).kind == ValueKind::kActivation)
+      storage_base_[pos_[id]] = pos_[g_.value(n.inputs[0]).producer];
+  }
+}
+
+std::vector<int> MonetProgram::with_storage_bases(const std::vector<int>& positions) const {
+  std::set<int> out;
+  for (int p : positions)
+    for (int q = p; q >= 0; q = storage_base_[q]) out.insert(q);
+  return {out.begin(), out.end()};
+}
+
 std::vector<int> MonetProgram::recomputations_of(size_t p) const {
   std::vector<int> out;  // stages cover ever fewer positions
   for (size_t t = 0; t < r_.size() && p < r_[t].size(); ++t) out.push_back(r_[t][p]);
@@ -113,7 +139,7 @@ int MonetProgram::next_keep(size_t t, int p) const {
 std::vector<int> MonetProgram::stage_reads(int k, size_t part) const {
   std::set<int> reads;
   for (size_t pi = part; pi < parts_[k].size(); ++pi)
-    for (const auto& c : backward_[k][pi]) reads.insert(c.reads.begin(), c.reads.end());
+    for (const auto& c : backward_[k][pi]) reads.insert(c.holds.begin(), c.holds.end());
   return {reads.begin(), reads.end()};
 }
 
@@ -176,6 +202,7 @@ void MonetProgram::add_variables() {
           if (g_.value(n.inputs[in]).kind == ValueKind::kActivation)
             choices.back().reads.push_back(pos_[g_.value(n.inputs[in]).producer]);
         if (b.reads_output) choices.back().reads.push_back(pos_[id]);
+        choices.back().holds = with_storage_bases(choices.back().reads);
       }
       backward_[id].push_back(choices);
     }
@@ -284,6 +311,10 @@ void MonetProgram::add_schedule_rows() {
       // What stage t+1 starts with was kept or recomputed in stage t.
       if (const int next = next_keep(t, p); next >= 0)
         milp_.add_row({{next, 1}, {s_[t][p], -1}, {r_[t][p], -1}}, -1e30, 0);
+      // A view kept holds its base's storage, which the program counts as the base kept
+      // (keeping the base as well costs nothing more).
+      if (const int b = storage_base_[p]; b >= 0)
+        milp_.add_row({{s_[t][p], 1}, {s_[t][b], -1}}, -1e30, 0);
     }
     // Backward reads: the chosen implementation's activations are kept or recomputed; its
     // intermediate comes from a forward implementation that leaves it; no reading of an
@@ -410,7 +441,7 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
       for (size_t pi = part; pi < parts_[k].size(); ++pi) {
         Terms reading;
         for (const auto& c : backward_[k][pi])
-          if (std::count(c.reads.begin(), c.reads.end(), q)) reading.push_back({c.col, 1});
+          if (std::count(c.holds.begin(), c.holds.end(), q)) reading.push_back({c.col, 1});
         if (!reading.empty()) sums.push_back(reading);
       }
       alive[part][q] = define(sums);

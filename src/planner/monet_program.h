@@ -21,6 +21,9 @@
 //  - each backward part of k: the tensors its chosen implementation (or a later part's)
 //    reads, those kept for the next stage, gradients (alive, new, accumulation copies:
 //    exact, from a replay of the store-all plan) and the chosen workspace.
+// A view (an operator whose every implementation returns its input's storage: flatten,
+// reshape, permute) owns no bytes: a read of it is a read of its base, and keeping it keeps
+// the base (s[t][view] <= s[t][base]), so a storage shared by views is counted once.
 // Running sums (s[t][j >= i], s[t+1][j < i], intermediates) are continuous columns
 // defined by equality rows, so every memory row has O(1 + tensors crossing i) terms and
 // the program O(N^2) non-zeros. Every count is an upper bound of what the executor holds
@@ -119,6 +122,7 @@ class MonetProgram {
     std::string name;
     int col = -1;
     std::vector<int> reads;  // backward choices: positions of the activations it reads
+    std::vector<int> holds;  // and of those whose storage it holds: reads and their bases
   };
   // A continuous column (MiB) defined from earlier columns: the sum of one term list
   // (an equality row), or the largest of several (>= rows; memory rows push it down).
@@ -140,6 +144,10 @@ class MonetProgram {
   bool backward_allowed(const Node& n, const BackwardImplInfo& b, bool is_default) const;
   int binary(double seconds);
   int define(std::vector<Terms> sums);
+  /// Marks the base of every view kept in a stage as kept there too (not recomputed): the
+  /// program counts a view's storage as its base's. False when that drops a recomputation
+  /// of a base (x then describes a nearby plan).
+  bool keep_storage_bases(std::vector<double>& x) const;
   /// Sets the budget column (when there is one) to the least value `x` needs.
   void fit_budget(std::vector<double>& x) const;
   /// Fills the defined columns of `x` from the binaries.
@@ -153,8 +161,12 @@ class MonetProgram {
   /// s[t+1][p] when the next stage has position p, else -1.
   int next_keep(size_t t, int p) const;
   /// Positions of the activations any allowed implementation of parts >= `part` of the
-  /// stage node reads.
+  /// stage node reads, with the bases of those that are views.
   std::vector<int> stage_reads(int k, size_t part) const;
+  /// Fills out_bytes_ and storage_base_.
+  void add_storage_bases();
+  /// `positions` and, for each view among them, its base, the base's base, and so on.
+  std::vector<int> with_storage_bases(const std::vector<int>& positions) const;
 
   const Graph& g_;
   const CostModel& costs_;
@@ -171,11 +183,16 @@ class MonetProgram {
   // without availability rows).
   std::vector<int> recomputed_;
 
-  std::vector<int> order_, pos_;              // topological order; position of each node
-  std::vector<int> stages_;                   // node ids with a backward, in backward order
-  std::vector<bool> needs_backward_;          // by node id
-  std::vector<int64_t> out_bytes_;            // by position: bytes of the node's output
-  std::vector<std::vector<int>> consumers_;   // by position: positions reading the output
+  std::vector<int> order_, pos_;      // topological order; position of each node
+  std::vector<int> stages_;           // node ids with a backward, in backward order
+  std::vector<bool> needs_backward_;  // by node id
+  // By position: bytes of the storage the node's output allocates (0 for a view).
+  std::vector<int64_t> out_bytes_;
+  // By position: for a view (every forward implementation returns a view of input 0, an
+  // activation), the position of that input; else -1. The view holds the base's storage.
+  std::vector<int> storage_base_;
+  // By position: positions reading the output or a view of it (those hold its storage).
+  std::vector<std::vector<int>> consumers_;
   std::vector<std::vector<Choice>> forward_;  // node -> allowed forward implementations
   // node -> part index -> allowed backward implementations
   std::vector<std::vector<std::vector<Choice>>> backward_;

@@ -114,9 +114,28 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
       const bool later = next >= 0 && x[next] > 0.5;
       x[s_[u][q]] = (need[u][q] || (later && !x[r_[u][q]])) ? 1 : 0;
     }
+  if (!keep_storage_bases(x) && !nearest) return {};
   complete(x);
   fit_budget(x);
   return x;
+}
+
+bool MonetProgram::keep_storage_bases(std::vector<double>& x) const {
+  // Stages in order, views before their bases: a base kept for a view in stage u was kept or
+  // recomputed in stage u - 1, because the view was (and recomputing it read the base).
+  bool same_plan = true;
+  for (size_t u = 0; u < stages_.size(); ++u)
+    for (int q = static_cast<int>(s_[u].size()) - 1; q >= 0; --q) {
+      const int b = storage_base_[q];
+      if (b < 0 || x[s_[u][q]] < 0.5) continue;
+      x[s_[u][b]] = 1;
+      // Recomputing a base that a kept view holds makes a second storage for it; the
+      // program keeps the base instead (a nearby plan, faster and no larger).
+      if (x[r_[u][b]] > 0.5) same_plan = false;
+      x[r_[u][b]] = 0;
+      for (int c : rec_[u][b]) x[c] = 0;
+    }
+  return same_plan;
 }
 
 void MonetProgram::fit_budget(std::vector<double>& x) const {
