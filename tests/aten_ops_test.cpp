@@ -107,8 +107,9 @@ TEST(AtenCall, ProbeFindsWhatTheDerivativeKeeps) {
       << describe_aten_call(*gelu);
 }
 
-// Which results are views monet keeps as views: of all of the input's storage.
-TEST(AtenCall, ProbeFindsViewsOfTheWholeInput) {
+// Which results are views monet keeps as views: those of the input's storage, all of it
+// or part.
+TEST(AtenCall, ProbeFindsViewsOfTheInput) {
   EXPECT_TRUE(unary("aten::reshape", {std::vector<int64_t>{2, 48}})->output_aliases_input);
   EXPECT_TRUE(unary("aten::view", {std::vector<int64_t>{6, 16}})->output_aliases_input);
   EXPECT_TRUE(unary("aten::unsqueeze", {int64_t{1}})->output_aliases_input);
@@ -125,15 +126,21 @@ TEST(AtenCall, ProbeFindsViewsOfTheWholeInput) {
     EXPECT_FALSE(
         make_aten_call(op, "", rest, {0}, {{2, 4, 4, 3}}, {true}, permuted)->output_aliases_input)
         << op;
-  // Not all of the storage: copied.
-  EXPECT_FALSE(unary("aten::select", {int64_t{0}, int64_t{1}}, "int")->output_aliases_input);
+  // Part of the storage: a view too, contiguous (a sample) or strided (channels).
+  const auto sample = unary("aten::select", {int64_t{0}, int64_t{1}}, "int");
+  EXPECT_TRUE(sample->output_aliases_input);
+  EXPECT_TRUE(sample->output_strides.empty());
+  const auto channels =
+      unary("aten::slice", {int64_t{1}, int64_t{1}, int64_t{3}, int64_t{1}}, "Tensor");
+  EXPECT_TRUE(channels->output_aliases_input);
+  EXPECT_EQ(channels->output_strides, (std::vector<int64_t>{48, 16, 4, 1}));
   EXPECT_FALSE(unary("aten::tanh")->output_aliases_input);
   EXPECT_NE(
       describe_aten_call(*unary("aten::reshape", {std::vector<int64_t>{2, 48}})).find(" view"),
       std::string::npos);
 }
 
-// Reshapes of activations are views: they take no memory, nothing writes in place into
+// Reshapes and slices of activations are views: they take no memory, nothing writes in place into
 // the storage they share, the executor's measured peak is the simulator's, and the
 // gradients are autograd's.
 TEST(AtenOps, ViewsShareTheirInputsStorage) {
@@ -144,6 +151,13 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
   const int flat = aten(b, "aten::reshape", h, "flat", {std::vector<int64_t>{2, 8, 36}});
   h = b.relu(flat, "relu", /*inplace=*/true);
   h = aten(b, "aten::reshape", h, "back", {std::vector<int64_t>{2, 8, 6, 6}});
+  // Slices of channels, read by generic operators: views of part of the storage, which
+  // each holds whole while it lives.
+  const int lo =
+      aten(b, "aten::slice", h, "lo", {int64_t{1}, int64_t{0}, int64_t{4}, int64_t{1}}, "Tensor");
+  const int hi =
+      aten(b, "aten::slice", h, "hi", {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{1}}, "Tensor");
+  h = b.cat({aten(b, "aten::tanh", lo, "tanh"), aten(b, "aten::sigmoid", hi, "sigmoid")}, "rejoin");
   // A permute read by a generic operator stays a view; one read by a convolution is
   // copied (copy_views_read_by_specialised_operators, in GraphBuilder::finish).
   const int nhwc = aten(b, "aten::permute", h, "nhwc", {std::vector<int64_t>{0, 2, 3, 1}});
@@ -160,6 +174,10 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
   EXPECT_TRUE(impls[0].output_aliases_input);
   EXPECT_TRUE(storage_shared(g, flat));
   EXPECT_TRUE(g.node(g.value(nhwc).producer).attrs.aten->output_aliases_input);
+  for (int part : {lo, hi}) {
+    EXPECT_TRUE(g.node(g.value(part).producer).attrs.aten->output_aliases_input);
+    EXPECT_TRUE(storage_shared(g, part));
+  }
   EXPECT_FALSE(g.node(g.value(nchw).producer).attrs.aten->output_aliases_input);
   for (const Node& n : g.nodes()) {
     if (n.op != OpKind::kReLU) continue;
@@ -172,6 +190,15 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
   const CostModel costs = testing::quick_profile(g, state, batch);
   for (const Plan& plan : {store_all_plan(g), chen_plan(g)})
     testing::expect_runs_as_simulated(g, state, batch, plan, simulate(g, plan, costs));
+  // The program counts each storage once: at the leanest heuristic's peak it finds a plan,
+  // and that plan runs as simulated.
+  MonetOptions o;
+  o.budget_bytes = testing::lean_budget(g, costs);
+  o.solver.time_limit_seconds = 10;
+  const MonetResult r = plan_monet(g, costs, o);
+  ASSERT_TRUE(r.found);
+  EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
+  testing::expect_runs_as_simulated(g, state, batch, r.plan, r.predicted);
 }
 
 // Integer and boolean results keep their type (they have no gradient); an operator the

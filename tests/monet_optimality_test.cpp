@@ -226,7 +226,9 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
               << best_accepted << " s; it expresses " << expressible_fitting
               << " of those that fit), program "
               << (r.values.empty() ? -1.0 : program.seconds_of(r.values)) << " s\n";
-    if (c.exact_rows) EXPECT_EQ(accepted, expressible_fitting) << "budget " << budget;
+    if (c.exact_rows) {
+      EXPECT_EQ(accepted, expressible_fitting) << "budget " << budget;
+    }
     if (best < 0) {
       EXPECT_TRUE(r.values.empty());
       continue;

@@ -150,9 +150,7 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
   c->output_shape = out.sizes().vec();
   bool alias = false;
   for (const at::Tensor& t : in) alias = alias || out.is_alias_of(t);
-  c->output_aliases_input = !in.empty() && out.is_alias_of(in[0]) &&
-                            out.storage_offset() == in[0].storage_offset() &&
-                            out.numel() >= in[0].numel();
+  c->output_aliases_input = !in.empty() && out.is_alias_of(in[0]);
   if (c->output_aliases_input && !out.is_contiguous()) c->output_strides = out.strides().vec();
   const auto output_storage = out.storage().getWeakStorageImpl();
   const auto node = out.grad_fn();  // keeps what the derivative saved alive

@@ -41,10 +41,10 @@ struct AtenCall {
   /// indices, a mask), measured by the memory tracker when the call was probed (float32
   /// inputs of the traced shapes).
   int64_t autograd_saved_bytes = 0;
-  /// The output is a view of all of the first input's storage (reshape, view, flatten,
-  /// squeeze, unsqueeze, permute, transpose, expand; not select or slice): the node takes
-  /// no memory of its own. Probed on inputs laid out as the executor lays them out
-  /// (make_aten_call's input_strides).
+  /// The output is a view of the first input's storage (reshape, view, flatten, squeeze,
+  /// unsqueeze, permute, transpose, expand, select, slice): the node takes no memory of
+  /// its own, and its output holds all of the input's storage while it lives. Probed on
+  /// inputs laid out as the executor lays them out (make_aten_call's input_strides).
   bool output_aliases_input = false;
   /// Such a view's strides when it is not contiguous (permute, transpose, expand); empty
   /// otherwise. Only generic operators read non-contiguous views (copy_views_read_by_

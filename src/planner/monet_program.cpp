@@ -178,7 +178,7 @@ void MonetProgram::add_variables() {
       if (forward_allowed(n, fs[a], a == 0)) allowed.push_back(fs[a]);
     auto forward_cost = [&](const ForwardImplInfo& f) { return costs_.forward(g_, id, f.name); };
     for (size_t i : pareto(allowed, same_forward, forward_cost))
-      forward_[id].push_back({allowed[i].name, binary(forward_cost(allowed[i]).seconds), {}});
+      forward_[id].push_back({allowed[i].name, binary(forward_cost(allowed[i]).seconds), {}, {}});
     add_recompute_choices(id);
     if (!needs_backward_[id]) continue;
     parts_[id] = backward_parts(g_, n);
@@ -197,7 +197,7 @@ void MonetProgram::add_variables() {
       std::vector<Choice> choices;
       for (size_t i : pareto(candidates, same_backward, backward_cost)) {
         const BackwardImplInfo& b = candidates[i];
-        choices.push_back({b.name, binary(backward_cost(b).seconds), {}});
+        choices.push_back({b.name, binary(backward_cost(b).seconds), {}, {}});
         for (int in : b.reads_inputs)
           if (g_.value(n.inputs[in]).kind == ValueKind::kActivation)
             choices.back().reads.push_back(pos_[g_.value(n.inputs[in]).producer]);
