@@ -96,6 +96,13 @@ TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
   EXPECT_GT(r.floor_bytes, 0);
   EXPECT_LE(r.floor_bytes, r.predicted.peak_bytes);
   testing::expect_runs_as_simulated(g, state, batch, r.plan, r.predicted);
+  // Below the floor no plan can fit: the planner says so without searching.
+  mo.budget_bytes = r.floor_bytes - 1;
+  const MonetResult none = plan_monet(g, costs, mo);
+  EXPECT_FALSE(none.found);
+  EXPECT_EQ(none.floor_bytes, r.floor_bytes);
+  EXPECT_EQ(none.solves, 0);
+  EXPECT_EQ(none.solve.status, MilpStatus::kInfeasible);
 }
 
 }  // namespace

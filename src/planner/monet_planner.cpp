@@ -268,6 +268,13 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
         "planner: budget %.1f MiB, floor %.1f MiB (parameters, gradients, the "
         "largest operator call)\n",
         o.budget_bytes / 1048576.0, result.floor_bytes / 1048576.0);
+  if (o.budget_bytes < result.floor_bytes) {  // no plan can fit: nothing to search
+    if (o.solver.progress) report_progress("planner: the budget is below the floor: no plan\n");
+    result.solve.status = MilpStatus::kInfeasible;  // proven, by the floor
+    result.program_budget = o.budget_bytes;
+    result.seconds = seconds_since(t0);
+    return result;
+  }
   // The fastest heuristic plan within the budget (by the simulator), returned when the
   // program finds none faster.
   SimulatedPlan heuristic;

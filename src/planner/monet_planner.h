@@ -106,7 +106,8 @@ struct MonetResult {
   double first_fit_seconds = -1;
 };
 
-/// Solves the program for `options.budget_bytes`.
+/// Solves the program for `options.budget_bytes`. A budget below the floor returns at
+/// once: found false, no solve, solve.status kInfeasible.
 MonetResult plan_monet(const Graph& graph, const CostModel& costs, const MonetOptions& options);
 
 struct MinimumBudget {
