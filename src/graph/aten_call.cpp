@@ -209,6 +209,49 @@ void copy_views_read_by_specialised_operators(Graph& g) {
   }
 }
 
+namespace {
+
+bool is_view_node(const Node& n) {
+  return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
+}
+
+// Whether the derivative of a generic call keeps anything: an input, the output, or
+// something of its own (a copy: matmul keeps its own contiguous copy of a strided operand,
+// so the probe does not see the operand itself kept, yet its values matter).
+bool derivative_keeps_anything(const AtenCall& c) {
+  return c.saves_output || c.autograd_saved_bytes > 0 ||
+         std::count(c.saves_input.begin(), c.saves_input.end(), true) > 0;
+}
+
+// Whether a backward pass may read `value`, or a view of it. Specialised operators are
+// assumed to (most read their inputs); a generic one where its derivative keeps anything.
+bool backward_may_read(const Graph& g, int value) {
+  for (int r : g.value(value).consumers) {
+    const Node& n = g.node(r);
+    if (is_view_node(n) && n.inputs[0] == value) {
+      if (backward_may_read(g, n.output)) return true;
+    } else if (n.op != OpKind::kAten || derivative_keeps_anything(*n.attrs.aten)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void copy_partial_views_kept_for_backward(Graph& g) {
+  for (int id = static_cast<int>(g.nodes().size()) - 1; id >= 0; --id) {
+    const Node& n = g.node(id);
+    if (n.op != OpKind::kAten || !n.attrs.aten->output_aliases_input) continue;
+    if (g.value(n.output).numel() >= g.value(n.inputs[0]).numel()) continue;
+    if (!backward_may_read(g, n.output)) continue;
+    auto copy = std::make_shared<AtenCall>(*n.attrs.aten);
+    copy->output_aliases_input = false;
+    copy->output_strides.clear();
+    g.set_aten_call(id, std::move(copy));
+  }
+}
+
 std::string describe_aten_call(const AtenCall& c) {
   std::ostringstream s;
   s << qualified(c) << '(';

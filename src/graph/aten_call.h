@@ -103,6 +103,14 @@ std::shared_ptr<const AtenCall> make_aten_call(
 /// importer and GraphBuilder::finish do).
 void copy_views_read_by_specialised_operators(Graph& graph);
 
+/// Makes every view of part of its input's storage (select, slice) that a backward pass may
+/// read (through further views too) a copy instead: kept for a backward, the view would
+/// hold all of its input's storage, the copy only its part, as PyTorch's matmul holds
+/// its own copy of a sliced operand. Views that only pass through operators whose
+/// backward reads nothing of them stay views. Run after
+/// copy_views_read_by_specialised_operators.
+void copy_partial_views_kept_for_backward(Graph& graph);
+
 /// "aten::gelu(%0, approximate='tanh') saves=[0]": the operator, its arguments (constant
 /// tensors by shape and a hash of their values) and what its derivative keeps.
 /// Deterministic: part of the graph fingerprint.

@@ -40,6 +40,7 @@ Graph Importer::run() {
   add_loss(trained_output(outputs[0]));
   if (!generic_path()) graph_ = fuse_attention(graph_);
   copy_views_read_by_specialised_operators(graph_);
+  copy_partial_views_kept_for_backward(graph_);
   graph_.validate();
   return std::move(graph_);
 }
