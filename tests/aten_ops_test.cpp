@@ -162,7 +162,7 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
              aten(b, "aten::tanh", hi, "tanh")},
             "rejoin");
   // A permute read by a generic operator stays a view; one read by a convolution is
-  // copied (copy_views_read_by_specialised_operators, in GraphBuilder::finish).
+  // copied (copy_views_where_needed, in GraphBuilder::finish).
   const int nhwc = aten(b, "aten::permute", h, "nhwc", {std::vector<int64_t>{0, 2, 3, 1}});
   h = aten(b, "aten::gelu", nhwc, "gelu", {std::string("none")});
   const int nchw = aten(b, "aten::permute", h, "nchw", {std::vector<int64_t>{0, 3, 1, 2}});

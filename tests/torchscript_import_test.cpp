@@ -127,6 +127,16 @@ class ImportedTorchvision : public ::testing::TestWithParam<std::string> {
   void SetUp() override { MemoryTracker::install(); }
 };
 
+// Random implementations and recomputations: every backward implementation of every
+// operator, the re-running ones included, against PyTorch (a re-run needs the inputs whose
+// values the derivative uses, also where it keeps only its own copy of them, as matmul
+// does of a strided operand).
+TEST_P(ImportedTorchvision, RandomPlanMatchesPyTorch) {
+  const Imported m = import(GetParam());
+  const double err = worst_error_against_pytorch(m, random_plan(m.graph, 1));
+  std::cout << GetParam() << ": random plan worst relative error " << err << "\n";
+}
+
 TEST_P(ImportedTorchvision, StoreAllMatchesPyTorch) {
   const Imported m = import(GetParam());
   const double err = worst_error_against_pytorch(m, store_all_plan(m.graph));

@@ -5,6 +5,7 @@
 #include <ATen/core/stack.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "base/memory_tracker.h"
@@ -184,6 +185,9 @@ std::shared_ptr<const AtenCall> make_aten_call(
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   if (!call->output_aliases_input && !call->saves_output && at::isFloatingType(call->output_dtype))
     probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
+  // A derivative that keeps a tensor of its own made from the inputs (matmul's contiguous
+  // copy of a strided operand) needs their values, though it keeps none of them itself.
+  if (call->autograd_saved_bytes > 0) call->saves_input.assign(call->saves_input.size(), true);
   return call;
 }
 
@@ -192,9 +196,19 @@ namespace {
 // Generic operators and attention (its matmuls) take inputs of any strides.
 bool reads_strided_views(OpKind op) { return op == OpKind::kAten || op == OpKind::kAttention; }
 
-}  // namespace
+// Makes view node `id` a copy of what it views.
+void make_copy(Graph& g, int id) {
+  auto copy = std::make_shared<AtenCall>(*g.node(id).attrs.aten);
+  copy->output_aliases_input = false;
+  copy->output_strides.clear();
+  g.set_aten_call(id, std::move(copy));
+}
 
-void copy_views_read_by_specialised_operators(Graph& g) {
+// Every non-contiguous view (AtenCall::output_strides) that an operator other than a
+// generic one reads becomes a copy: specialised operators read contiguous tensors. Returns
+// the nodes made copies.
+std::vector<int> copy_views_read_by_specialised_operators(Graph& g) {
+  std::vector<int> copied;
   for (int id = static_cast<int>(g.nodes().size()) - 1; id >= 0; --id) {
     const Node& n = g.node(id);
     if (n.op != OpKind::kAten || n.attrs.aten->output_strides.empty()) continue;
@@ -202,14 +216,11 @@ void copy_views_read_by_specialised_operators(Graph& g) {
     if (std::all_of(readers.begin(), readers.end(),
                     [&](int r) { return reads_strided_views(g.node(r).op); }))
       continue;
-    auto copy = std::make_shared<AtenCall>(*n.attrs.aten);
-    copy->output_aliases_input = false;
-    copy->output_strides.clear();
-    g.set_aten_call(id, std::move(copy));
+    make_copy(g, id);
+    copied.push_back(id);
   }
+  return copied;
 }
-
-namespace {
 
 bool is_view_node(const Node& n) {
   return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
@@ -237,19 +248,72 @@ bool backward_may_read(const Graph& g, int value) {
   return false;
 }
 
-}  // namespace
-
-void copy_partial_views_kept_for_backward(Graph& g) {
+// Every view of part of its input's storage (select, slice) that a backward may read becomes
+// a copy. Returns the nodes made copies.
+std::vector<int> copy_partial_views_kept_for_backward(Graph& g) {
+  std::vector<int> copied;
   for (int id = static_cast<int>(g.nodes().size()) - 1; id >= 0; --id) {
     const Node& n = g.node(id);
     if (n.op != OpKind::kAten || !n.attrs.aten->output_aliases_input) continue;
     if (g.value(n.output).numel() >= g.value(n.inputs[0]).numel()) continue;
     if (!backward_may_read(g, n.output)) continue;
-    auto copy = std::make_shared<AtenCall>(*n.attrs.aten);
-    copy->output_aliases_input = false;
-    copy->output_strides.clear();
-    g.set_aten_call(id, std::move(copy));
+    make_copy(g, id);
+    copied.push_back(id);
   }
+  return copied;
+}
+
+// Node `id`'s call probed again on the layouts its inputs now have.
+std::shared_ptr<const AtenCall> probed_again(const Graph& g, int id) {
+  const Node& n = g.node(id);
+  const AtenCall& c = *n.attrs.aten;
+  std::vector<std::vector<int64_t>> shapes, strides;
+  std::vector<bool> differentiable;
+  std::vector<at::ScalarType> dtypes;
+  for (int v : n.inputs) {
+    const Value& value = g.value(v);
+    shapes.push_back(value.shape);
+    const bool strided = value.producer >= 0 && g.node(value.producer).op == OpKind::kAten;
+    strides.push_back(strided ? g.node(value.producer).attrs.aten->output_strides
+                              : std::vector<int64_t>{});
+    dtypes.push_back(value.dtype);
+    differentiable.push_back(
+        (value.kind == ValueKind::kActivation || value.kind == ValueKind::kParameter) &&
+        at::isFloatingType(value.dtype));
+  }
+  try {
+    return make_aten_call(c.name, c.overload, c.arguments, c.tensor_slots, shapes, differentiable,
+                          strides, dtypes, c.result_index);
+  } catch (const AtenCallError& e) {
+    throw AtenCallError(n.name + ": " + e.what());
+  }
+}
+
+// Generic nodes downstream of `copied` were probed on the strided views those were (what
+// the derivative keeps, a view's strides); probes them again on the copies' layout.
+void probe_readers_again(Graph& g, const std::vector<int>& copied) {
+  std::set<int> changed;  // values whose layout changed
+  for (int id : copied) changed.insert(g.node(id).output);
+  const std::set<int> fixed(copied.begin(), copied.end());
+  for (int id : g.topological_order()) {
+    const Node& n = g.node(id);
+    if (n.op != OpKind::kAten || fixed.count(id)) continue;
+    if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return changed.count(v); }))
+      continue;
+    auto call = probed_again(g, id);
+    if (call->output_strides != n.attrs.aten->output_strides) changed.insert(n.output);
+    g.set_aten_call(id, std::move(call));
+  }
+}
+
+}  // namespace
+
+void copy_views_where_needed(Graph& g) {
+  std::vector<int> copied = copy_views_read_by_specialised_operators(g);
+  const std::vector<int> partial = copy_partial_views_kept_for_backward(g);
+  copied.insert(copied.end(), partial.begin(), partial.end());
+  std::sort(copied.begin(), copied.end());
+  probe_readers_again(g, copied);
 }
 
 std::string describe_aten_call(const AtenCall& c) {

@@ -97,19 +97,19 @@ std::shared_ptr<const AtenCall> make_aten_call(
     const std::vector<std::vector<int64_t>>& input_strides = {},
     const std::vector<at::ScalarType>& input_dtypes = {}, int result_index = 0);
 
-/// Makes every non-contiguous view (AtenCall::output_strides) that an operator other
-/// than a generic one reads a copy instead, so that specialised operators (convolution,
-/// batch norm, losses, ...) always read contiguous tensors. Run on a finished graph (the
-/// importer and GraphBuilder::finish do).
-void copy_views_read_by_specialised_operators(Graph& graph);
-
-/// Makes every view of part of its input's storage (select, slice) that a backward pass may
-/// read (through further views too) a copy instead: kept for a backward, the view would
-/// hold all of its input's storage, the copy only its part, as PyTorch's matmul holds
-/// its own copy of a sliced operand. Views that only pass through operators whose
-/// backward reads nothing of them stay views. Run after
-/// copy_views_read_by_specialised_operators.
-void copy_partial_views_kept_for_backward(Graph& graph);
+/// Decides which views stay views, and probes again what reads the others. A view becomes
+/// a copy where
+///  - it is not contiguous (AtenCall::output_strides) and an operator other than a generic
+///    one reads it: specialised operators (convolution, batch norm, losses, ...) read
+///    contiguous tensors;
+///  - it views part of its input's storage (select, slice) and a backward may read it
+///    (through further views too): kept, the view would hold all of its input's storage,
+///    the copy holds only its part, as PyTorch's matmul keeps its own copy of a sliced
+///    operand. A view that only passes through operators whose backward reads nothing of
+///    it stays a view.
+/// Generic operators downstream of a copy are probed again on the layout they now read.
+/// Run on a finished graph (the importer and GraphBuilder::finish do).
+void copy_views_where_needed(Graph& graph);
 
 /// "aten::gelu(%0, approximate='tanh') saves=[0]": the operator, its arguments (constant
 /// tensors by shape and a hash of their values) and what its derivative keeps.

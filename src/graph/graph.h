@@ -79,8 +79,7 @@ class Graph {
   const Value& value(int id) const;
   const Node& node(int id) const;
   /// Replaces generic node `id`'s call by `call`, the same operator on the same shapes
-  /// probed again (copy_views_read_by_specialised_operators and
-  /// copy_partial_views_kept_for_backward turn views into copies).
+  /// probed again (copy_views_where_needed turns views into copies).
   void set_aten_call(int id, std::shared_ptr<const AtenCall> call);
 
   /// Value ids of a kind, in creation order.

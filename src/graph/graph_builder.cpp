@@ -11,8 +11,7 @@ int64_t scale_channels(int64_t channels, double width, int64_t min_channels) {
 }
 
 Graph GraphBuilder::finish() {
-  copy_views_read_by_specialised_operators(graph_);
-  copy_partial_views_kept_for_backward(graph_);
+  copy_views_where_needed(graph_);
   graph_.validate();
   return std::move(graph_);
 }

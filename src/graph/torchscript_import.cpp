@@ -39,8 +39,7 @@ Graph Importer::run() {
                       std::to_string(outputs.size()) + " values");
   add_loss(trained_output(outputs[0]));
   if (!generic_path()) graph_ = fuse_attention(graph_);
-  copy_views_read_by_specialised_operators(graph_);
-  copy_partial_views_kept_for_backward(graph_);
+  copy_views_where_needed(graph_);
   graph_.validate();
   return std::move(graph_);
 }
