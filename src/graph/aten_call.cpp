@@ -191,6 +191,30 @@ std::shared_ptr<const AtenCall> make_aten_call(
   return call;
 }
 
+bool is_view_node(const Node& n) {
+  return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
+}
+
+std::vector<int64_t> view_strides(const Graph& g, int value) {
+  const int producer = g.value(value).producer;
+  if (producer < 0 || g.node(producer).op != OpKind::kAten) return {};
+  return g.node(producer).attrs.aten->output_strides;
+}
+
+AtenInputs aten_inputs_of(const Graph& g, const std::vector<int>& values) {
+  AtenInputs in;
+  for (int v : values) {
+    const Value& value = g.value(v);
+    in.shapes.push_back(value.shape);
+    in.strides.push_back(view_strides(g, v));
+    in.dtypes.push_back(value.dtype);
+    in.differentiable.push_back(
+        (value.kind == ValueKind::kActivation || value.kind == ValueKind::kParameter) &&
+        at::isFloatingType(value.dtype));
+  }
+  return in;
+}
+
 namespace {
 
 // Generic operators and attention (its matmuls) take inputs of any strides.
@@ -222,16 +246,10 @@ std::vector<int> copy_views_read_by_specialised_operators(Graph& g) {
   return copied;
 }
 
-bool is_view_node(const Node& n) {
-  return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
-}
-
-// Whether the derivative of a generic call keeps anything: an input, the output, or
-// something of its own (a copy: matmul keeps its own contiguous copy of a strided operand,
-// so the probe does not see the operand itself kept, yet its values matter).
+// Whether the derivative of a generic call keeps anything: an input, or the output (a
+// tensor of its own made from the inputs marks every input kept, make_aten_call).
 bool derivative_keeps_anything(const AtenCall& c) {
-  return c.saves_output || c.autograd_saved_bytes > 0 ||
-         std::count(c.saves_input.begin(), c.saves_input.end(), true) > 0;
+  return c.saves_output || std::count(c.saves_input.begin(), c.saves_input.end(), true) > 0;
 }
 
 // Whether a backward pass may read `value`, or a view of it. Specialised operators are
@@ -267,23 +285,10 @@ std::vector<int> copy_partial_views_kept_for_backward(Graph& g) {
 std::shared_ptr<const AtenCall> probed_again(const Graph& g, int id) {
   const Node& n = g.node(id);
   const AtenCall& c = *n.attrs.aten;
-  std::vector<std::vector<int64_t>> shapes, strides;
-  std::vector<bool> differentiable;
-  std::vector<at::ScalarType> dtypes;
-  for (int v : n.inputs) {
-    const Value& value = g.value(v);
-    shapes.push_back(value.shape);
-    const bool strided = value.producer >= 0 && g.node(value.producer).op == OpKind::kAten;
-    strides.push_back(strided ? g.node(value.producer).attrs.aten->output_strides
-                              : std::vector<int64_t>{});
-    dtypes.push_back(value.dtype);
-    differentiable.push_back(
-        (value.kind == ValueKind::kActivation || value.kind == ValueKind::kParameter) &&
-        at::isFloatingType(value.dtype));
-  }
+  const AtenInputs in = aten_inputs_of(g, n.inputs);
   try {
-    return make_aten_call(c.name, c.overload, c.arguments, c.tensor_slots, shapes, differentiable,
-                          strides, dtypes, c.result_index);
+    return make_aten_call(c.name, c.overload, c.arguments, c.tensor_slots, in.shapes,
+                          in.differentiable, in.strides, in.dtypes, c.result_index);
   } catch (const AtenCallError& e) {
     throw AtenCallError(n.name + ": " + e.what());
   }
@@ -312,7 +317,6 @@ void copy_views_where_needed(Graph& g) {
   std::vector<int> copied = copy_views_read_by_specialised_operators(g);
   const std::vector<int> partial = copy_partial_views_kept_for_backward(g);
   copied.insert(copied.end(), partial.begin(), partial.end());
-  std::sort(copied.begin(), copied.end());
   probe_readers_again(g, copied);
 }
 

@@ -19,6 +19,7 @@
 namespace monet {
 
 class Graph;
+struct Node;
 
 struct AtenCall {
   std::string name;      // qualified operator name, "aten::gelu"
@@ -47,8 +48,8 @@ struct AtenCall {
   /// inputs laid out as the executor lays them out (make_aten_call's input_strides).
   bool output_aliases_input = false;
   /// Such a view's strides when it is not contiguous (permute, transpose, expand); empty
-  /// otherwise. Only generic operators read non-contiguous views (copy_views_read_by_
-  /// specialised_operators): every other activation is contiguous.
+  /// otherwise. Only generic operators read non-contiguous views (copy_views_where_needed):
+  /// every other activation is contiguous.
   std::vector<int64_t> output_strides;
   std::vector<int64_t> output_shape;  // as probed at import
   /// The result's type, as probed: floating point, or an integer or boolean type (a
@@ -96,6 +97,24 @@ std::shared_ptr<const AtenCall> make_aten_call(
     const std::vector<bool>& differentiable,
     const std::vector<std::vector<int64_t>>& input_strides = {},
     const std::vector<at::ScalarType>& input_dtypes = {}, int result_index = 0);
+
+/// Whether `node` always returns a view of its first input's storage (flatten, a generic
+/// operator probed as a view).
+bool is_view_node(const Node& node);
+
+/// The strides of `value` when it is a non-contiguous view (its generic producer's
+/// AtenCall::output_strides), else empty (contiguous).
+std::vector<int64_t> view_strides(const Graph& graph, int value);
+
+/// What make_aten_call needs of a call's tensor inputs `values` (node inputs, in order):
+/// their shapes, layouts (view_strides), types, and which are differentiable (floating-point
+/// activations and parameters).
+struct AtenInputs {
+  std::vector<std::vector<int64_t>> shapes, strides;
+  std::vector<at::ScalarType> dtypes;
+  std::vector<bool> differentiable;
+};
+AtenInputs aten_inputs_of(const Graph& graph, const std::vector<int>& values);
 
 /// Decides which views stay views, and probes again what reads the others. A view becomes
 /// a copy where

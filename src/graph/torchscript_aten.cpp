@@ -95,9 +95,6 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     name.pop_back();
   }
   std::vector<int> inputs;
-  std::vector<std::vector<int64_t>> shapes, strides;
-  std::vector<at::ScalarType> dtypes;
-  std::vector<bool> differentiable;
   std::string module;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     if (const auto o = overrides.find(i); o != overrides.end()) {
@@ -117,21 +114,16 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     arguments.emplace_back();
     slots.push_back(static_cast<int>(i));
     inputs.push_back(v);
-    shapes.push_back(value.shape);
-    strides.push_back(view_strides(v));
-    dtypes.push_back(value.dtype);
-    differentiable.push_back(
-        (value.kind == ValueKind::kActivation || value.kind == ValueKind::kParameter) &&
-        at::isFloatingType(value.dtype));
   }
   if (inputs.empty())
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
   const std::string label = kind.substr(6);  // without "aten::"
+  const AtenInputs in = aten_inputs_of(graph_, inputs);
   for (size_t i : results) {
     OpAttrs a;
     try {
-      a.aten = make_aten_call(name, schema->overload_name(), arguments, slots, shapes,
-                              differentiable, strides, dtypes, static_cast<int>(i));
+      a.aten = make_aten_call(name, schema->overload_name(), arguments, slots, in.shapes,
+                              in.differentiable, in.strides, in.dtypes, static_cast<int>(i));
     } catch (const AtenCallError& err) {
       fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
     }

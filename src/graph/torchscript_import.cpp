@@ -128,7 +128,7 @@ int Importer::classes_second(int logits) {
   OpAttrs a;
   try {
     a.aten = make_aten_call("aten::transpose", "int", {c10::IValue(), int64_t{1}, int64_t{2}}, {0},
-                            {v.shape}, {true}, {view_strides(logits)}, {v.dtype});
+                            {v.shape}, {true}, {view_strides(graph_, logits)}, {v.dtype});
   } catch (const AtenCallError& e) {
     throw ImportError("'" + path_ + "': cannot transpose the logits: " + e.what());
   }

@@ -110,14 +110,6 @@ class Importer {
     return e;
   }
 
-  // The strides of `value` when it is a non-contiguous view (its generic producer's
-  // AtenCall::output_strides), else empty (contiguous).
-  std::vector<int64_t> view_strides(int value) const {
-    const int producer = graph_.value(value).producer;
-    if (producer < 0 || graph_.node(producer).op != OpKind::kAten) return {};
-    return graph_.node(producer).attrs.aten->output_strides;
-  }
-
   [[noreturn]] void fail(const JitNode* node, const std::string& what) const {
     std::ostringstream s;
     s << "'" << path_ << "': " << what << "\n  at " << location(node) << "\n  in: " << *node;

@@ -10,7 +10,7 @@ void Importer::translate_reshape(JitNode* node, const std::string& kind) {
   const int x = tensor(node, 0);
   // A non-contiguous view (a generic permute's, transpose's): contiguous() copies it, and
   // flatten may have to; both are then generic.
-  const bool strided = !view_strides(x).empty();
+  const bool strided = !view_strides(graph_, x).empty();
   if (kind == "aten::contiguous") return strided ? translate_aten(node, kind) : alias(node, x);
   const auto& s = shape_of(x);
   const int64_t rank = static_cast<int64_t>(s.size());

@@ -143,18 +143,13 @@ std::vector<ForwardImplInfo> operator_forward_impls(const Graph& g, const Node& 
   }
 }
 
-// A node whose output is always a view of its first input's storage.
-bool aliasing_node(const Node& n) {
-  return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
-}
-
 }  // namespace
 
 bool storage_shared(const Graph& g, int value) {
   const Value& v = g.value(value);
-  if (v.producer >= 0 && aliasing_node(g.node(v.producer))) return true;
+  if (v.producer >= 0 && is_view_node(g.node(v.producer))) return true;
   for (int c : v.consumers)
-    if (aliasing_node(g.node(c)) && g.node(c).inputs[0] == value) return true;
+    if (is_view_node(g.node(c)) && g.node(c).inputs[0] == value) return true;
   return false;
 }
 
