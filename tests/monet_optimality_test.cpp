@@ -1,11 +1,13 @@
 // The MONeT program against exhaustive enumeration on graphs small enough to list every
 // plan it can express: every choice of forward and backward implementations the mode
-// allows and every set of recomputations per backward stage. Each plan is validated and
+// allows and every set of recomputations per backward stage (with each recomputation
+// implementation: out of place, or emitting an intermediate). Each plan is validated and
 // replayed by the simulator (the executor's exact memory), and the fastest plan within
 // a budget is compared with the program's optimum at that budget. Every enumerated plan
 // the program accepts at a budget must also fit it (the memory rows are upper bounds). The
 // "view" graph checks that a view and its base are one storage to the program, as to the
-// executor.
+// executor; the "pool" graph, that an intermediate is alive from the forward pass or from
+// the recomputation that emits it to the backward that reads it, and not otherwise.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,9 +67,22 @@ Graph view_graph() {
   return b.finish();
 }
 
+// conv -> max pool -> loss: the pool's intermediate (its argmax) comes from the forward
+// pass or from a recomputation, and its backward reads it or the pool's input.
+Graph pool_graph() {
+  GraphBuilder b("pool");
+  int x = b.input("input", {2, 3, 32, 32});
+  ConvSpec c1{4, {3}, 1, 1, 1, false, {}};
+  x = b.conv(x, "conv1", c1);
+  x = b.max_pool(x, "pool", 2, 2, 0);
+  b.bce_with_logits(x, b.mask_target("target", {2, 4, 16, 16}));
+  return b.finish();
+}
+
 Graph case_graph(const std::string& name) {
   if (name == "chain") return chain_graph();
   if (name == "residual") return residual_graph();
+  if (name == "pool") return pool_graph();
   return view_graph();
 }
 
@@ -95,16 +110,22 @@ std::vector<Enumerated> enumerate_plans(const Graph& g, const CostModel& costs, 
     std::vector<std::string> names;
   };
   std::vector<Group> groups;
-  std::vector<std::string> recompute(g.nodes().size());
+  // Recomputation implementations: the first out of place that emits nothing, then
+  // those the mode allows that emit an intermediate.
+  std::vector<std::vector<std::string>> recompute(g.nodes().size());
   for (int id : order) {
     const Node& n = g.node(id);
     const auto fs = forward_impls(g, n);
     Group f{id, true, BackwardPart::kAll, {}};
+    std::vector<std::string> emitting;
     for (size_t a = 0; a < fs.size(); ++a) {
-      if (mode_allows_forward(mode, n, fs[a], a == 0)) f.names.push_back(fs[a].name);
+      const bool allowed = mode_allows_forward(mode, n, fs[a], a == 0);
+      if (allowed) f.names.push_back(fs[a].name);
       if (recompute[id].empty() && !fs[a].inplace && !fs[a].emits_intermediate)
-        recompute[id] = fs[a].name;
+        recompute[id].push_back(fs[a].name);
+      if (allowed && !fs[a].inplace && fs[a].emits_intermediate) emitting.push_back(fs[a].name);
     }
+    recompute[id].insert(recompute[id].end(), emitting.begin(), emitting.end());
     groups.push_back(f);
     if (!needs_backward[id]) continue;
     const auto bs = backward_impls(g, n);
@@ -119,8 +140,10 @@ std::vector<Enumerated> enumerate_plans(const Graph& g, const CostModel& costs, 
       groups.push_back(b);
     }
   }
-  int bits = 0;
-  for (int k : stages) bits += pos[k] + 1;
+  // One digit per stage and position: 0, not recomputed, else 1 + the implementation.
+  std::vector<int> radix;
+  for (int k : stages)
+    for (int p = 0; p <= pos[k]; ++p) radix.push_back(1 + int(recompute[order[p]].size()));
 
   std::vector<Enumerated> out;
   std::vector<size_t> pick(groups.size(), 0);
@@ -129,23 +152,30 @@ std::vector<Enumerated> enumerate_plans(const Graph& g, const CostModel& costs, 
       for (pick[gi] = 0; pick[gi] < groups[gi].names.size(); ++pick[gi]) choose(gi + 1);
       return;
     }
-    for (int64_t mask = 0; mask < (int64_t{1} << bits); ++mask) {
+    std::vector<int> digit(radix.size(), 0);
+    for (bool more = true; more;) {
       Plan plan;
       plan.graph_fingerprint = g.fingerprint();
       for (size_t i = 0; i < groups.size(); ++i)
         if (groups[i].forward)
           plan.program.push_back({InstrKind::kForward, groups[i].node, groups[i].names[pick[i]],
                                   BackwardPart::kAll, Slot::kOutput});
-      int bit = 0;
+      size_t d = 0;
       for (int k : stages) {
-        for (int p = 0; p <= pos[k]; ++p, ++bit)
-          if (mask >> bit & 1)
-            plan.program.push_back({InstrKind::kForward, order[p], recompute[order[p]],
-                                    BackwardPart::kAll, Slot::kOutput});
+        for (int p = 0; p <= pos[k]; ++p, ++d)
+          if (digit[d] > 0)
+            plan.program.push_back({InstrKind::kForward, order[p],
+                                    recompute[order[p]][digit[d] - 1], BackwardPart::kAll,
+                                    Slot::kOutput});
         for (size_t i = 0; i < groups.size(); ++i)
           if (!groups[i].forward && groups[i].node == k)
             plan.program.push_back(
                 {InstrKind::kBackward, k, groups[i].names[pick[i]], groups[i].part, Slot::kOutput});
+      }
+      more = false;  // the next digits
+      for (size_t i = 0; i < digit.size() && !more; ++i) {
+        more = ++digit[i] < radix[i];
+        if (!more) digit[i] = 0;
       }
       try {
         validate_plan(g, plan);
@@ -158,6 +188,20 @@ std::vector<Enumerated> enumerate_plans(const Graph& g, const CostModel& costs, 
   };
   choose(0);
   return out;
+}
+
+// Whether a recomputation (a forward instruction after the first backward) emits an
+// intermediate.
+bool recomputes_an_intermediate(const Graph& g, const Plan& plan) {
+  bool backward_seen = false;
+  for (const auto& in : plan.program) {
+    backward_seen = backward_seen || in.kind == InstrKind::kBackward;
+    if (backward_seen && in.kind == InstrKind::kForward) {
+      const Node& n = g.node(in.node);
+      if (find_forward_impl(forward_impls(g, n), n, in.impl).emits_intermediate) return true;
+    }
+  }
+  return false;
 }
 
 struct Case {
@@ -206,7 +250,7 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
       if (e.peak <= budget && (best < 0 || e.seconds < best)) best = e.seconds;
     const MonetProgram program(g, costs, {c.mode, BudgetRows::kFixed, budget});
     // Soundness: every enumerated plan the program accepts fits the budget.
-    int accepted = 0, fitting = 0, expressible_fitting = 0;
+    int accepted = 0, fitting = 0, expressible_fitting = 0, accepted_emitting = 0;
     double best_accepted = -1;  // the fastest plan the program accepts (profiled seconds)
     for (const auto& e : plans) {
       fitting += e.peak <= budget;
@@ -214,6 +258,7 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
       expressible_fitting += !x.empty() && e.peak <= budget;
       if (x.empty() || !program.milp().satisfies(x)) continue;
       ++accepted;
+      accepted_emitting += recomputes_an_intermediate(g, e.plan);
       EXPECT_LE(e.peak, budget) << "the program accepts a plan over the budget";
       if (best_accepted < 0 || e.seconds < best_accepted) best_accepted = e.seconds;
     }
@@ -228,6 +273,10 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
               << (r.values.empty() ? -1.0 : program.seconds_of(r.values)) << " s\n";
     if (c.exact_rows) {
       EXPECT_EQ(accepted, expressible_fitting) << "budget " << budget;
+    }
+    // The pool's argmax recomputed for its backward is one of the program's plans.
+    if (std::string(c.graph) == "pool" && budget == budgets.back()) {
+      EXPECT_GT(accepted_emitting, 0);
     }
     if (best < 0) {
       EXPECT_TRUE(r.values.empty());
@@ -255,7 +304,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"chain", MonetMode::kInplace, 0.03, false},
                       Case{"residual", MonetMode::kNoOp},
                       Case{"residual", MonetMode::kInplace, 0.03, false},
-                      Case{"view", MonetMode::kNoOp}, Case{"view", MonetMode::kOutput}),
+                      Case{"view", MonetMode::kNoOp}, Case{"view", MonetMode::kOutput},
+                      Case{"pool", MonetMode::kIntermediate}),
     [](const auto& info) {
       std::string name = std::string(info.param.graph) + "_" + monet_mode_name(info.param.mode);
       std::replace(name.begin(), name.end(), '-', '_');

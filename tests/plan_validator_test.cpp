@@ -68,6 +68,32 @@ TEST(PlanValidator, RejectsReadingATensorOverwrittenInPlace) {
   EXPECT_NE(why.find("overwrote in place"), std::string::npos) << why;
 }
 
+TEST(PlanValidator, RejectsAnIntermediateOfAnotherKind) {
+  const Graph g = tiny("resnet18");
+  Plan plan = store_all_plan(g);
+  // The max pool's forward keeps 8-bit window offsets; its backward reads int64 indices.
+  int pool = -1;
+  for (auto& in : plan.program)
+    if (g.node(in.node).op == OpKind::kMaxPool && in.kind == InstrKind::kForward) {
+      in.impl = "argmax8";
+      pool = in.node;
+    }
+  ASSERT_GE(pool, 0);
+  std::string why = rejection(g, plan);
+  EXPECT_NE(why.find("reads the intermediate forward implementation 'argmax8' emitted"),
+            std::string::npos)
+      << why;
+  // Emitted again by a recomputation of the right kind just before the backward: accepted.
+  for (size_t i = 0; i < plan.program.size(); ++i)
+    if (plan.program[i].kind == InstrKind::kBackward && plan.program[i].node == pool) {
+      plan.program.insert(plan.program.begin() + i, {InstrKind::kForward, pool, "default",
+                                                     BackwardPart::kAll, Slot::kOutput});
+      break;
+    }
+  why = rejection(g, plan);
+  EXPECT_EQ(why, "");
+}
+
 TEST(PlanValidator, RejectsABackwardBeforeItsGradientIsComplete) {
   const Graph g = tiny("resnet18");
   Plan plan = store_all_plan(g);

@@ -139,21 +139,37 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
 }
 
 // GoogLeNet's inception branches recompute max-pools whose chosen forward emits an
-// intermediate (argmax indices), which the program never recomputes with: the exact
-// assignment is empty, the nearest one (the program's own recomputation) is a plan the
-// program accepts. The MONeT planner starts from it, and returns no slower a plan than
-// segment keeping's.
-TEST(MonetProgram, NearestAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
+// intermediate (argmax indices) with that implementation, for the backward to read. A
+// program offering every such recomputation expresses each plan exactly (same profiled
+// seconds) and accepts it; the default one leaves out those of small intermediates (the
+// ReLUs' 1-bit masks), and accepts the nearest plan instead. The MONeT planner starts
+// from segment keeping's plan, and returns no slower a plan.
+TEST(MonetProgram, ExactAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
   const TinyElasticProgram t("googlenet");
   const auto& [g, costs, budget, program] = t;
-  int inexact = 0;
+  MonetProgramOptions every_option{MonetMode::kAll, BudgetRows::kElastic, budget};
+  every_option.emitting_recompute_min_fraction = 0;
+  const MonetProgram every(g, costs, every_option);
+  int emitting = 0, inexact = 0;
   for (const Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) {
+    const std::vector<double> exact = every.assignment_of(p);
+    ASSERT_FALSE(exact.empty());
+    EXPECT_TRUE(every.milp().satisfies(exact));
+    const double seconds = simulate(g, p, costs).seconds;
+    EXPECT_NEAR(every.seconds_of(exact), seconds, 1e-9 * seconds);
     const std::vector<double> nearest = program.assignment_of(p, /*nearest=*/true);
     ASSERT_FALSE(nearest.empty());
     EXPECT_TRUE(program.milp().satisfies(nearest));
     inexact += program.assignment_of(p).empty();
+    bool backward_seen = false;  // a forward instruction after a backward: a recomputation
+    for (const Instruction& in : p.program) {
+      backward_seen = backward_seen || in.kind == InstrKind::kBackward;
+      emitting += backward_seen && in.kind == InstrKind::kForward &&
+                  g.node(in.node).op == OpKind::kMaxPool && in.impl == "default";
+    }
   }
   EXPECT_GT(inexact, 0);
+  EXPECT_GT(emitting, 0);
 
   MonetOptions o;
   o.budget_bytes = budget;

@@ -1,5 +1,6 @@
 #include "plan/plan_validator.h"
 
+#include <algorithm>
 #include <map>
 
 #include "plan/liveness.h"
@@ -14,6 +15,23 @@ std::string tensor_name(const Graph& g, const TensorIds& ids, int t) {
   if (t < ids.values + ids.nodes)
     return "the intermediate of '" + g.node(t - ids.values).name + "'";
   return "the gradient of '" + g.value(t - ids.values - ids.nodes).name + "'";
+}
+
+// A backward reading its node's intermediate reads the kind the last forward instruction
+// that emitted one left (argmax indices, 8-bit offsets, a mask...).
+void check_intermediate_kind(const Graph& g, const Instruction& in,
+                             const std::pair<std::string, int>& emitted_by,
+                             const std::string& where) {
+  const Node& n = g.node(in.node);
+  const auto b = find_backward_impl(backward_impls(g, n), n, in.part, in.impl);
+  if (!b.reads_intermediate || emitted_by.second < 0) return;  // unread, or never emitted
+  const auto& ok = b.requires_forward;
+  if (std::find(ok.begin(), ok.end(), emitted_by.first) != ok.end()) return;
+  std::string names;
+  for (const auto& f : ok) names += (names.empty() ? "'" : ", '") + f + "'";
+  throw PlanError(where + " reads the intermediate forward implementation '" + emitted_by.first +
+                  "' emitted at instruction " + std::to_string(emitted_by.second) +
+                  "; this backward reads the one of " + names);
 }
 
 }  // namespace
@@ -37,6 +55,8 @@ void validate_plan(const Graph& g, const Plan& plan) {
         ++owed[v];
   const int loss = g.loss_value();
   state[l.ids.grad(loss)] = State::kAlive;
+  // By node: the forward implementation that last emitted its intermediate, and where.
+  std::vector<std::pair<std::string, int>> emitted_by(g.nodes().size(), {"", -1});
 
   for (size_t i = 0; i < plan.program.size(); ++i) {
     const Instruction& in = plan.program[i];
@@ -53,6 +73,11 @@ void validate_plan(const Graph& g, const Plan& plan) {
         throw PlanError(where + ": the gradient of '" + g.value(n.output).name +
                         "' is not complete (" + std::to_string(owed[n.output]) +
                         " consumer backward(s) still to run)");
+      check_intermediate_kind(g, in, emitted_by[n.id], where);
+    } else if (in.kind == InstrKind::kForward) {
+      const Node& n = g.node(in.node);
+      if (find_forward_impl(forward_impls(g, n), n, in.impl).emits_intermediate)
+        emitted_by[n.id] = {in.impl, static_cast<int>(i)};
     }
     for (int t : e.reads) {
       if (state[t] == State::kAlive) continue;

@@ -23,6 +23,8 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, const MonetPr
   needs_backward_ = nodes_needing_backward(g_);
   for (auto it = order_.rbegin(); it != order_.rend(); ++it)
     if (needs_backward_[*it]) stages_.push_back(*it);
+  stage_of_.assign(g_.nodes().size(), -1);
+  for (size_t t = 0; t < stages_.size(); ++t) stage_of_[stages_[t]] = static_cast<int>(t);
   add_storage_bases();
   consumers_.resize(order_.size());
   for (int id : order_) {
@@ -45,6 +47,7 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, const MonetPr
   compute_gradient_memory();
   add_schedule_rows();
   add_forward_memory_rows();
+  add_recomputed_intermediate_sums();
   for (size_t t = 0; t < stages_.size(); ++t) add_stage_memory_rows(t);
   if (o.availability_rows && !elastic_) {
     add_availability_rows();
@@ -162,6 +165,7 @@ void MonetProgram::add_recompute_choices(int id) {
            candidates, [](const auto&, const auto&) { return true; }, cost))
     recompute_impls_[id].push_back(candidates[i].name);
   if (recompute_impls_[id].empty()) recompute_impls_[id].push_back(out_of_place(fs[0].name));
+  plain_recomputes_[id] = recompute_impls_[id].size();
 }
 
 void MonetProgram::add_variables() {
@@ -170,6 +174,7 @@ void MonetProgram::add_variables() {
   backward_.resize(nodes);
   parts_.resize(nodes);
   recompute_impls_.resize(nodes);
+  plain_recomputes_.resize(nodes);
   for (int id : order_) {
     const Node& n = g_.node(id);
     const auto fs = forward_impls(g_, n);
@@ -206,6 +211,7 @@ void MonetProgram::add_variables() {
       }
       backward_[id].push_back(choices);
     }
+    add_emitting_recompute_choices(id);
   }
   // Schedule variables: stage t covers nodes at positions <= the stage node's position.
   s_.resize(stages_.size());
@@ -316,26 +322,7 @@ void MonetProgram::add_schedule_rows() {
       if (const int b = storage_base_[p]; b >= 0)
         milp_.add_row({{s_[t][p], 1}, {s_[t][b], -1}}, -1e30, 0);
     }
-    // Backward reads: the chosen implementation's activations are kept or recomputed; its
-    // intermediate comes from a forward implementation that leaves it; no reading of an
-    // input that an in-place forward overwrote.
-    const Node& n = g_.node(k);
-    const auto bs = backward_impls(g_, n);
-    const auto fs = forward_impls(g_, n);
-    for (size_t pi = 0; pi < parts_[k].size(); ++pi)
-      for (const auto& c : backward_[k][pi]) {
-        const auto b = find_backward_impl(bs, n, parts_[k][pi], c.name);
-        for (int q : c.reads) milp_.add_row({{c.col, 1}, {s_[t][q], -1}, {r_[t][q], -1}}, -1e30, 0);
-        Terms producers = {{c.col, 1}};
-        for (const auto& fc : forward_[k]) {
-          const auto f = find_forward_impl(fs, n, fc.name);
-          if (!compatible(f, b)) milp_.add_row({{c.col, 1}, {fc.col, 1}}, -1e30, 1);
-          if (b.reads_intermediate &&
-              std::count(b.requires_forward.begin(), b.requires_forward.end(), f.name))
-            producers.push_back({fc.col, -1});
-        }
-        if (b.reads_intermediate) milp_.add_row(producers, -1e30, 0);
-      }
+    add_backward_read_rows(t);
   }
 }
 
@@ -361,23 +348,7 @@ void MonetProgram::memory_row(const Terms& byte_terms, const std::vector<int>& m
 
 void MonetProgram::add_forward_memory_rows() {
   const int n_pos = static_cast<int>(order_.size());
-  // Intermediates kept from the forward pass until their node's backward, as running sums.
-  intermediates_.assign(n_pos, -1);
-  for (int p = 0; p < n_pos; ++p) {
-    const Node& n = g_.node(order_[p]);
-    const auto fs = forward_impls(g_, n);
-    Terms terms;
-    for (const auto& c : forward_[n.id])
-      if (find_forward_impl(fs, n, c.name).emits_intermediate)
-        terms.push_back({c.col, double(intermediate_bytes(g_, n, c.name)) / kMiB});
-    const int before = p > 0 ? intermediates_[p - 1] : -1;
-    if (terms.empty()) {
-      intermediates_[p] = before;
-      continue;
-    }
-    if (before >= 0) terms.push_back({before, 1});
-    intermediates_[p] = define({terms});
-  }
+  const std::vector<Terms> emitted = add_forward_intermediate_sums();
   int kept = -1;  // MiB kept for the backward among positions < p: sum of s[0][q] |x_q|
   int64_t states = 0;
   for (int p = 0; p < n_pos; ++p) {
@@ -400,7 +371,8 @@ void MonetProgram::add_forward_memory_rows() {
         if (!stages_.empty() && q < static_cast<int>(s_[0].size()))
           terms.push_back({s_[0][q], -double(out_bytes_[q])});
       }
-    memory_row(terms, {kept, intermediates_[p]}, constant);
+    terms.insert(terms.end(), emitted[p].begin(), emitted[p].end());
+    memory_row(terms, {kept, p > 0 ? intermediates_[p - 1] : -1}, constant);
     if (!stages_.empty() && p < static_cast<int>(s_[0].size())) {
       Terms sum = {{s_[0][p], out / kMiB}};
       if (kept >= 0) sum.push_back({kept, 1});
@@ -462,12 +434,14 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
       terms.push_back(
           {r_[t][p], double(out_bytes_[p] + costs_.forward(g_, j, impl).workspace_bytes)});
     } else {
+      // Workspace, and the intermediate of an implementation that emits one again.
       terms.push_back({r_[t][p], double(out_bytes_[p])});
       for (size_t a = 0; a < rec_[t][p].size(); ++a)
         terms.push_back(
-            {rec_[t][p][a], double(costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes)});
+            {rec_[t][p][a], double(costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes +
+                                   recomputed_intermediate_bytes(j, a))});
     }
-    std::vector<int> mib = {later[p], carried[p], inter};
+    std::vector<int> mib = {later[p], carried[p], inter, recomputed_intermediates_[t][p]};
     for (int q = 0; q < p; ++q) {
       const double bytes = double(out_bytes_[q]);
       const bool read_here = last_consumer[q] >= p;
@@ -484,6 +458,7 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
     memory_row(terms, mib, recompute_constant);
   }
   // Each backward part.
+  const int recomputed_inter = recomputed_intermediates_[t][pk + 1];
   for (size_t pi = 0; pi < parts_[k].size(); ++pi) {
     Terms terms;
     for (const auto& [q, col] : alive[pi]) {
@@ -493,11 +468,12 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
     // The call's workspace is released before its gradients are accumulated.
     const int64_t with_results = grads_before_[k][pi] + grads_result_[k][pi];
     if (grads_peak_[k][pi] > with_results)
-      memory_row(terms, {carried[pk + 1], inter}, base + double(grads_peak_[k][pi]));
+      memory_row(terms, {carried[pk + 1], inter, recomputed_inter},
+                 base + double(grads_peak_[k][pi]));
     for (const auto& c : backward_[k][pi])
       terms.push_back(
           {c.col, double(costs_.backward(g_, k, parts_[k][pi], c.name).workspace_bytes)});
-    memory_row(terms, {carried[pk + 1], inter}, base + double(with_results));
+    memory_row(terms, {carried[pk + 1], inter, recomputed_inter}, base + double(with_results));
   }
 }
 

@@ -21,6 +21,11 @@
 //  - each backward part of k: the tensors its chosen implementation (or a later part's)
 //    reads, those kept for the next stage, gradients (alive, new, accumulation copies:
 //    exact, from a replay of the store-all plan) and the chosen workspace.
+// An intermediate (argmax indices, a mask, a noise tensor) lives from the forward pass to its
+// node's backward, unless no implementation of that backward reads it or a recomputation
+// emits it again first: then the executor frees it at once, and so does the program. A
+// recomputation may emit the intermediate for the backward to read (a choice column per
+// such implementation); it is alive from there to the node's backward.
 // A view (an operator whose every implementation returns its input's storage: flatten,
 // reshape, permute) owns no bytes: a read of it is a read of its base, and keeping it keeps
 // the base (s[t][view] <= s[t][base]), so a storage shared by views is counted once.
@@ -86,6 +91,11 @@ struct MonetProgramOptions {
   /// a column per stage and position, and make the LP of the largest programs two to three
   /// times slower): programs a branch and cut searches whole.
   int span_max_columns = 20000;
+  /// Recomputations that emit an intermediate for the backward only where it is at least
+  /// this fraction of the node's output bytes (max-pool argmax indices: 2 in int64, 0.25
+  /// in 8 bits; a dropout's noise: 1). Smaller ones (a ReLU's 1-bit mask, 1/32) save little
+  /// over keeping them from the forward pass, and each offer adds a column per stage.
+  double emitting_recompute_min_fraction = 0.25;
 };
 
 class MonetProgram {
@@ -133,11 +143,31 @@ class MonetProgram {
 
   void add_variables();
   void add_recompute_choices(int id);
+  /// Appends to recompute_impls_[id] the allowed forward implementations that emit an
+  /// intermediate an allowed backward implementation of the node reads.
+  void add_emitting_recompute_choices(int id);
+  /// The backward choices of node `id` that read the intermediate `forward` emits.
+  std::vector<int> intermediate_readers(int id, const std::string& forward) const;
+  /// Of the recomputations that emit nothing, the fastest in no more workspace than
+  /// `impl`, else the one of least workspace (an index into recompute_impls_[id]).
+  size_t nearest_plain_recompute(int id, const std::string& impl) const;
+  /// Checks that each recomputation emitting an intermediate in `x` is its node's last
+  /// and has a backward implementation reading it; where not, false, or with `nearest` a
+  /// plain recomputation instead (nearest_plain_recompute).
+  bool read_recomputed_intermediates(std::vector<double>& x, bool nearest) const;
   void add_schedule_rows();
+  void add_backward_read_rows(size_t t);
   void add_availability_rows();
   void add_alternative_read_rows();
   void add_span_rows();
+  /// Fills intermediates_; returns, by position, the forward choices that emit an
+  /// intermediate with its bytes.
+  std::vector<Terms> add_forward_intermediate_sums();
+  /// The backward choices of the node's one part whose implementations read its
+  /// intermediate that do not read it (empty when no part, or several, read it).
+  std::vector<int> unread_intermediate_choices(int id) const;
   void add_forward_memory_rows();
+  void add_recomputed_intermediate_sums();
   void add_stage_memory_rows(size_t t);
   void compute_gradient_memory();
   bool forward_allowed(const Node& n, const ForwardImplInfo& f, bool is_default) const;
@@ -165,6 +195,12 @@ class MonetProgram {
   std::vector<int> stage_reads(int k, size_t part) const;
   /// Fills out_bytes_ and storage_base_.
   void add_storage_bases();
+  /// Bytes of the intermediate recomputation implementation `a` (recompute_impls_[id][a])
+  /// emits: 0 for the first plain_recomputes_[id].
+  int64_t recomputed_intermediate_bytes(int id, size_t a) const;
+  /// The rec_ columns, over all stages, of the node's recomputations that emit its
+  /// intermediate, with their implementation's index.
+  std::vector<std::pair<int, size_t>> emitting_recomputations(int id) const;
   /// `positions` and, for each view among them, its base, the base's base, and so on.
   std::vector<int> with_storage_bases(const std::vector<int>& positions) const;
 
@@ -185,6 +221,7 @@ class MonetProgram {
 
   std::vector<int> order_, pos_;      // topological order; position of each node
   std::vector<int> stages_;           // node ids with a backward, in backward order
+  std::vector<int> stage_of_;         // by node id: its stage, -1 without a backward
   std::vector<bool> needs_backward_;  // by node id
   // By position: bytes of the storage the node's output allocates (0 for a view).
   std::vector<int64_t> out_bytes_;
@@ -197,13 +234,21 @@ class MonetProgram {
   // node -> part index -> allowed backward implementations
   std::vector<std::vector<std::vector<Choice>>> backward_;
   std::vector<std::vector<BackwardPart>> parts_;
-  // node -> recomputation implementations (Pareto front); one entry: r carries its cost.
+  // node -> recomputation implementations: the Pareto front of those that emit nothing,
+  // then those that also emit the node's intermediate for its backward to read (kept from
+  // the recomputation until that backward); one entry: r carries its cost.
   std::vector<std::vector<std::string>> recompute_impls_;
+  std::vector<size_t> plain_recomputes_;  // node -> how many emit nothing
   // s_[t][p], r_[t][p]: columns for stage t and the node at position p (p <= stage pos);
   // rec_[t][p]: one column per recomputation implementation when there are several.
   std::vector<std::vector<int>> s_, r_;
   std::vector<std::vector<std::vector<int>>> rec_;
-  std::vector<int> intermediates_;  // by position: MiB of intermediates kept at nodes <= p
+  // By position: MiB of the forward pass's intermediates alive after nodes <= p (one a
+  // recomputation emits again before the backward reads it is freed at once).
+  std::vector<int> intermediates_;
+  // By stage and position p (0 to the stage node's position + 1): MiB of intermediates
+  // recomputations emitted that are alive before p's recomputation (-1: none possible).
+  std::vector<std::vector<int>> recomputed_intermediates_;
   // node -> backward part: bytes of gradient storages alive before it, of the gradients
   // it returns, and the most alive during it (accumulation copies included).
   std::vector<std::vector<int64_t>> grads_before_, grads_result_, grads_peak_;

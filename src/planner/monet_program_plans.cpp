@@ -58,32 +58,22 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
       if (p >= static_cast<int>(s_[t].size())) return {};
       for (int v : n.inputs)
         if (g_.value(v).kind == ValueKind::kActivation) reads.push_back(pos_[g_.value(v).producer]);
+      // Implementations emitting the intermediate follow the `plain` ones; only those stand
+      // in for an implementation the program leaves out.
       const auto& impls = recompute_impls_[n.id];
+      const bool emits = find_forward_impl(forward_impls(g_, n), n, in.impl).emits_intermediate;
       size_t a = 0;
       while (a < impls.size() && impls[a] != in.impl) ++a;
-      if (a == impls.size()) {  // a dominated implementation: the fastest that is no worse
-        for (a = 0; a < impls.size(); ++a)
+      if (a == impls.size() && !emits) {  // dominated: the fastest that is no worse
+        for (a = 0; a < plain_recomputes_[n.id]; ++a)
           if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, in.impl)))
             break;
+        if (a == plain_recomputes_[n.id]) a = impls.size();
       }
-      // One the program does not recompute with (it emits an intermediate the recomputation
-      // does not need): the fastest of the program's recomputations in no more workspace,
-      // else the one of least workspace.
+      // One the program does not recompute with (emitting an intermediate it does not
+      // offer to emit again): a nearby plan's.
       if (a == impls.size() && !nearest) return {};
-      if (a == impls.size()) {
-        const int64_t workspace = costs_.forward(g_, n.id, in.impl).workspace_bytes;
-        auto better = [&](size_t b, size_t c) {
-          const ImplCost &x = costs_.forward(g_, n.id, impls[b]),
-                         &y = costs_.forward(g_, n.id, impls[c]);
-          const bool x_fits = x.workspace_bytes <= workspace,
-                     y_fits = y.workspace_bytes <= workspace;
-          if (x_fits != y_fits) return x_fits;
-          return x_fits ? x.seconds < y.seconds : x.workspace_bytes < y.workspace_bytes;
-        };
-        a = 0;
-        for (size_t b = 1; b < impls.size(); ++b)
-          if (better(b, a)) a = b;
-      }
+      if (a == impls.size()) a = nearest_plain_recompute(n.id, in.impl);
       x[r_[t][p]] = 1;
       if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;
     } else {
@@ -108,6 +98,7 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
       if (!x[r_[t][q]]) need[t][q] = true;
     }
   }
+  if (!read_recomputed_intermediates(x, nearest)) return {};
   for (int u = static_cast<int>(stages_.size()) - 1; u >= 0; --u)
     for (size_t q = 0; q < s_[u].size(); ++q) {
       const int next = next_keep(u, static_cast<int>(q));
@@ -118,6 +109,48 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
   complete(x);
   fit_budget(x);
   return x;
+}
+
+size_t MonetProgram::nearest_plain_recompute(int id, const std::string& impl) const {
+  // The fastest in no more workspace than `impl`, else the one of least workspace.
+  const auto& impls = recompute_impls_[id];
+  const int64_t workspace = costs_.forward(g_, id, impl).workspace_bytes;
+  auto better = [&](size_t b, size_t c) {
+    const ImplCost &x = costs_.forward(g_, id, impls[b]), &y = costs_.forward(g_, id, impls[c]);
+    const bool x_fits = x.workspace_bytes <= workspace, y_fits = y.workspace_bytes <= workspace;
+    if (x_fits != y_fits) return x_fits;
+    return x_fits ? x.seconds < y.seconds : x.workspace_bytes < y.workspace_bytes;
+  };
+  size_t a = 0;
+  for (size_t b = 1; b < plain_recomputes_[id]; ++b)
+    if (better(b, a)) a = b;
+  return a;
+}
+
+bool MonetProgram::read_recomputed_intermediates(std::vector<double>& x, bool nearest) const {
+  for (int id : stages_) {
+    const size_t p = pos_[id];
+    // The emitting recomputation a backward reads: the last one, if any reads it.
+    int last = -1;  // stage
+    for (size_t t = 0; t < rec_.size() && p < rec_[t].size(); ++t)
+      for (size_t a = plain_recomputes_[id]; a < rec_[t][p].size(); ++a)
+        if (x[rec_[t][p][a]] > 0.5) last = static_cast<int>(t);
+    for (size_t t = 0; t < rec_.size() && p < rec_[t].size(); ++t)
+      for (size_t a = plain_recomputes_[id]; a < rec_[t][p].size(); ++a) {
+        const int col = rec_[t][p][a];
+        if (x[col] < 0.5) continue;
+        bool read = static_cast<int>(t) == last;
+        if (read) {
+          read = false;
+          for (int b : intermediate_readers(id, recompute_impls_[id][a])) read = read || x[b] > 0.5;
+        }
+        if (read) continue;
+        if (!nearest) return false;
+        x[col] = 0;  // a plain recomputation instead
+        x[rec_[t][p][nearest_plain_recompute(id, recompute_impls_[id][a])]] = 1;
+      }
+  }
+  return true;
 }
 
 bool MonetProgram::keep_storage_bases(std::vector<double>& x) const {
