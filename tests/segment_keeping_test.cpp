@@ -148,7 +148,7 @@ TEST(MonetProgram, ExactAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
   const TinyElasticProgram t("googlenet");
   const auto& [g, costs, budget, program] = t;
   MonetProgramOptions every_option{MonetMode::kAll, BudgetRows::kElastic, budget};
-  every_option.emitting_recompute_min_fraction = 0;
+  every_option.exact_intermediate_min_fraction = 0;
   const MonetProgram every(g, costs, every_option);
   int emitting = 0, inexact = 0;
   for (const Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) {

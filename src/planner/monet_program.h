@@ -25,7 +25,9 @@
 // node's backward, unless no implementation of that backward reads it or a recomputation
 // emits it again first: then the executor frees it at once, and so does the program. A
 // recomputation may emit the intermediate for the backward to read (a choice column per
-// such implementation); it is alive from there to the node's backward.
+// such implementation); it is alive from there to the node's backward. Small
+// intermediates (exact_intermediate_min_fraction) are counted from the forward pass to the
+// backward instead, an upper bound.
 // A view (an operator whose every implementation returns its input's storage: flatten,
 // reshape, permute) owns no bytes: a read of it is a read of its base, and keeping it keeps
 // the base (s[t][view] <= s[t][base]), so a storage shared by views is counted once.
@@ -91,11 +93,13 @@ struct MonetProgramOptions {
   /// a column per stage and position, and make the LP of the largest programs two to three
   /// times slower): programs a branch and cut searches whole.
   int span_max_columns = 20000;
-  /// Recomputations that emit an intermediate for the backward only where it is at least
-  /// this fraction of the node's output bytes (max-pool argmax indices: 2 in int64, 0.25
-  /// in 8 bits; a dropout's noise: 1). Smaller ones (a ReLU's 1-bit mask, 1/32) save little
-  /// over keeping them from the forward pass, and each offer adds a column per stage.
-  double emitting_recompute_min_fraction = 0.25;
+  /// Intermediates of at least this fraction of their node's output bytes (max-pool argmax
+  /// indices: 2 in int64, 0.25 in 8 bits; a dropout's noise: 1) are modelled exactly: a
+  /// recomputation may emit one again for the backward, and one nothing reads is freed at
+  /// once. Smaller ones (a ReLU's 1-bit mask, 1/32) are counted from the forward pass to
+  /// the backward, an upper bound that saves a column per stage for each and keeps the LP
+  /// relaxation tighter.
+  double exact_intermediate_min_fraction = 0.25;
 };
 
 class MonetProgram {
@@ -146,6 +150,9 @@ class MonetProgram {
   /// Appends to recompute_impls_[id] the allowed forward implementations that emit an
   /// intermediate an allowed backward implementation of the node reads.
   void add_emitting_recompute_choices(int id);
+  /// Whether an intermediate of node `n` of these bytes is modelled exactly (see
+  /// MonetProgramOptions::exact_intermediate_min_fraction).
+  bool modelled_exactly(const Node& n, double intermediate_bytes) const;
   /// The backward choices of node `id` that read the intermediate `forward` emits.
   std::vector<int> intermediate_readers(int id, const std::string& forward) const;
   /// Of the recomputations that emit nothing, the fastest in no more workspace than

@@ -36,17 +36,19 @@ std::vector<int> MonetProgram::intermediate_readers(int id, const std::string& f
   return cols;
 }
 
+bool MonetProgram::modelled_exactly(const Node& n, double intermediate_bytes) const {
+  return intermediate_bytes >=
+         options_.exact_intermediate_min_fraction * double(g_.value(n.output).bytes());
+}
+
 void MonetProgram::add_emitting_recompute_choices(int id) {
   const Node& n = g_.node(id);
   const auto fs = forward_impls(g_, n);
   for (size_t a = 0; a < fs.size(); ++a) {
     const auto& f = fs[a];
-    if (f.inplace || !f.emits_intermediate || !forward_allowed(n, f, a == 0) ||
-        intermediate_readers(id, f.name).empty())
-      continue;
-    const double output_bytes = double(g_.value(n.output).bytes());
-    if (double(intermediate_bytes(g_, n, f.name)) >=
-        options_.emitting_recompute_min_fraction * output_bytes)
+    if (!f.inplace && f.emits_intermediate && forward_allowed(n, f, a == 0) &&
+        !intermediate_readers(id, f.name).empty() &&
+        modelled_exactly(n, double(intermediate_bytes(g_, n, f.name))))
       recompute_impls_[id].push_back(f.name);
   }
 }
@@ -129,7 +131,8 @@ std::vector<MonetProgram::Terms> MonetProgram::add_forward_intermediate_sums() {
     for (const auto& [col, bytes] : emitted[p]) kept.push_back({col, bytes / kMiB});
     Terms freed_at_once;
     for (const auto& [col, a] : emitting_recomputations(n.id)) freed_at_once.push_back({col, 1});
-    for (int col : unread_intermediate_choices(n.id)) freed_at_once.push_back({col, 1});
+    if (modelled_exactly(n, largest))
+      for (int col : unread_intermediate_choices(n.id)) freed_at_once.push_back({col, 1});
     if (!freed_at_once.empty()) {
       for (const auto& [col, one] : freed_at_once) kept.push_back({col, -largest / kMiB});
       kept = {{define({kept, {}}), 1}};
