@@ -18,13 +18,14 @@ std::string tensor_name(const Graph& g, const TensorIds& ids, int t) {
 }
 
 // A backward reading its node's intermediate reads the kind the last forward instruction
-// that emitted one left (argmax indices, 8-bit offsets, a mask...).
+// that emitted one left (argmax indices, 8-bit offsets, a mask...). `in` reads it (its
+// liveness effects say so).
 void check_intermediate_kind(const Graph& g, const Instruction& in,
                              const std::pair<std::string, int>& emitted_by,
                              const std::string& where) {
   const Node& n = g.node(in.node);
+  if (emitted_by.second < 0) return;  // never emitted: the read reports it
   const auto b = find_backward_impl(backward_impls(g, n), n, in.part, in.impl);
-  if (!b.reads_intermediate || emitted_by.second < 0) return;  // unread, or never emitted
   const auto& ok = b.requires_forward;
   if (std::find(ok.begin(), ok.end(), emitted_by.first) != ok.end()) return;
   std::string names;
@@ -73,11 +74,12 @@ void validate_plan(const Graph& g, const Plan& plan) {
         throw PlanError(where + ": the gradient of '" + g.value(n.output).name +
                         "' is not complete (" + std::to_string(owed[n.output]) +
                         " consumer backward(s) still to run)");
-      check_intermediate_kind(g, in, emitted_by[n.id], where);
-    } else if (in.kind == InstrKind::kForward) {
-      const Node& n = g.node(in.node);
-      if (find_forward_impl(forward_impls(g, n), n, in.impl).emits_intermediate)
-        emitted_by[n.id] = {in.impl, static_cast<int>(i)};
+      const int intermediate = l.ids.intermediate(n.id);
+      if (std::count(e.reads.begin(), e.reads.end(), intermediate))
+        check_intermediate_kind(g, in, emitted_by[n.id], where);
+    } else if (in.kind == InstrKind::kForward &&
+               std::count(e.writes.begin(), e.writes.end(), l.ids.intermediate(in.node))) {
+      emitted_by[in.node] = {in.impl, static_cast<int>(i)};
     }
     for (int t : e.reads) {
       if (state[t] == State::kAlive) continue;

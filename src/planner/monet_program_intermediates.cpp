@@ -81,16 +81,16 @@ void MonetProgram::add_backward_read_rows(size_t t) {
       auto accepts = [&](const std::string& forward) {
         return std::count(b.requires_forward.begin(), b.requires_forward.end(), forward) > 0;
       };
-      Terms producers = {{c.col, 1}}, emitted_again;
+      Terms emitted_again;  // the accepted recomputations, negated
       for (const auto& [col, a] : again) {
         if (!b.reads_intermediate) break;
-        if (!accepts(recompute_impls_[k][a])) {
+        if (accepts(recompute_impls_[k][a]))
+          emitted_again.push_back({col, -1});
+        else
           milp_.add_row({{c.col, 1}, {col, 1}}, -1e30, 1);
-          continue;
-        }
-        producers.push_back({col, -1});
-        emitted_again.push_back({col, -1});
       }
+      Terms producers = emitted_again;
+      producers.push_back({c.col, 1});
       const bool reads_input0 = std::count(b.reads_inputs.begin(), b.reads_inputs.end(), 0) > 0;
       for (const auto& fc : forward_[k]) {
         const auto f = find_forward_impl(fs, n, fc.name);

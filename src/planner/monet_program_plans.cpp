@@ -20,8 +20,6 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
       if (same(c.name, name) && no_worse(cost(c.name), cost(name))) return x[c.col] = 1, true;
     return false;
   };
-  std::vector<int> stage_of(g_.nodes().size(), -1);
-  for (size_t t = 0; t < stages_.size(); ++t) stage_of[stages_[t]] = static_cast<int>(t);
   // need[t][q]: stage t reads x_q before recomputing it.
   std::vector<std::vector<bool>> need(stages_.size()), recomputed(stages_.size());
   for (size_t t = 0; t < stages_.size(); ++t) {
@@ -50,7 +48,7 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
             &plan.program[next_backward] < &in))
       ++next_backward;
     if (next_backward == plan.program.size()) return {};
-    t = stage_of[plan.program[next_backward].node];
+    t = stage_of_[plan.program[next_backward].node];
     if (t < 0) return {};
     std::vector<int> reads;
     if (in.kind == InstrKind::kForward) {
