@@ -2,10 +2,12 @@
 // compact encodings they keep (bit masks, 8-bit argmax offsets) against their sizes.
 #include <gtest/gtest.h>
 
+#include "base/memory_tracker.h"
 #include "graph/graph_builder.h"
 #include "ops/bit_mask.h"
 #include "ops/op_kernels.h"
 #include "ops/reference_forward.h"
+#include "ops/shape_stand_in.h"
 
 namespace monet {
 namespace {
@@ -52,6 +54,49 @@ TEST(OpKernels, ConvolutionForwardAlgorithmsAgree) {
     (bw.part == BackwardPart::kWeight ? weight_algos : input_algos)++;
   EXPECT_GE(weight_algos, 2);
   EXPECT_GE(input_algos, 2);
+}
+
+// A shape stand-in is a contiguous tensor of zeros that allocates nothing, and a
+// convolution's input gradient computed on it ("aten_shape") equals ATen's on the real
+// input ("aten", what autograd runs) and needs no more memory than it.
+TEST(OpKernels, ShapeStandInHoldsNoMemory) {
+  MemoryTracker::install();
+  const std::vector<int64_t> shape = {8, 32, 40, 40};
+  {
+    ScopedPeak scope;
+    const at::Tensor s = zero_shape_stand_in(shape, at::kDouble);
+    EXPECT_EQ(scope.peak_above_start(), 0);
+    EXPECT_TRUE(s.is_contiguous());
+    EXPECT_EQ(s.sizes(), at::IntArrayRef(shape));
+    EXPECT_EQ(s.scalar_type(), at::kDouble);
+    EXPECT_EQ(s.abs().max().item<double>(), 0.0);
+  }
+  GraphBuilder b("conv");
+  const int x = b.input("input", shape);
+  const int y = b.conv(x, "conv", {16, {3}, 1, 1, 1, false, default_init()});
+  Graph& g = b.graph();
+  const Node& n = g.node(g.value(y).producer);
+  at::manual_seed(0);
+  BackwardArgs args;
+  args.inputs = {at::randn(shape), at::randn({16, 32, 3, 3})};
+  args.grad_output = at::randn({8, 16, 40, 40});
+  args.needs_grad = {true, true};
+  NodeState state;
+  at::Tensor expected, got;
+  int64_t real_peak = -1, stand_in_peak = -1;
+  for (const auto& impl : backward_impls(g, n)) {
+    if (impl.part != BackwardPart::kInput) continue;
+    BackwardArgs a = args;
+    if (impl.name == "aten_shape") a.inputs[0] = at::Tensor();
+    if (impl.name != "aten" && impl.name != "aten_shape") continue;
+    ScopedPeak scope;
+    (impl.name == "aten" ? expected : got) = run_backward(g, n, impl, a, state)[0];
+    (impl.name == "aten" ? real_peak : stand_in_peak) = scope.peak_above_start();
+  }
+  ASSERT_TRUE(expected.defined() && got.defined());
+  EXPECT_LE((got - expected).abs().max().item<double>(),
+            1e-5 * expected.abs().max().item<double>());
+  EXPECT_EQ(stand_in_peak, real_peak);
 }
 
 // The intermediate-activated encodings are as small as promised and carry what the

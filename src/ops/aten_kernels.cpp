@@ -8,6 +8,7 @@
 #include "ops/bit_mask.h"
 #include "ops/few_bit_gelu.h"
 #include "ops/op_kernels.h"
+#include "ops/shape_stand_in.h"
 
 namespace monet::kernels {
 namespace {
@@ -19,8 +20,8 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   const at::TensorOptions options = a.grad_output.options();
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     at::Tensor x = a.inputs[k];
-    // Inputs the derivative does not read: a zero-stride stand-in of their shape.
-    if (!x.defined()) x = at::zeros({}, options).expand(g.value(n.inputs[k]).shape);
+    // Inputs the derivative does not read: a stand-in of their shape that holds no memory.
+    if (!x.defined()) x = zero_shape_stand_in(g.value(n.inputs[k]).shape, options);
     leaves[k] = x.detach();
     if (a.needs_grad[k]) {
       leaves[k].requires_grad_(true);

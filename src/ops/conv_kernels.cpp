@@ -1,5 +1,6 @@
 // Convolution (and transposed convolution) implementations.
 #include "ops/op_kernels.h"
+#include "ops/shape_stand_in.h"
 #include "ops/sparse_storage.h"
 
 namespace monet::kernels {
@@ -114,11 +115,11 @@ std::vector<at::Tensor> conv_backward(const Graph& g, const Node& n, const Backw
   }
   const auto op = input_grad_output_padding(n, in_shape, go.sizes(), w.sizes());
   if (impl.name == "aten" || impl.name == "aten_shape") {
-    // ATen reads the input only for its shape: "aten_shape" passes a zero-stride view of a
-    // single zero (no allocation); "aten" passes the real input, which lets ATen pick its
-    // fastest kernel (much faster for depthwise convolutions).
+    // ATen reads the input only for its shape: "aten_shape" passes a contiguous stand-in
+    // that holds no memory (shape_stand_in.h); "aten" passes the real input, which lets
+    // ATen pick its fastest kernel (much faster for depthwise convolutions).
     const at::Tensor input =
-        impl.name == "aten" ? args.inputs[0] : at::zeros({1}, go.options()).expand(in_shape);
+        impl.name == "aten" ? args.inputs[0] : zero_shape_stand_in(in_shape, go.options());
     std::vector<int64_t> zeros(a.kernel.size(), 0);
     grads[0] = std::get<0>(at::convolution_backward(go, input, w, c10::nullopt, a.stride, a.padding,
                                                     a.dilation, false, zeros, a.groups,

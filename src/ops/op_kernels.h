@@ -105,7 +105,7 @@ at::Tensor own_storage(at::Tensor t, const std::vector<at::Tensor>& others);
 ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,
                            const std::vector<at::Tensor>& in, NodeState& state);
 /// Its backward: "rerun" re-runs the call under autograd on the inputs it reads
-/// (zero-stride stand-ins for the others) and returns autograd's gradients, copied where
+/// (zero_shape_stand_in for the others) and returns autograd's gradients, copied where
 /// they are views; the specialised implementations use ATen's derivatives.
 std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                       const BackwardArgs& a, const NodeState& state);

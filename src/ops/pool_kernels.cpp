@@ -1,6 +1,7 @@
 // Max pooling (backward from int64 argmax indices, from 8-bit window offsets, or by
 // recomputing the argmax from the input) and average pooling.
 #include "ops/op_kernels.h"
+#include "ops/shape_stand_in.h"
 
 namespace monet::kernels {
 namespace {
@@ -118,8 +119,8 @@ std::vector<at::Tensor> pool_backward(const Graph& g, const Node& n, const Backw
     grads[0] = scatter_grad(go, idx, in_shape);
     return grads;
   }
-  // Average pooling reads the input only for its shape: an uninitialised stand-in.
-  const at::Tensor shape_only = at::empty(in_shape, go.options());
+  // Average pooling reads the input only for its shape.
+  const at::Tensor shape_only = zero_shape_stand_in(in_shape, go.options());
   if (n.op == OpKind::kAvgPool) {
     grads[0] = in_shape.size() == 5
                    ? at::avg_pool3d_backward(go, shape_only, a.kernel, stride_of(n), a.padding,

@@ -1,0 +1,26 @@
+#include "ops/shape_stand_in.h"
+
+#include <sys/mman.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace monet {
+
+at::Tensor zero_shape_stand_in(at::IntArrayRef shape, const at::TensorOptions& options) {
+  if (!options.device().is_cpu()) return at::empty(shape, options);
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  // One byte at least: a mapping of zero bytes is refused.
+  const size_t bytes = std::max<size_t>(
+      1, static_cast<size_t>(numel) * c10::elementSize(options.dtype().toScalarType()));
+  void* data =
+      ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (data == MAP_FAILED)
+    throw std::runtime_error("zero_shape_stand_in: mmap of " + std::to_string(bytes) +
+                             " bytes failed");
+  return at::from_blob(
+      data, shape, [bytes](void* p) { ::munmap(p, bytes); }, options);
+}
+
+}  // namespace monet
