@@ -175,14 +175,15 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
           "at::convolution_backward, input (reads the input: fastest depthwise)");
       auto aten_shape =
           make_backward_impl("aten_shape", P::kInput, {}, false, false,
-                             "at::convolution_backward on a zero-stride stand-in of the input");
+                             "at::convolution_backward on a stand-in of the input (no memory)");
       std::vector<BackwardImplInfo> v = {make_backward_impl(
           "default", P::kWeight, {0}, false, false, "at::convolution_backward, weight")};
       // ATen's own input gradient is what autograd runs, and it is several times faster
       // than a transposed convolution of the gradient on 3x3 layers (ResNet-18 layer1 at
       // 160², batch 8: 6.3 ms against 41 ms), so it is the default: on the real input for
-      // depthwise convolutions (ATen's fastest kernel there), else on a zero-stride
-      // stand-in, which keeps the default backward free of the activation.
+      // depthwise convolutions (ATen's fastest kernel there), else on a stand-in
+      // that holds no memory (shape_stand_in.h), which keeps the default backward
+      // free of the activation.
       const bool depthwise = n.attrs.groups > 1 && n.attrs.groups == g.value(n.inputs[0]).shape[1];
       if (n.op == OpKind::kConvTranspose) {
         v.push_back(make_backward_impl("conv", P::kInput, {}, false, false,
