@@ -6,13 +6,14 @@
 
 namespace monet {
 
-/// A contiguous tensor of zeros of `shape` and `options` that holds no memory: on the CPU
-/// a read-only anonymous mapping (every page the kernel's shared zero page until read,
-/// and reads never allocate; a write faults), released with the tensor. Kernels that take
-/// the input only for its sizes and layout (ATen's convolution_backward with only the
-/// input gradient requested) then neither copy nor allocate it: a zero-stride view makes
-/// ATen materialise a contiguous copy (the input's bytes of workspace, filled), and an
-/// uninitialised tensor allocates them. On other devices: an uninitialised tensor.
+/// A contiguous tensor of zeros of `shape` and `options` that holds no memory. On the CPU
+/// a read-only anonymous mapping, released with the tensor: reads see the kernel's shared
+/// zero page, no memory is committed and the tracker counts nothing; a write faults.
+/// Kernels that take the input only for its sizes and layout (ATen's
+/// convolution_backward with only the input gradient requested) then neither copy nor
+/// allocate it, where a zero-stride view would be copied into a contiguous tensor and an
+/// uninitialised one would allocate the input's bytes. On other devices: an uninitialised
+/// tensor.
 at::Tensor zero_shape_stand_in(at::IntArrayRef shape, const at::TensorOptions& options);
 
 }  // namespace monet
