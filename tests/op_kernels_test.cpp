@@ -85,10 +85,10 @@ TEST(OpKernels, ShapeStandInHoldsNoMemory) {
   at::Tensor expected, got;
   int64_t real_peak = -1, stand_in_peak = -1;
   for (const auto& impl : backward_impls(g, n)) {
-    if (impl.part != BackwardPart::kInput) continue;
+    if (impl.part != BackwardPart::kInput || (impl.name != "aten" && impl.name != "aten_shape"))
+      continue;
     BackwardArgs a = args;
     if (impl.name == "aten_shape") a.inputs[0] = at::Tensor();
-    if (impl.name != "aten" && impl.name != "aten_shape") continue;
     ScopedPeak scope;
     (impl.name == "aten" ? expected : got) = run_backward(g, n, impl, a, state)[0];
     (impl.name == "aten" ? real_peak : stand_in_peak) = scope.peak_above_start();

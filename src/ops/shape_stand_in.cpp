@@ -1,5 +1,6 @@
 #include "ops/shape_stand_in.h"
 
+#include <c10/util/accumulate.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -10,11 +11,9 @@ namespace monet {
 
 at::Tensor zero_shape_stand_in(at::IntArrayRef shape, const at::TensorOptions& options) {
   if (!options.device().is_cpu()) return at::empty(shape, options);
-  int64_t numel = 1;
-  for (int64_t s : shape) numel *= s;
   // One byte at least: a mapping of zero bytes is refused.
-  const size_t bytes = std::max<size_t>(
-      1, static_cast<size_t>(numel) * c10::elementSize(options.dtype().toScalarType()));
+  const size_t bytes =
+      std::max<size_t>(1, c10::multiply_integers(shape) * options.dtype().itemsize());
   void* data =
       ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data == MAP_FAILED)
