@@ -4,6 +4,8 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
+#include <malloc.h>
+
 #include <atomic>
 #include <mutex>
 
@@ -63,6 +65,11 @@ TrackingCpuAllocator& tracking_allocator() {
 void MemoryTracker::install() {
   bool expected = false;
   if (!g_installed.compare_exchange_strong(expected, true)) return;
+  // Freed memory stays in the C library's heap for the next allocation: no block is a
+  // mapping of its own (glibc maps every block above 32 MiB afresh, and each of its
+  // 4 KiB pages faults on first touch) and the heap is not trimmed (-1).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
   // Priority above c10's default (0) so later default registrations cannot displace it.
   c10::SetCPUAllocator(&tracking_allocator(), /*priority=*/100);
 }

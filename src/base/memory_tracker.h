@@ -8,6 +8,12 @@
 //
 // Install it before any tensor that should be counted is created: memory allocated
 // before install() is invisible to current() (it is still freed correctly).
+//
+// install() also has the C library keep freed memory for reuse (mallopt: no block gets a
+// mapping of its own, the heap is never trimmed), for every allocation of the process,
+// tracked or not. glibc otherwise maps each block above 32 MiB afresh, and each 4 KiB
+// page of it faults on first touch: on this project's machine that was about half of a
+// training iteration's time, for autograd and plans alike (docs/RESULTS.md, "Allocator").
 #pragma once
 
 #include <cstdint>
