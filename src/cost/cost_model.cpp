@@ -32,7 +32,7 @@ std::string implementation_set_key(const Graph& g) {
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
     h = (h ^ 0xff) * 1099511628211ull;
   };
-  mix("gradient-layouts-2/zero-page-stand-ins");  // kernels and profiler protocol
+  mix("gradient-layouts-2/zero-page-stand-ins/heap-reuse");  // kernels, profiler, allocator
   for (const auto& n : g.nodes()) {
     for (const auto& f : forward_impls(g, n)) mix(f.name);
     for (const auto& b : backward_impls(g, n)) mix(backward_cost_key(b.part, b.name));
