@@ -62,6 +62,31 @@ TEST_P(ChainOnTinyModel, RunsAsSimulatedWithinItsBudgetAndAboveTheFloor) {
   EXPECT_LE(simulate(g, named.plan, costs).peak_bytes, o.budget_bytes);
 }
 
+// Schedules over sub-cuts alone (a residual block back-propagated a part at a time,
+// beside its input) run as simulated, with autograd's gradients; both layouts together
+// reach no higher a smallest peak than articulation values alone.
+TEST_P(ChainOnTinyModel, SubCutSchedulesRunAsSimulated) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  ChainCheckpointingOptions o;
+  o.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes;
+  o.layouts = {ChainCuts::kSubCuts};
+  const ChainCheckpointingPlans sub_cuts = chain_checkpointing_plans(g, costs, o);
+  ASSERT_FALSE(sub_cuts.within_budget.empty());
+  testing::expect_runs_as_simulated(g, state, batch, sub_cuts.smallest.plan,
+                                    sub_cuts.smallest.simulated);
+  testing::expect_runs_as_simulated(g, state, batch, sub_cuts.within_budget.front().plan,
+                                    sub_cuts.within_budget.front().simulated);
+  o.layouts = {ChainCuts::kArticulations};
+  const ChainCheckpointingPlans articulations = chain_checkpointing_plans(g, costs, o);
+  o.layouts = {ChainCuts::kArticulations, ChainCuts::kSubCuts};
+  const ChainCheckpointingPlans both = chain_checkpointing_plans(g, costs, o);
+  EXPECT_LE(both.smallest.simulated.peak_bytes, articulations.smallest.simulated.peak_bytes);
+  EXPECT_LE(both.smallest.simulated.peak_bytes, sub_cuts.smallest.simulated.peak_bytes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, ChainOnTinyModel,
                          ::testing::ValuesIn(testing::tiny_models_named(
                              {"resnet18", "vgg11", "unet", "googlenet", "mobilenet_v2"})),

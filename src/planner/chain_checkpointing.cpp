@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <set>
+#include <map>
 #include <string>
 
 #include "planner/baseline_plans.h"
@@ -26,23 +26,17 @@ struct Segment {
   int64_t sweep_bytes = 0;      // the most alive during a run that keeps only its output
   int64_t backward_bytes = 0;   // kept_bytes plus the most one backward call adds
   int64_t gradient_bytes = 0;   // its parameters' gradients, alive once its backward ran
+  /// Its side value (chain_layout.h), alive while it is processed; its gradient too once
+  /// the stretch's last segment was back-propagated (0: it starts at an articulation value).
+  int64_t side_bytes = 0;
+  int stretch = 0;      // its stretch
+  int stretch_end = 0;  // the last segment of its stretch
 };
 
 // How a schedule's recomputations run: as the forward pass (the memory-lean choices,
 // in place where they are), or out of place, as the MONeT program expresses them (warm
 // starts).
 enum class Recomputation { kLean, kOutOfPlace };
-
-// The articulation values the chain is cut at: all of them, or `max_segments` - 1 evenly
-// chosen.
-std::vector<int> chain_cuts(const Graph& g, int max_segments) {
-  const std::vector<int> all = articulation_values(g);
-  const size_t most = static_cast<size_t>(std::max(1, max_segments - 1));
-  if (all.size() <= most) return all;
-  std::vector<int> cuts;
-  for (size_t i = 0; i < most; ++i) cuts.push_back(all[(i + 1) * all.size() / (most + 1)]);
-  return cuts;
-}
 
 // Fills a segment's seconds and bytes from its nodes, replaying the liveness of its
 // tensors: a run keeping all holds what the segment's backward reads and its output; a
@@ -122,7 +116,8 @@ void measure(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
 
 // The dynamic program over the chain: cost(s, t, m) is the least time to back-propagate
 // through segments s..t holding at most m memory levels besides segment s's input
-// checkpoint and the gradient of segment t's output; choice(s, t, m) is 0 for "run s
+// checkpoint, the gradient of segment t's output and, when s starts inside a stretch, its
+// side value and that value's gradient; choice(s, t, m) is 0 for "run s
 // keeping all, go on from its output" and k (s < k <= t) for "sweep s..k-1, checkpoint
 // segment k-1's output".
 class ChainProgram {
@@ -165,6 +160,34 @@ class ChainProgram {
   int level(int64_t bytes) const { return static_cast<int>(std::ceil(bytes / unit_)); }
   int gradient(int t) const { return level(seg_[t].output_bytes); }
 
+  // Bytes the problem of segment k holds beyond what that of s (s < k) holds: k's side
+  // value, and its gradient, unless s's problem holds them (s inside the same stretch; at
+  // its start, the side value is s's own input).
+  int64_t side_added(int s, int k) const {
+    const Segment& b = seg_[k];
+    if (b.side_bytes == 0) return 0;
+    if (seg_[s].stretch != b.stretch) return 2 * b.side_bytes;
+    return seg_[s].side_bytes > 0 ? 0 : b.side_bytes;
+  }
+  // The gradient of k's side value, made when k..t was back-propagated (t ends k's stretch),
+  // alive while s..k-1 are, unless s's problem holds it already.
+  int64_t side_gradient_left(int s, int k, int t) const {
+    const Segment& b = seg_[k];
+    if (b.side_bytes == 0 || t < b.stretch_end) return 0;
+    return seg_[s].stretch == b.stretch && seg_[s].side_bytes > 0 ? 0 : b.side_bytes;
+  }
+  // Memory levels of the rest s+1..t after running s keeping all.
+  int rest_levels(int s, int t, int m) const {
+    return m - level(seg_[s].kept_bytes) - level(side_added(s, s + 1));
+  }
+  // Memory levels of k..t after sweeping s..k-1, and of s..k-1 afterwards.
+  int later_levels(int s, int k, int m) const {
+    return m - level(seg_[k - 1].output_bytes) - level(side_added(s, k));
+  }
+  int earlier_levels(int s, int k, int t, int m) const {
+    return m + gradient(t) - level(seg_[k - 1].output_bytes) - level(side_gradient_left(s, k, t));
+  }
+
   void solve(int s, int t, int m) {
     const Segment& a = seg_[s];
     double best = kNone;
@@ -172,22 +195,25 @@ class ChainProgram {
     // Run s keeping all; its backward runs once the rest is done (the gradient of its
     // output then replaces that of t's), beside the parameter gradients of every later
     // segment and its own.
-    const int64_t backward = a.backward_bytes + later_gradients_[s];
+    const int64_t backward =
+        a.backward_bytes + later_gradients_[s] + (s < t ? side_gradient_left(s, s + 1, t) : 0);
     if (level(backward) <= m + (s < t ? gradient(t) - gradient(s) : 0)) {
-      const double rest = s < t ? at(s + 1, t, m - level(a.kept_bytes)) : 0;
+      const double rest = s < t ? at(s + 1, t, rest_levels(s, t, m)) : 0;
       if (rest < kNone) best = a.forward_seconds + rest + a.backward_seconds, pick = 0;
     }
-    // Sweep s..k-1 keeping only segment k-1's output.
+    // Sweep s..k-1 keeping only segment k-1's output (and the side values the sweep enters).
     double sweep = 0;
     int sweep_level = 0;
     for (int k = s + 1; k <= t; ++k) {
-      sweep += seg_[k - 1].forward_seconds;
-      sweep_level = std::max(sweep_level, level(seg_[k - 1].sweep_bytes + later_gradients_[t + 1]));
+      const Segment& swept = seg_[k - 1];
+      const int64_t side = swept.stretch != a.stretch ? swept.side_bytes : 0;
+      sweep += swept.forward_seconds;
+      sweep_level =
+          std::max(sweep_level, level(swept.sweep_bytes + side + later_gradients_[t + 1]));
       if (sweep_level > m) break;
-      const int checkpoint = level(seg_[k - 1].output_bytes);
-      const double later = at(k, t, m - checkpoint);
+      const double later = at(k, t, later_levels(s, k, m));
       if (later == kNone) continue;
-      const double earlier = at(s, k - 1, m + gradient(t) - checkpoint);
+      const double earlier = at(s, k - 1, earlier_levels(s, k, t, m));
       if (sweep + later + earlier < best) best = sweep + later + earlier, pick = k;
     }
     cost_[index(s, t, m)] = best;
@@ -199,14 +225,13 @@ class ChainProgram {
     const int k = choice_[index(s, t, m)];
     if (k == 0) {
       steps->push_back({s, true});
-      if (s < t) emit(s + 1, t, m - level(seg_[s].kept_bytes), steps);
+      if (s < t) emit(s + 1, t, rest_levels(s, t, m), steps);
       steps->push_back({s, false});
       return;
     }
     for (int i = s; i < k; ++i) steps->push_back({i, true});
-    const int checkpoint = level(seg_[k - 1].output_bytes);
-    emit(k, t, m - checkpoint, steps);
-    emit(s, k - 1, m + gradient(t) - checkpoint, steps);
+    emit(k, t, later_levels(s, k, m), steps);
+    emit(s, k - 1, earlier_levels(s, k, t, m), steps);
   }
 
   const std::vector<Segment>& seg_;
@@ -304,19 +329,92 @@ ScheduleChoices chain_choices(const Graph& g, const CostModel& costs,
   return c;
 }
 
-// The chain's segments: the nodes up to each cut's producer, then the rest (the loss's).
-std::vector<Segment> chain_segments(const Graph& g, const std::vector<int>& cuts) {
-  std::vector<bool> ends_segment(g.nodes().size(), false);
-  for (int v : cuts) ends_segment[g.value(v).producer] = true;
-  std::vector<Segment> segments(1);
-  for (int id : g.topological_order()) {
-    segments.back().nodes.push_back(id);
-    if (!ends_segment[id]) continue;
-    segments.back().output_bytes = g.value(g.node(id).output).bytes();
-    segments.emplace_back();
+// The dynamic program's segments from the chain's layout (bytes filled in by measure).
+std::vector<Segment> chain_segments(const Graph& g, const std::vector<ChainSegment>& layout) {
+  std::vector<Segment> segments(layout.size());
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const ChainSegment& c = layout[i];
+    segments[i].nodes = c.nodes;
+    segments[i].output_bytes = c.output < 0 ? 0 : g.value(c.output).bytes();
+    segments[i].side_bytes = c.side < 0 ? 0 : g.value(c.side).bytes();
+    segments[i].stretch = c.stretch;
   }
-  if (segments.back().nodes.empty()) segments.pop_back();
+  for (int i = static_cast<int>(segments.size()) - 1; i >= 0; --i) {
+    const bool last = i + 1 == static_cast<int>(segments.size()) ||
+                      segments[i + 1].stretch != segments[i].stretch;
+    segments[i].stretch_end = last ? i : segments[i + 1].stretch_end;
+  }
   return segments;
+}
+
+// Simulates the schedules of one layout's dynamic program, in both implementation
+// families: memory-lean (the smallest peaks) and fastest (the least time where the budget
+// has room), out of place where the input is a cut, which later sweeps start from again.
+// Schedules within the budget go to `out`, those above it (recomputing as the forward
+// run) to `over`.
+template <typename Elapsed>
+void add_layout_schedules(const Graph& g, const CostModel& costs,
+                          const ChainCheckpointingOptions& o,
+                          const std::vector<ChainSegment>& layout,
+                          const std::vector<bool>& needs_backward, const Elapsed& elapsed,
+                          std::vector<SimulatedPlan>* over, ChainCheckpointingPlans* out) {
+  std::vector<int> cuts;
+  for (const ChainSegment& c : layout)
+    if (c.output >= 0) cuts.push_back(c.output);
+  for (ImplementationPreference preference :
+       {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest}) {
+    const ScheduleChoices choices = chain_choices(g, costs, preference, cuts);
+    std::vector<Segment> segments = chain_segments(g, layout);
+    for (Segment& s : segments) measure(g, costs, choices, needs_backward, &s);
+    const ChainProgram program(segments, std::max(1, o.memory_levels));
+    // Each distinct schedule simulated once (levels repeat schedules), in both variants;
+    // its smallest simulated peak.
+    std::map<std::vector<std::pair<int, bool>>, int64_t> peaks;
+    const auto visit = [&](int m) {
+      std::vector<std::pair<int, bool>> steps = program.schedule(m);
+      const auto known = peaks.find(steps);
+      if (known != peaks.end()) return known->second;
+      int64_t peak = std::numeric_limits<int64_t>::max();
+      for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
+        SimulatedPlan p;
+        p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
+        p.simulated = simulate(g, p.plan, costs);
+        peak = std::min(peak, p.simulated.peak_bytes);
+        if (out->smallest.plan.program.empty() ||
+            p.simulated.peak_bytes < out->smallest.simulated.peak_bytes)
+          out->smallest = p;
+        if (p.simulated.peak_bytes <= o.budget_bytes)
+          out->within_budget.push_back(std::move(p));
+        else if (r == Recomputation::kLean)
+          over->push_back(std::move(p));
+      }
+      ++out->schedules;
+      peaks.emplace(std::move(steps), peak);
+      return peak;
+    };
+    const auto time_left = [&] { return elapsed() <= o.time_limit_seconds; };
+    // The leanest schedule first (so that it is simulated however short the time); then
+    // the highest level whose schedule fits, by bisection (peaks grow with the level,
+    // roughly); then the levels around it, nearest first: the fastest schedules that fit
+    // and those just above the budget, which rematerialization lowers into it.
+    int leanest = 0;
+    while (leanest <= program.levels() && !program.feasible(leanest)) ++leanest;
+    if (leanest > program.levels()) continue;
+    int fits = leanest, above = program.levels();
+    if (visit(leanest) <= o.budget_bytes) {
+      while (fits < above && time_left()) {
+        const int middle = fits + (above - fits + 1) / 2;
+        if (visit(middle) <= o.budget_bytes)
+          fits = middle;
+        else
+          above = middle - 1;
+      }
+    }
+    for (int d = 1; time_left() && (fits + d <= program.levels() || fits - d >= leanest); ++d) {
+      if (fits + d <= program.levels()) visit(fits + d);
+      if (fits - d >= leanest) visit(fits - d);
+    }
+  }
 }
 
 }  // namespace
@@ -329,44 +427,14 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostMode
   };
   ChainCheckpointingPlans out;
   const auto needs_backward = nodes_needing_backward(g);
-  const std::vector<int> cuts = chain_cuts(g, o.max_segments);
   std::vector<SimulatedPlan> over;  // schedules above the budget (recomputing as forward)
-  // Two families: memory-lean implementations (the smallest peaks) and the fastest (the
-  // least time where the budget has room); out of place where the input is a cut, which
-  // later sweeps start from again.
-  for (ImplementationPreference preference :
-       {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest}) {
-    const ScheduleChoices choices = chain_choices(g, costs, preference, cuts);
-    std::vector<Segment> segments = chain_segments(g, cuts);
-    for (Segment& s : segments) measure(g, costs, choices, needs_backward, &s);
-    out.segments = static_cast<int>(segments.size());
-    const ChainProgram program(segments, std::max(1, o.memory_levels));
-    std::set<std::vector<std::pair<int, bool>>> seen;
-    // The leanest schedule first (so that it is simulated however short the time), then
-    // from the most memory down: faster schedules first.
-    int leanest = 0;
-    while (leanest <= program.levels() && !program.feasible(leanest)) ++leanest;
-    if (leanest > program.levels()) continue;
-    std::vector<int> levels = {leanest};
-    for (int m = program.levels(); m > leanest; --m) levels.push_back(m);
-    for (int m : levels) {
-      std::vector<std::pair<int, bool>> steps = program.schedule(m);
-      if (!seen.insert(steps).second) continue;
-      if (m != leanest && elapsed() > o.time_limit_seconds) break;
-      for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
-        SimulatedPlan p;
-        p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
-        p.simulated = simulate(g, p.plan, costs);
-        if (out.smallest.plan.program.empty() ||
-            p.simulated.peak_bytes < out.smallest.simulated.peak_bytes)
-          out.smallest = p;
-        if (p.simulated.peak_bytes <= o.budget_bytes)
-          out.within_budget.push_back(std::move(p));
-        else if (r == Recomputation::kLean)
-          over.push_back(std::move(p));
-      }
-      ++out.schedules;
-    }
+  for (ChainCuts cut_kind : o.layouts) {
+    ChainLayoutOptions layout_options;
+    layout_options.max_segments = o.max_segments;
+    layout_options.cuts = cut_kind;
+    const std::vector<ChainSegment> layout = chain_layout(g, layout_options);
+    out.segments = std::max(out.segments, static_cast<int>(layout.size()));
+    add_layout_schedules(g, costs, o, layout, needs_backward, elapsed, &over, &out);
   }
   rematerialize_towards_budget(g, costs, o, std::move(over), elapsed, &out);
   std::sort(out.within_budget.begin(), out.within_budget.end(),

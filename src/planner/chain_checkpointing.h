@@ -1,6 +1,7 @@
 // Chain checkpointing: a memory-first construction of plans for budgets that
 // checkpointing at articulation points cannot reach. The graph is cut at its articulation
-// points (articulation_values) into a chain of segments; a dynamic program over the chain
+// points and at sub-cuts inside the stretches between them (chain_layout.h) into a chain
+// of segments; a dynamic program over the chain
 // (persistent checkpointing of heterogeneous chains, as in Rotor: Beaumont et al., 2019)
 // chooses, for every sub-chain and every memory level, how to back-propagate through it
 // at the least recomputation time: run a segment keeping everything its backward reads and
@@ -25,6 +26,7 @@
 #include "cost/cost_model.h"
 #include "cost/simulator.h"
 #include "graph/graph.h"
+#include "planner/chain_layout.h"
 
 namespace monet {
 
@@ -33,9 +35,13 @@ struct ChainCheckpointingOptions {
   /// Memory levels (0 to the sum of every segment's kept bytes) the dynamic program
   /// distinguishes: more levels, more distinct schedules to choose from.
   int memory_levels = 1000;
-  /// The chain is cut at no more than this many articulation points (evenly chosen):
-  /// the dynamic program's time grows with the cube of the segment count.
+  /// The chain is cut into no more than this many segments (chain_layout.h): the dynamic
+  /// program's time grows with the cube of the segment count.
   int max_segments = 64;
+  /// The layouts the dynamic program runs over, each in both implementation families.
+  /// Articulation values alone keep whole blocks together, which suits budgets with room;
+  /// sub-cuts reach smaller peaks. Each layout's schedules are simulated.
+  std::vector<ChainCuts> layouts = {ChainCuts::kArticulations, ChainCuts::kSubCuts};
   /// Wall-clock limit (seconds) of the schedules' simulations and the rematerialization.
   double time_limit_seconds = 10;
   /// Wall-clock limit (seconds) of lowering the leanest schedule into the budget when no

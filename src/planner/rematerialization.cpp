@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plan/liveness.h"
+#include "plan/plan_validator.h"
 
 namespace monet {
 namespace {
@@ -59,6 +60,33 @@ std::optional<std::string> recompute_impl(const Graph& g, const CostModel& costs
   return best;
 }
 
+// The implementations instruction `i` could switch to with less workspace than its own:
+// for a forward, out of place like it, keeping no intermediate and no view; for a
+// backward, of the same part. The validator and the simulator reject what does not fit
+// the rest of the plan.
+std::vector<std::string> leaner_impls(const Graph& g, const CostModel& costs,
+                                      const Instruction& in) {
+  std::vector<std::string> out;
+  const Node& n = g.node(in.node);
+  if (in.kind == InstrKind::kForward) {
+    const int64_t own = costs.forward(g, n.id, in.impl).workspace_bytes;
+    const ForwardImplInfo current = find_forward_impl(forward_impls(g, n), n, in.impl);
+    if (current.inplace || current.emits_intermediate || current.output_aliases_input ||
+        current.gist_encoding)
+      return out;
+    for (const ForwardImplInfo& f : forward_impls(g, n))
+      if (!f.inplace && !f.emits_intermediate && !f.output_aliases_input && !f.gist_encoding &&
+          costs.forward(g, n.id, f.name).workspace_bytes < own)
+        out.push_back(f.name);
+  } else if (in.kind == InstrKind::kBackward) {
+    const int64_t own = costs.backward(g, n.id, in.part, in.impl).workspace_bytes;
+    for (const BackwardImplInfo& b : backward_impls(g, n))
+      if (b.part == in.part && costs.backward(g, n.id, b.part, b.name).workspace_bytes < own)
+        out.push_back(b.name);
+  }
+  return out;
+}
+
 int peak_instruction(const SimulationResult& s) {
   int peak = 0;
   for (size_t i = 0; i < s.steps.size(); ++i)
@@ -91,6 +119,26 @@ SimulatedPlan rematerialize(const Graph& g, const CostModel& costs, SimulatedPla
     const double current_over = current.simulated.bytes_over(o.budget_bytes);
     std::optional<SimulatedPlan> best;
     double best_over = 0;
+    const auto consider = [&](SimulatedPlan moved) {
+      const double over = moved.simulated.bytes_over(o.budget_bytes);
+      if (over >= current_over) return;
+      if (!best || over < best_over ||
+          (over == best_over && moved.simulated.seconds < best->simulated.seconds))
+        best = std::move(moved), best_over = over;
+    };
+    // The peak instruction at an implementation with less workspace.
+    for (const std::string& impl : leaner_impls(g, costs, plan.program[peak])) {
+      SimulatedPlan moved;
+      moved.plan = plan;
+      moved.plan.program[peak].impl = impl;
+      try {
+        validate_plan(g, moved.plan);
+        moved.simulated = simulate(g, moved.plan, costs);
+      } catch (const PlanError&) {
+        continue;  // the rest of the plan needs what the implementation does not keep
+      }
+      consider(std::move(moved));
+    }
     for (const AliveAcross& c : candidates) {
       if (out_of_time()) break;
       const Node& n = g.node(g.value(c.value).producer);
@@ -109,11 +157,7 @@ SimulatedPlan rematerialize(const Graph& g, const CostModel& costs, SimulatedPla
       } catch (const PlanError&) {
         continue;  // the recomputation reads a tensor that is no longer alive
       }
-      const SimulationResult& s = moved.simulated;
-      const double over = s.bytes_over(o.budget_bytes);
-      if (over >= current_over) continue;
-      if (!best || over < best_over || (over == best_over && s.seconds < best->simulated.seconds))
-        best = std::move(moved), best_over = over;
+      consider(std::move(moved));
     }
     if (!best) break;
     current = std::move(*best);

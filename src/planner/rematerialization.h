@@ -2,7 +2,9 @@
 // instruction where the simulated peak is reached, an activation alive across it (written
 // before, read after) is freed after its last reader before the peak and recomputed, out
 // of place, right before its next reader, as XLA's rematerialization pass does for its
-// peak. Of the largest such tensors, the move that lowers most the bytes over the budget
+// peak; or the instruction itself switches to an implementation with less workspace (a
+// recomputed convolution whose fastest algorithm unfolds its input). Of these moves, the
+// move that lowers most the bytes over the budget
 // summed over the instructions (so that a peak reached at several instructions falls one
 // instruction at a time) is made, the one adding the fewest profiled seconds among
 // equals, until the peak fits the budget, no move lowers the excess, or the time is up. Every
