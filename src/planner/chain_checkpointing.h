@@ -1,23 +1,26 @@
 // Chain checkpointing: a memory-first construction of plans for budgets that
-// checkpointing at articulation points cannot reach. The graph is cut at its articulation
-// points and at sub-cuts inside the stretches between them (chain_layout.h) into a chain
-// of segments; a dynamic program over the chain
-// (persistent checkpointing of heterogeneous chains, as in Rotor: Beaumont et al., 2019)
-// chooses, for every sub-chain and every memory level, how to back-propagate through it
-// at the least recomputation time: run a segment keeping everything its backward reads and
-// go on from its output, or sweep forward through several segments keeping only the last
-// output as a checkpoint, back-propagate the rest of the chain first, and come back. A
-// segment can be recomputed many times (multi-level recomputation), so the smallest plans
-// hold one segment's working set and a few checkpoints above the parameters and their
-// gradients. The program runs twice: with every operator's memory-lean implementations and
-// with its fastest (implementation_choices), out of place where they read a cut (a later
-// sweep starts from it again); each schedule is made twice,
-// with recomputations as the forward run (in place where it is) and all out of place (as
-// the MONeT program expresses them, for warm starts). The fastest schedules a little above
-// the budget, and the leanest when none fits, are rematerialized towards it
-// (rematerialization.h). The program's memory model is coarse
-// (sizes summed per segment); every distinct schedule it yields over its memory levels is replayed
-// by the simulator, which decides what fits.
+// checkpointing at articulation points cannot reach. The graph is cut into a chain of
+// segments (chain_layout.h): at its articulation points, and at sub-cuts inside the
+// stretches between them, where a segment is processed beside the stretch input (its side
+// value, and that value's gradient once the stretch's end was back-propagated). A dynamic
+// program over the chain (persistent checkpointing of heterogeneous chains, as in Rotor:
+// Beaumont et al., 2019) chooses, for every sub-chain and every memory level, how to
+// back-propagate through it at the least recomputation time: run a segment keeping
+// everything its backward reads and go on from its output, or sweep forward through several
+// segments keeping only the last output as a checkpoint, back-propagate the rest of the
+// chain first, and come back. A segment can be recomputed many times (multi-level
+// recomputation), so the smallest plans hold one segment's working set and a few
+// checkpoints above the parameters and their gradients. The program runs for each layout
+// (articulation points alone; with sub-cuts) and each implementation family: every
+// operator's memory-lean implementations and its fastest (implementation_choices), out of
+// place where they read a cut (a later sweep starts from it again); each schedule is made
+// twice, with recomputations as the forward run (in place where it is) and all out of
+// place (as the MONeT program expresses them, for warm starts). The program's memory model
+// is coarse (sizes summed per segment), so the simulator replays its schedules and decides
+// what fits: the leanest, the highest memory level whose schedule fits (by bisection), then
+// the levels around it, nearest first, until the time is up. The fastest schedules a little
+// above the budget, and the leanest when none fits, are rematerialized towards it
+// (rematerialization.h).
 #pragma once
 
 #include <cstdint>
