@@ -31,8 +31,8 @@ bool read_in_place(const Graph& g, int value) {
   return false;
 }
 
-// Articulation values (for sub-cuts, those read by no in-place operator), at most `max_segments` -
-// 1 of them, evenly chosen.
+// Articulation values (for sub-cuts, those whose only reader cannot overwrite them), at
+// most `max_segments` - 1 of them, evenly chosen.
 std::vector<int> kept_articulations(const Graph& g, const ChainLayoutOptions& o) {
   std::vector<int> all;
   for (int v : articulation_values(g))

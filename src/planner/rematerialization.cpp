@@ -47,22 +47,27 @@ std::vector<AliveAcross> alive_across(const Graph& g, const Liveness& live, int 
   return out;
 }
 
-// The fastest forward implementation of `n` that recomputes its output alone: out of
-// place, no intermediate, not a view.
+// Whether a forward implementation makes its output alone: out of place, no intermediate,
+// not a view, no encoding.
+bool makes_output_alone(const ForwardImplInfo& f) {
+  return !f.inplace && !f.emits_intermediate && !f.output_aliases_input && !f.gist_encoding;
+}
+
+// The fastest forward implementation of `n` that makes its output alone.
 std::optional<std::string> recompute_impl(const Graph& g, const CostModel& costs, const Node& n) {
   std::optional<std::string> best;
   double best_seconds = 0;
   for (const ForwardImplInfo& f : forward_impls(g, n)) {
-    if (f.inplace || f.emits_intermediate || f.output_aliases_input || f.gist_encoding) continue;
+    if (!makes_output_alone(f)) continue;
     const double seconds = costs.forward(g, n.id, f.name).seconds;
     if (!best || seconds < best_seconds) best = f.name, best_seconds = seconds;
   }
   return best;
 }
 
-// The implementations instruction `i` could switch to with less workspace than its own:
-// for a forward, out of place like it, keeping no intermediate and no view; for a
-// backward, of the same part. The validator and the simulator reject what does not fit
+// The implementations instruction `in` could switch to with less workspace than its own:
+// for a forward that makes its output alone, others that do; for a backward, of the same
+// part. The validator and the simulator reject what does not fit
 // the rest of the plan.
 std::vector<std::string> leaner_impls(const Graph& g, const CostModel& costs,
                                       const Instruction& in) {
@@ -70,13 +75,10 @@ std::vector<std::string> leaner_impls(const Graph& g, const CostModel& costs,
   const Node& n = g.node(in.node);
   if (in.kind == InstrKind::kForward) {
     const int64_t own = costs.forward(g, n.id, in.impl).workspace_bytes;
-    const ForwardImplInfo current = find_forward_impl(forward_impls(g, n), n, in.impl);
-    if (current.inplace || current.emits_intermediate || current.output_aliases_input ||
-        current.gist_encoding)
-      return out;
-    for (const ForwardImplInfo& f : forward_impls(g, n))
-      if (!f.inplace && !f.emits_intermediate && !f.output_aliases_input && !f.gist_encoding &&
-          costs.forward(g, n.id, f.name).workspace_bytes < own)
+    const std::vector<ForwardImplInfo> impls = forward_impls(g, n);
+    if (!makes_output_alone(find_forward_impl(impls, n, in.impl))) return out;
+    for (const ForwardImplInfo& f : impls)
+      if (makes_output_alone(f) && costs.forward(g, n.id, f.name).workspace_bytes < own)
         out.push_back(f.name);
   } else if (in.kind == InstrKind::kBackward) {
     const int64_t own = costs.backward(g, n.id, in.part, in.impl).workspace_bytes;
