@@ -21,11 +21,19 @@ struct Segment {
   std::vector<int> nodes;       // node ids, in topological order
   double forward_seconds = 0;   // one forward of every node (out of place)
   double backward_seconds = 0;  // every backward part of the nodes needing one
+  int input = -1;               // the value it starts from (-1: the graph's input)
   int64_t output_bytes = 0;     // its output, the next segment's checkpoint (0: the last)
   int64_t kept_bytes = 0;       // every output and intermediate: a run that keeps all
-  int64_t sweep_bytes = 0;      // the most alive during a run that keeps only its output
-  int64_t backward_bytes = 0;   // kept_bytes plus the most one backward call adds
-  int64_t gradient_bytes = 0;   // its parameters' gradients, alive once its backward ran
+  /// The most alive during a run that keeps only its output, beyond its input (its
+  /// checkpoint), and with its input until the segment's last reader of it (when the
+  /// segment is swept through from an earlier checkpoint).
+  int64_t sweep_bytes = 0, sweep_input_bytes = 0;
+  int64_t forward_bytes = 0;  // the most alive during a run that keeps all, beyond its input
+  /// The most its backward holds at once beyond its input checkpoint and the gradients of
+  /// parameters and side values: kept tensors, the gradient of its output while alive, the
+  /// gradients it makes, a call's results and workspace.
+  int64_t backward_bytes = 0;
+  int64_t gradient_bytes = 0;  // its parameters' gradients, alive once its backward ran
   /// Its side value (chain_layout.h), alive while it is processed; its gradient too once
   /// the stretch's last segment was back-propagated (0: it starts at an articulation value).
   int64_t side_bytes = 0;
@@ -38,18 +46,128 @@ struct Segment {
 // starts).
 enum class Recomputation { kLean, kOutOfPlace };
 
+// The gradient storages of a segment's backward, held as the simulator holds them: each
+// value's gradient slot names a storage, views of an output gradient (add, cat) share its
+// storage, and a later gradient adds in place into a slot that holds its storage alone.
+// Storages made during the walk count while a slot holds them; those that exist before it
+// (a side value's gradient) are counted by the dynamic program.
+class GradientStorages {
+ public:
+  int make(int64_t bytes, bool counts) {
+    storages_.push_back({bytes, 0, counts});
+    return static_cast<int>(storages_.size()) - 1;
+  }
+  int slot(int value) const {
+    const auto it = slots_.find(value);
+    return it == slots_.end() ? -1 : it->second;
+  }
+  int holders(int storage) const { return storages_[storage].holders; }
+  void assign(int value, int storage) {
+    release(value);
+    slots_[value] = storage;
+    ++storages_[storage].holders;
+  }
+  void release(int value) {
+    const auto it = slots_.find(value);
+    if (it == slots_.end()) return;
+    --storages_[it->second].holders;
+    slots_.erase(it);
+  }
+  int64_t counted_bytes() const {
+    int64_t bytes = 0;
+    for (const Storage& s : storages_)
+      if (s.counts && s.holders > 0) bytes += s.bytes;
+    return bytes;
+  }
+
+ private:
+  struct Storage {
+    int64_t bytes;
+    int holders;
+    bool counts;
+  };
+  std::vector<Storage> storages_;
+  std::map<int, int> slots_;  // value -> storage
+};
+
+// A segment's tensors, by place in the segment: what a forward run leaves and when the
+// backward last reads it.
+struct SegmentTensors {
+  std::vector<int> index;  // per node id: place in the segment (-1: outside)
+  std::vector<int64_t> out, intermediate, workspace;
+  std::vector<int> last_forward, last_backward;  // place of the last reader (size: none)
+  std::vector<bool> kept, kept_intermediate;
+};
+
+// The most bytes a segment's backward holds (Segment::backward_bytes), starting from
+// `keeping` bytes of kept tensors.
+// `gradient_made` (per value) tells whose gradient an earlier backward made (later
+// segments of the chain run their backward first); the values this segment gives a
+// gradient are added to it.
+int64_t backward_peak(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
+                      const std::vector<bool>& needs_backward, const std::vector<bool>& needs_grad,
+                      const Segment& s, const SegmentTensors& t, int64_t keeping,
+                      std::vector<bool>* gradient_made) {
+  const int size = static_cast<int>(s.nodes.size());
+  GradientStorages grads;
+  const int output = g.node(s.nodes.back()).output;
+  grads.assign(output, grads.make(g.value(output).bytes(), true));
+  // Gradients of values from outside that exist already (a side value's): added into.
+  for (int id : s.nodes)
+    for (int v : g.node(id).inputs) {
+      const int producer = g.value(v).producer;
+      const bool outside = producer < 0 || t.index[producer] < 0;
+      if (outside && (*gradient_made)[v] && grads.slot(v) < 0)
+        grads.assign(v, grads.make(g.value(v).bytes(), false));
+    }
+  int64_t peak = 0;
+  for (int i = size - 1; i >= 0; --i) {
+    const Node& n = g.node(s.nodes[i]);
+    if (needs_backward[n.id]) {
+      const auto impls = backward_impls(g, n);
+      const auto parts = backward_parts(g, n);
+      for (size_t k = 0; k < parts.size(); ++k) {
+        const BackwardImplInfo b = find_backward_impl(impls, n, parts[k], c.backward[n.id][k]);
+        const auto mask = backward_grad_mask(g, n, parts[k], needs_grad);
+        const int64_t workspace = costs.backward(g, n.id, parts[k], b.name).workspace_bytes;
+        peak = std::max(peak, keeping + grads.counted_bytes() +
+                                  backward_result_bytes(g, n, b, mask) + workspace);
+        for (size_t j = 0; j < n.inputs.size(); ++j) {
+          const int v = n.inputs[j];
+          if (!mask[j] || g.value(v).kind != ValueKind::kActivation) continue;
+          (*gradient_made)[v] = true;
+          const int made = b.grads_alias_output ? grads.slot(n.output) : -1;
+          const int slot = grads.slot(v);
+          if (slot < 0)
+            grads.assign(v, made >= 0 ? made : grads.make(g.value(v).bytes(), true));
+          else if (grads.holders(slot) > 1)
+            grads.assign(v, grads.make(g.value(v).bytes(), true));
+        }
+      }
+      grads.release(n.output);
+    }
+    if (t.kept_intermediate[i]) keeping -= t.intermediate[i];
+    for (int j = 0; j <= i; ++j)
+      if (t.last_backward[j] == i && t.last_forward[j] != size) keeping -= t.out[j];
+  }
+  return peak;
+}
+
 // Fills a segment's seconds and bytes from its nodes, replaying the liveness of its
 // tensors: a run keeping all holds what the segment's backward reads and its output; a
 // sweep holds each output until its last forward reader; the backward frees a tensor
-// after its last backward reader.
+// after its last backward reader and holds gradients as the simulator does. Segments are
+// measured last first (the order of their backward).
 void measure(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
-             const std::vector<bool>& needs_backward, Segment* s) {
-  std::vector<int> index(g.nodes().size(), -1);  // place in the segment
-  for (size_t i = 0; i < s->nodes.size(); ++i) index[s->nodes[i]] = static_cast<int>(i);
+             const std::vector<bool>& needs_backward, const std::vector<bool>& needs_grad,
+             std::vector<bool>* gradient_made, Segment* s) {
+  SegmentTensors t;
+  t.index.assign(g.nodes().size(), -1);
+  for (size_t i = 0; i < s->nodes.size(); ++i) t.index[s->nodes[i]] = static_cast<int>(i);
   const int size = static_cast<int>(s->nodes.size());
-  std::vector<int64_t> out(size), intermediate(size), workspace(size), backward(size, 0);
-  std::vector<int> last_forward(size), last_backward(size, size);  // size: none
-  std::vector<bool> kept(size, false), kept_intermediate(size, false);
+  t.out.assign(size, 0), t.intermediate.assign(size, 0), t.workspace.assign(size, 0);
+  t.last_forward.assign(size, 0), t.last_backward.assign(size, size);
+  t.kept.assign(size, false), t.kept_intermediate.assign(size, false);
   for (int i = 0; i < size; ++i) {
     const Node& n = g.node(s->nodes[i]);
     for (int v : n.inputs)
@@ -57,61 +175,62 @@ void measure(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
     const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, c.forward[n.id]);
     const ImplCost& fc = costs.forward(g, n.id, f.name);
     s->forward_seconds += fc.seconds;
-    out[i] = f.inplace || f.output_aliases_input ? 0 : g.value(n.output).bytes();
-    intermediate[i] = f.emits_intermediate ? intermediate_bytes(g, n, f.name) : 0;
-    workspace[i] = fc.workspace_bytes;
-    last_forward[i] = i;
+    // An output in its input's storage carries that storage on, unless the input is
+    // outside the segment (its checkpoint, counted by the dynamic program).
+    const int input_producer = n.inputs.empty() ? -1 : g.value(n.inputs[0]).producer;
+    const bool carried = (f.inplace || f.output_aliases_input) &&
+                         (input_producer < 0 || t.index[input_producer] < 0);
+    t.out[i] = carried ? 0 : g.value(n.output).bytes();
+    t.intermediate[i] = f.emits_intermediate ? intermediate_bytes(g, n, f.name) : 0;
+    t.workspace[i] = fc.workspace_bytes;
+    t.last_forward[i] = i;
     for (int consumer : g.value(n.output).consumers)
-      last_forward[i] = std::max(last_forward[i], index[consumer] < 0 ? size : index[consumer]);
-    kept[i] = last_forward[i] == size;  // the segment's output
+      t.last_forward[i] =
+          std::max(t.last_forward[i], t.index[consumer] < 0 ? size : t.index[consumer]);
+    t.kept[i] = t.last_forward[i] == size;  // the segment's output
     if (!needs_backward[n.id]) continue;
-    int64_t input_grads = 0;
-    for (int v : n.inputs)
-      if (g.value(v).kind == ValueKind::kActivation) input_grads += g.value(v).bytes();
     const auto impls = backward_impls(g, n);
     const auto parts = backward_parts(g, n);
     for (size_t k = 0; k < parts.size(); ++k) {
       const BackwardImplInfo b = find_backward_impl(impls, n, parts[k], c.backward[n.id][k]);
-      const ImplCost& bc = costs.backward(g, n.id, parts[k], b.name);
-      s->backward_seconds += bc.seconds;
-      backward[i] =
-          std::max(backward[i], g.value(n.output).bytes() + input_grads + bc.workspace_bytes);
+      s->backward_seconds += costs.backward(g, n.id, parts[k], b.name).seconds;
       // The segment's tensors it reads stay from the forward run until it has run.
       const auto reads = [&](int place) {
-        kept[place] = true;
-        last_backward[place] = std::min(last_backward[place], i);
+        t.kept[place] = true;
+        t.last_backward[place] = std::min(t.last_backward[place], i);
       };
       for (int r : b.reads_inputs) {
         const int producer = g.value(n.inputs[r]).producer;
-        if (producer >= 0 && index[producer] >= 0) reads(index[producer]);
+        if (producer >= 0 && t.index[producer] >= 0) reads(t.index[producer]);
       }
       if (b.reads_output) reads(i);
-      kept_intermediate[i] = kept_intermediate[i] || b.reads_intermediate;
+      t.kept_intermediate[i] = t.kept_intermediate[i] || b.reads_intermediate;
     }
   }
   // Forward runs: keeping all (the segment's backward reads), and sweeping.
-  int64_t keeping = 0, sweeping = 0, forward_peak = 0;
+  int last_input_read = -1;
+  for (int i = 0; i < size; ++i)
+    for (int v : g.node(s->nodes[i]).inputs)
+      if (v == s->input) last_input_read = i;
+  const int64_t input_bytes = s->input < 0 ? 0 : g.value(s->input).bytes();
+  int64_t keeping = 0, sweeping = 0;
   for (int i = 0; i < size; ++i) {
-    forward_peak = std::max(forward_peak, keeping + out[i] + intermediate[i] + workspace[i]);
-    s->sweep_bytes = std::max(s->sweep_bytes, sweeping + out[i] + intermediate[i] + workspace[i]);
-    keeping += out[i] + (kept_intermediate[i] ? intermediate[i] : 0);
-    sweeping += out[i];
+    const int64_t made = t.out[i] + t.intermediate[i] + t.workspace[i];
+    s->forward_bytes = std::max(s->forward_bytes, keeping + made);
+    s->sweep_bytes = std::max(s->sweep_bytes, sweeping + made);
+    s->sweep_input_bytes =
+        std::max(s->sweep_input_bytes, sweeping + made + (i <= last_input_read ? input_bytes : 0));
+    keeping += t.out[i] + (t.kept_intermediate[i] ? t.intermediate[i] : 0);
+    sweeping += t.out[i];
     for (int j = 0; j <= i; ++j) {
-      if (last_forward[j] != i) continue;
-      sweeping -= out[j];
-      if (!kept[j]) keeping -= out[j];
+      if (t.last_forward[j] != i) continue;
+      sweeping -= t.out[j];
+      if (!t.kept[j]) keeping -= t.out[j];
     }
   }
   s->kept_bytes = keeping;
-  // The backward, in reverse: what it reads until its last reader, and each call's own.
-  int64_t backward_peak = 0;
-  for (int i = size - 1; i >= 0; --i) {
-    backward_peak = std::max(backward_peak, keeping + backward[i]);
-    if (kept_intermediate[i]) keeping -= intermediate[i];
-    for (int j = 0; j <= i; ++j)
-      if (last_backward[j] == i && last_forward[j] != size) keeping -= out[j];
-  }
-  s->backward_bytes = std::max(forward_peak, backward_peak);
+  s->backward_bytes =
+      backward_peak(g, costs, c, needs_backward, needs_grad, *s, t, keeping, gradient_made);
 }
 
 // The dynamic program over the chain: cost(s, t, m) is the least time to back-propagate
@@ -128,7 +247,7 @@ class ChainProgram {
     later_gradients_.assign(size_ + 1, 0);
     for (int i = size_ - 1; i >= 0; --i)
       later_gradients_[i] = later_gradients_[i + 1] + seg_[i].gradient_bytes;
-    for (const Segment& s : seg_) total += s.backward_bytes;
+    for (const Segment& s : seg_) total += std::max(s.forward_bytes, s.backward_bytes);
     unit_ = std::max<double>(1.0, static_cast<double>(total + later_gradients_[0]) / levels_);
     cost_.assign(static_cast<size_t>(size_) * size_ * (levels_ + 1), kNone);
     choice_.assign(cost_.size(), -1);
@@ -160,21 +279,17 @@ class ChainProgram {
   int level(int64_t bytes) const { return static_cast<int>(std::ceil(bytes / unit_)); }
   int gradient(int t) const { return level(seg_[t].output_bytes); }
 
-  // Bytes the problem of segment k holds beyond what that of s (s < k) holds: k's side
-  // value, and its gradient, unless s's problem holds them (s inside the same stretch; at
-  // its start, the side value is s's own input).
+  // Bytes the problem of k holds beyond what that of s (s < k) holds: k's side value when
+  // s is in another stretch (in the same stretch, s's problem holds it or starts from it).
+  // Its gradient, once made, is counted where it is made (side_gradient_left).
   int64_t side_added(int s, int k) const {
-    const Segment& b = seg_[k];
-    if (b.side_bytes == 0) return 0;
-    if (seg_[s].stretch != b.stretch) return 2 * b.side_bytes;
-    return seg_[s].side_bytes > 0 ? 0 : b.side_bytes;
+    return seg_[s].stretch != seg_[k].stretch ? seg_[k].side_bytes : 0;
   }
   // The gradient of k's side value, made when k..t was back-propagated (t ends k's stretch),
-  // alive while s..k-1 are, unless s's problem holds it already.
-  int64_t side_gradient_left(int s, int k, int t) const {
+  // alive while s..k-1 are (no problem reaching past a stretch's end holds it).
+  int64_t side_gradient_left(int k, int t) const {
     const Segment& b = seg_[k];
-    if (b.side_bytes == 0 || t < b.stretch_end) return 0;
-    return seg_[s].stretch == b.stretch && seg_[s].side_bytes > 0 ? 0 : b.side_bytes;
+    return b.side_bytes == 0 || t < b.stretch_end ? 0 : b.side_bytes;
   }
   // Memory levels of the rest s+1..t after running s keeping all.
   int rest_levels(int s, int t, int m) const {
@@ -185,19 +300,20 @@ class ChainProgram {
     return m - level(seg_[k - 1].output_bytes) - level(side_added(s, k));
   }
   int earlier_levels(int s, int k, int t, int m) const {
-    return m + gradient(t) - level(seg_[k - 1].output_bytes) - level(side_gradient_left(s, k, t));
+    return m + gradient(t) - level(seg_[k - 1].output_bytes) - level(side_gradient_left(k, t));
   }
 
   void solve(int s, int t, int m) {
     const Segment& a = seg_[s];
     double best = kNone;
     int pick = -1;
-    // Run s keeping all; its backward runs once the rest is done (the gradient of its
-    // output then replaces that of t's), beside the parameter gradients of every later
-    // segment and its own.
+    // Run s keeping all, beside the parameter gradients of the segments after t; its
+    // backward runs once the rest is done (the gradient of t's output is gone, its own
+    // output's is in backward_bytes), beside the parameter gradients of s..t.
+    const int64_t forward = a.forward_bytes + later_gradients_[t + 1];
     const int64_t backward =
-        a.backward_bytes + later_gradients_[s] + (s < t ? side_gradient_left(s, s + 1, t) : 0);
-    if (level(backward) <= m + (s < t ? gradient(t) - gradient(s) : 0)) {
+        a.backward_bytes + later_gradients_[s] + (s < t ? side_gradient_left(s + 1, t) : 0);
+    if (level(forward) <= m && level(backward) <= m + gradient(t)) {
       const double rest = s < t ? at(s + 1, t, rest_levels(s, t, m)) : 0;
       if (rest < kNone) best = a.forward_seconds + rest + a.backward_seconds, pick = 0;
     }
@@ -207,9 +323,10 @@ class ChainProgram {
     for (int k = s + 1; k <= t; ++k) {
       const Segment& swept = seg_[k - 1];
       const int64_t side = swept.stretch != a.stretch ? swept.side_bytes : 0;
+      // Segment s starts from the problem's checkpoint; later ones from a swept output.
+      const int64_t bytes = k - 1 == s ? swept.sweep_bytes : swept.sweep_input_bytes;
       sweep += swept.forward_seconds;
-      sweep_level =
-          std::max(sweep_level, level(swept.sweep_bytes + side + later_gradients_[t + 1]));
+      sweep_level = std::max(sweep_level, level(bytes + side + later_gradients_[t + 1]));
       if (sweep_level > m) break;
       const double later = at(k, t, later_levels(s, k, m));
       if (later == kNone) continue;
@@ -335,6 +452,7 @@ std::vector<Segment> chain_segments(const Graph& g, const std::vector<ChainSegme
   for (size_t i = 0; i < layout.size(); ++i) {
     const ChainSegment& c = layout[i];
     segments[i].nodes = c.nodes;
+    segments[i].input = i == 0 ? -1 : layout[i - 1].output;
     segments[i].output_bytes = c.output < 0 ? 0 : g.value(c.output).bytes();
     segments[i].side_bytes = c.side < 0 ? 0 : g.value(c.side).bytes();
     segments[i].stretch = c.stretch;
@@ -365,7 +483,10 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
        {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest}) {
     const ScheduleChoices choices = chain_choices(g, costs, preference, cuts);
     std::vector<Segment> segments = chain_segments(g, layout);
-    for (Segment& s : segments) measure(g, costs, choices, needs_backward, &s);
+    const std::vector<bool> needs_grad = values_needing_grad(g);
+    std::vector<bool> gradient_made(g.values().size(), false);
+    for (auto s = segments.rbegin(); s != segments.rend(); ++s)
+      measure(g, costs, choices, needs_backward, needs_grad, &gradient_made, &*s);
     const ChainProgram program(segments, std::max(1, o.memory_levels));
     // Each distinct schedule simulated once (levels repeat schedules), in both variants;
     // its smallest simulated peak.

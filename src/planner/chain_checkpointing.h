@@ -16,7 +16,10 @@
 // place where they read a cut (a later sweep starts from it again); each schedule is made
 // twice, with recomputations as the forward run (in place where it is) and all out of
 // place (as the MONeT program expresses them, for warm starts). The program's memory model
-// is coarse (sizes summed per segment), so the simulator replays its schedules and decides
+// replays each segment's tensors as the simulator holds them (in-place outputs in their
+// input's storage, gradients that are views of an output gradient sharing its storage, a
+// gradient added in place into the one before it), but it sums per segment and rounds to
+// memory levels, so the simulator replays its schedules and decides
 // what fits: the leanest, the highest memory level whose schedule fits (by bisection), then
 // the levels around it, nearest first, until the time is up. The fastest schedules a little
 // above the budget, and the leanest when none fits, are rematerialized towards it

@@ -95,13 +95,18 @@ void find_sub_cuts(const Graph& g, std::vector<int>* place, Stretch* s) {
       if (ancestors[c][u] && !placed[u]) placed[u] = true, order.push_back(s->nodes[u]);
     s->sub_cuts.push_back(static_cast<int>(order.size()) - 1);
   }
-  // Of the rest, first the nodes that do not descend from the last sub-cut (a shortcut's
-  // branch from the stretch input), so that their backward runs after the main branch's
-  // and the input gradient they make is not alive during it.
-  for (bool descends : {false, true})
-    for (int u = 0; u < n; ++u)
-      if (!placed[u] && (!chain.empty() && ancestors[u][chain.back()]) == descends)
-        placed[u] = true, order.push_back(s->nodes[u]);
+  // The rest: the nodes that descend from the last sub-cut, each preceded by the nodes of a
+  // shortcut's branch from the stretch input that it reads, so that the branch's backward
+  // runs right after the merge's and frees the branch's tensors early.
+  const auto descends = [&](int u) { return !chain.empty() && ancestors[u][chain.back()]; };
+  for (int d = 0; d < n; ++d) {
+    if (placed[d] || !descends(d)) continue;
+    for (int u = 0; u < d; ++u)
+      if (!placed[u] && ancestors[d][u]) placed[u] = true, order.push_back(s->nodes[u]);
+    placed[d] = true, order.push_back(s->nodes[d]);
+  }
+  for (int u = 0; u < n; ++u)
+    if (!placed[u]) placed[u] = true, order.push_back(s->nodes[u]);
   for (int id : s->nodes) (*place)[id] = -1;
   s->nodes = std::move(order);
   s->prefix.assign(n + 1, 0);
