@@ -218,13 +218,14 @@ MonetProgram fixed_budget_program(const Graph& g, const CostModel& costs, const 
 }
 
 // The warm start of `program`'s search: the fastest heuristic plan it accepts or, when
-// none does and the search is a neighbourhood search (which needs one), the elastic
-// search's plan. Returns its description (empty: none).
+// none does, the elastic search's plan (a neighbourhood search needs one; a branch and cut
+// may find no solution in the time limit without one: UNet b1 208×304 at 0.7x). Returns
+// its description (empty: none).
 std::string choose_warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
                               const MonetOptions& o, int64_t budget, const HeuristicPlans& h,
                               SearchOptions* solver) {
   std::string name = warm_start(program, g, costs, solver, h.within_budget);
-  if (!name.empty() || solver->strategy != SearchStrategy::kNeighbourhood) return name;
+  if (!name.empty()) return name;
   // Starting points of the elastic program: the plans within the budget (the program's
   // memory rows may reject what the simulator accepts) and those over it.
   std::vector<Plan> starts = h.within_budget;
