@@ -92,6 +92,20 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ChainOnTinyModel,
                              {"resnet18", "vgg11", "unet", "googlenet", "mobilenet_v2"})),
                          [](const auto& info) { return info.param.name; });
 
+// The tiny MobileNetV2 (install the memory tracker first), its state, a batch and its
+// quick profile.
+struct TinyMobileNet {
+  TinyMobileNet()
+      : g(build_zoo_model("mobilenet_v2", testing::tiny_models_named({"mobilenet_v2"})[0].config)),
+        state(ModelState::initialize(g, 0)),
+        batch(make_batch(g, 1)),
+        costs(testing::quick_profile(g, state, batch)) {}
+  Graph g;
+  ModelState state;
+  Batch batch;
+  CostModel costs;
+};
+
 // The dynamic program's memory model follows the simulator (gradients held as views
 // share storage, in-place outputs carry their input's storage, a swept segment holds its
 // input until it has read it, a side value's gradient counted once it exists), so its
@@ -99,11 +113,9 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ChainOnTinyModel,
 // bytes above the iteration's start (with the coarser model the smallest was 14% above).
 TEST(ChainCheckpointing, SmallestScheduleIsNearTheFloor) {
   MemoryTracker::install();
-  const auto tiny = testing::tiny_models_named({"mobilenet_v2"});
-  const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
-  const ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  const CostModel costs = testing::quick_profile(g, state, batch);
+  const TinyMobileNet t;
+  const Graph& g = t.g;
+  const CostModel& costs = t.costs;
   ChainCheckpointingOptions o;
   o.budget_bytes = iteration_start_bytes(g);  // nothing fits: the smallest schedule is sought
   const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, o);
@@ -113,18 +125,17 @@ TEST(ChainCheckpointing, SmallestScheduleIsNearTheFloor) {
   EXPECT_GE(smallest, floor);
   EXPECT_LE(smallest, 1.05 * floor)
       << "smallest " << smallest << " B above the start, floor " << floor << " B";
-  testing::expect_runs_as_simulated(g, state, batch, chain.smallest.plan, chain.smallest.simulated);
+  testing::expect_runs_as_simulated(g, t.state, t.batch, chain.smallest.plan,
+                                    chain.smallest.simulated);
 }
 
 // Multi-level recomputation goes below checkpointing at articulation points, and the
 // MONeT planner plans there (the chain plan itself, or the program's from it).
 TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
   MemoryTracker::install();
-  const auto tiny = testing::tiny_models_named({"mobilenet_v2"});
-  const Graph g = build_zoo_model(tiny[0].name, tiny[0].config);
-  const ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  const CostModel costs = testing::quick_profile(g, state, batch);
+  const TinyMobileNet t;
+  const Graph& g = t.g;
+  const CostModel& costs = t.costs;
   int64_t checkpointing = -1;
   for (const Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) {
     const int64_t peak = simulate(g, p, costs).peak_bytes;
@@ -144,7 +155,7 @@ TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
   EXPECT_LE(r.predicted.peak_bytes, mo.budget_bytes);
   EXPECT_GT(r.floor_bytes, 0);
   EXPECT_LE(r.floor_bytes, r.predicted.peak_bytes);
-  testing::expect_runs_as_simulated(g, state, batch, r.plan, r.predicted);
+  testing::expect_runs_as_simulated(g, t.state, t.batch, r.plan, r.predicted);
   // Below the floor no plan can fit: the planner says so without searching.
   mo.budget_bytes = r.floor_bytes - 1;
   const MonetResult none = plan_monet(g, costs, mo);
