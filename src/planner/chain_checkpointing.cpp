@@ -100,10 +100,9 @@ struct SegmentTensors {
 };
 
 // The most bytes a segment's backward holds (Segment::backward_bytes), starting from
-// `keeping` bytes of kept tensors.
-// `gradient_made` (per value) tells whose gradient an earlier backward made (later
-// segments of the chain run their backward first); the values this segment gives a
-// gradient are added to it.
+// `keeping` bytes of kept tensors. `gradient_made` (per value) tells whose gradient an
+// earlier backward made (later segments of the chain run their backward first); the
+// values this segment gives a gradient are added to it.
 int64_t backward_peak(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
                       const std::vector<bool>& needs_backward, const std::vector<bool>& needs_grad,
                       const Segment& s, const SegmentTensors& t, int64_t keeping,
@@ -175,12 +174,13 @@ void measure(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
     const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, c.forward[n.id]);
     const ImplCost& fc = costs.forward(g, n.id, f.name);
     s->forward_seconds += fc.seconds;
-    // An output in its input's storage carries that storage on, unless the input is
-    // outside the segment (its checkpoint, counted by the dynamic program).
+    // An output in its input's storage carries that storage on (the input is freed at its
+    // last reader), unless the input is outside the segment (its checkpoint, which the
+    // dynamic program counts).
     const int input_producer = n.inputs.empty() ? -1 : g.value(n.inputs[0]).producer;
-    const bool carried = (f.inplace || f.output_aliases_input) &&
-                         (input_producer < 0 || t.index[input_producer] < 0);
-    t.out[i] = carried ? 0 : g.value(n.output).bytes();
+    const bool in_checkpoint = (f.inplace || f.output_aliases_input) &&
+                               (input_producer < 0 || t.index[input_producer] < 0);
+    t.out[i] = in_checkpoint ? 0 : g.value(n.output).bytes();
     t.intermediate[i] = f.emits_intermediate ? intermediate_bytes(g, n, f.name) : 0;
     t.workspace[i] = fc.workspace_bytes;
     t.last_forward[i] = i;

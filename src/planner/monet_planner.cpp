@@ -219,8 +219,7 @@ MonetProgram fixed_budget_program(const Graph& g, const CostModel& costs, const 
 
 // The warm start of `program`'s search: the fastest heuristic plan it accepts or, when
 // none does, the elastic search's plan (a neighbourhood search needs one; a branch and cut
-// may find no solution in the time limit without one: UNet b1 208×304 at 0.7x). Returns
-// its description (empty: none).
+// may otherwise find none within the time limit). Returns its description (empty: none).
 std::string choose_warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
                               const MonetOptions& o, int64_t budget, const HeuristicPlans& h,
                               SearchOptions* solver) {
