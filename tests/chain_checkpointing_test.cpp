@@ -14,6 +14,7 @@
 #include "planner/lean_plans.h"
 #include "planner/memory_floor.h"
 #include "planner/monet_planner.h"
+#include "planner/monet_program.h"
 #include "planner/named_planner.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
@@ -85,6 +86,46 @@ TEST_P(ChainOnTinyModel, SubCutSchedulesRunAsSimulated) {
   const ChainCheckpointingPlans both = chain_checkpointing_plans(g, costs, o);
   EXPECT_LE(both.smallest.simulated.peak_bytes, articulations.smallest.simulated.peak_bytes);
   EXPECT_LE(both.smallest.simulated.peak_bytes, sub_cuts.smallest.simulated.peak_bytes);
+}
+
+// The MONeT program expresses the chain's smallest schedule exactly once it offers every
+// intermediate emitted again (as it does the ReLUs' in-place recomputations, Appendix E):
+// the same profiled seconds, within the schedule's simulated peak, and decoded into a
+// plan with the same in-place recomputations that runs as simulated.
+TEST_P(ChainOnTinyModel, TheProgramExpressesItsInPlaceRecomputations) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  ChainCheckpointingOptions o;
+  o.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes;
+  const SimulatedPlan smallest = chain_checkpointing_plans(g, costs, o).smallest;
+  const auto inplace_recomputations = [&](const Plan& plan) {
+    int count = 0;
+    bool backward_seen = false;
+    for (const Instruction& in : plan.program) {
+      backward_seen = backward_seen || in.kind == InstrKind::kBackward;
+      const Node& n = g.node(in.node);
+      count += backward_seen && in.kind == InstrKind::kForward &&
+               find_forward_impl(forward_impls(g, n), n, in.impl).inplace;
+    }
+    return count;
+  };
+  const int inplace = inplace_recomputations(smallest.plan);
+  if (GetParam().name == "resnet18") EXPECT_GT(inplace, 0);
+  MonetProgramOptions po;
+  po.budget_bytes = smallest.simulated.peak_bytes;
+  po.exact_intermediate_min_fraction = 0;
+  const MonetProgram program(g, costs, po);
+  const std::vector<double> x = program.assignment_of(smallest.plan);
+  ASSERT_FALSE(x.empty());
+  EXPECT_TRUE(program.milp().satisfies(x));
+  EXPECT_NEAR(program.seconds_of(x), smallest.simulated.seconds, 1e-9 * smallest.simulated.seconds);
+  const Plan decoded = program.decode(x);
+  EXPECT_EQ(inplace_recomputations(decoded), inplace);
+  const SimulationResult simulated = simulate(g, decoded, costs);
+  EXPECT_EQ(simulated.peak_bytes, smallest.simulated.peak_bytes);
+  testing::expect_runs_as_simulated(g, state, batch, decoded, simulated);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ChainOnTinyModel,

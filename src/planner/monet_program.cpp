@@ -213,10 +213,13 @@ void MonetProgram::add_variables() {
     }
     add_emitting_recompute_choices(id);
   }
+  inplace_impls_.resize(nodes);
+  for (int id : order_) inplace_impls_[id] = inplace_recompute_impls(id);
   // Schedule variables: stage t covers nodes at positions <= the stage node's position.
   s_.resize(stages_.size());
   r_.resize(stages_.size());
   rec_.resize(stages_.size());
+  inplace_.resize(stages_.size());
   for (size_t t = 0; t < stages_.size(); ++t) {
     const int pk = pos_[stages_[t]];
     for (int p = 0; p <= pk; ++p) {
@@ -234,7 +237,59 @@ void MonetProgram::add_variables() {
         milp_.add_row(one, 0, 0);
       }
       rec_[t].push_back(choice);
+      // In place with each implementation's twin: its time less the implementation's.
+      std::vector<int> inplace;
+      for (size_t a = 0; a < inplace_impls_[j].size(); ++a)
+        inplace.push_back(binary(costs_.forward(g_, j, inplace_impls_[j][a]).seconds -
+                                 costs_.forward(g_, j, impls[a]).seconds));
+      inplace_[t].push_back(inplace);
     }
+  }
+}
+
+std::vector<std::string> MonetProgram::inplace_recompute_impls(int id) const {
+  const Node& n = g_.node(id);
+  if (n.inputs.empty() || g_.value(n.inputs[0]).kind != ValueKind::kActivation) return {};
+  const int p = pos_[id], q = pos_[g_.value(n.inputs[0]).producer];
+  if (storage_base_[q] >= 0 || out_bytes_[q] != out_bytes_[p] || out_bytes_[p] == 0 ||
+      consumers_[q] != std::vector<int>{p})
+    return {};
+  const auto fs = forward_impls(g_, n);
+  std::vector<std::string> twins;
+  for (const std::string& impl : recompute_impls_[id]) {
+    std::string twin;
+    for (size_t a = 0; a < fs.size() && twin.empty(); ++a)
+      if (fs[a].inplace && out_of_place(fs[a].name) == impl && forward_allowed(n, fs[a], a == 0))
+        twin = fs[a].name;
+    if (twin.empty()) return {};
+    twins.push_back(twin);
+  }
+  return twins;
+}
+
+void MonetProgram::add_inplace_recompute_rows(size_t t) {
+  const int k = stages_[t];
+  for (size_t p = 0; p < inplace_[t].size(); ++p) {
+    const std::vector<int>& twins = inplace_[t][p];
+    if (twins.empty()) continue;
+    // Each twin only with its implementation; the input then neither kept for the next
+    // stage nor read by the stage's backward.
+    Terms any;
+    for (size_t a = 0; a < twins.size(); ++a) {
+      const int impl = rec_[t][p].empty() ? r_[t][p] : rec_[t][p][a];
+      milp_.add_row({{twins[a], 1}, {impl, -1}}, -1e30, 0);
+      any.push_back({twins[a], 1});
+    }
+    const int q = pos_[g_.value(g_.node(order_[p]).inputs[0]).producer];
+    const auto with = [&](int col) {
+      Terms row = any;
+      row.push_back({col, 1});
+      milp_.add_row(row, -1e30, 1);
+    };
+    if (const int next = next_keep(t, q); next >= 0) with(next);
+    for (const auto& part : backward_[k])
+      for (const auto& c : part)
+        if (std::count(c.holds.begin(), c.holds.end(), q)) with(c.col);
   }
 }
 
@@ -249,6 +304,7 @@ std::vector<int> MonetProgram::column_positions() const {
     for (size_t p = 0; p < s_[t].size(); ++p) {
       out[s_[t][p]] = out[r_[t][p]] = static_cast<int>(p);
       for (int c : rec_[t][p]) out[c] = static_cast<int>(p);
+      for (int c : inplace_[t][p]) out[c] = static_cast<int>(p);
     }
   return out;
 }
@@ -323,6 +379,7 @@ void MonetProgram::add_schedule_rows() {
         milp_.add_row({{s_[t][p], 1}, {s_[t][b], -1}}, -1e30, 0);
     }
     add_backward_read_rows(t);
+    add_inplace_recompute_rows(t);
   }
 }
 
@@ -441,6 +498,7 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
             {rec_[t][p][a], double(costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes +
                                    recomputed_intermediate_bytes(j, a))});
     }
+    for (int c : inplace_[t][p]) terms.push_back({c, -double(out_bytes_[p])});
     std::vector<int> mib = {later[p], carried[p], inter, recomputed_intermediates_[t][p]};
     for (int q = 0; q < p; ++q) {
       const double bytes = double(out_bytes_[q]);

@@ -8,16 +8,20 @@
 //
 // Stages are the backward steps of the nodes needing one, in reverse topological order.
 // For stage t (backward node k) and every node j at or before k: s[t][j] = x_j is alive
-// when stage t starts, r[t][j] = node j is recomputed in stage t (out of place; when
-// several recomputation implementations are on the Pareto front of time and workspace,
-// a choice column per implementation, delta^k in the paper). Memory rows follow the
+// when stage t starts, r[t][j] = node j is recomputed in stage t (when several
+// recomputation implementations are on the Pareto front of time and workspace, a choice
+// column per implementation, delta^k in the paper), out of place or, for a node with an
+// in-place twin of each (ReLU, add) whose input no other node reads, in place (a column
+// per twin, q in the paper's Appendix E). Memory rows follow the
 // paper (Section 3, Appendix B/C) with Appendix B's tighter local-memory bound:
 //  - forward pass, node i: tensors later forward nodes read, kept outputs s[0], kept
 //    intermediates, the output, the chosen workspace;
 //  - recomputation of node i in stage t: checkpoints of later nodes s[t][j > i], the
 //    output and workspace of i, and of the earlier tensors those a node in [i, k] reads
 //    (kept or recomputed), those the backward of k reads, and those kept for the next
-//    stage s[t+1]; plus gradients, kept intermediates and per-iteration state;
+//    stage s[t+1]; plus gradients, kept intermediates and per-iteration state; a
+//    recomputation in place (its input neither kept for the next stage nor read by the
+//    stage's backward) adds no output bytes;
 //  - each backward part of k: the tensors its chosen implementation (or a later part's)
 //    reads, those kept for the next stage, gradients (alive, new, accumulation copies:
 //    exact, from a replay of the store-all plan) and the chosen workspace.
@@ -162,6 +166,13 @@ class MonetProgram {
   /// and has a backward implementation reading it; where not, false, or with `nearest` a
   /// plain recomputation instead (nearest_plain_recompute).
   bool read_recomputed_intermediates(std::vector<double>& x, bool nearest) const;
+  /// The in-place twins of node `id`'s recomputation implementations (recompute_impls_),
+  /// allowed in the mode, where each has one and input 0 is an activation of its own
+  /// storage that no other node reads; empty otherwise.
+  std::vector<std::string> inplace_recompute_impls(int id) const;
+  /// The rows of in-place recomputations in stage t: only of a recomputed node, and only
+  /// where the input is neither kept for the next stage nor read by the stage's backward.
+  void add_inplace_recompute_rows(size_t t);
   void add_schedule_rows();
   void add_backward_read_rows(size_t t);
   void add_availability_rows();
@@ -250,6 +261,12 @@ class MonetProgram {
   // rec_[t][p]: one column per recomputation implementation when there are several.
   std::vector<std::vector<int>> s_, r_;
   std::vector<std::vector<std::vector<int>>> rec_;
+  // node -> the in-place twin of each recompute_impls_ entry, where a recomputation may
+  // overwrite its input (empty: none; inplace_recompute_impls).
+  std::vector<std::vector<std::string>> inplace_impls_;
+  // inplace_[t][p][a]: the recomputation of position p in stage t runs in place, in its
+  // input's storage, with the twin of recompute_impls_[j][a] (empty: not offered).
+  std::vector<std::vector<std::vector<int>>> inplace_;
   // By position: MiB of the forward pass's intermediates alive after nodes <= p (one a
   // recomputation emits again before the backward reads it is freed at once).
   std::vector<int> intermediates_;

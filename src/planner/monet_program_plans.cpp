@@ -59,21 +59,27 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
       // Implementations emitting the intermediate follow the `plain` ones; only those stand
       // in for an implementation the program leaves out.
       const auto& impls = recompute_impls_[n.id];
-      const bool emits = find_forward_impl(forward_impls(g_, n), n, in.impl).emits_intermediate;
+      const auto fs = forward_impls(g_, n);
+      // In place where the program offers it: as its out-of-place twin, with the in-place
+      // column set.
+      const bool inplace =
+          find_forward_impl(fs, n, in.impl).inplace && !inplace_impls_[n.id].empty();
+      const std::string impl = inplace ? out_of_place(in.impl) : in.impl;
+      const bool emits = find_forward_impl(fs, n, impl).emits_intermediate;
       size_t a = 0;
-      while (a < impls.size() && impls[a] != in.impl) ++a;
+      while (a < impls.size() && impls[a] != impl) ++a;
       if (a == impls.size() && !emits) {  // dominated: the fastest that is no worse
         for (a = 0; a < plain_recomputes_[n.id]; ++a)
-          if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, in.impl)))
-            break;
+          if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, impl))) break;
         if (a == plain_recomputes_[n.id]) a = impls.size();
       }
       // One the program does not recompute with (emitting an intermediate it does not
       // offer to emit again): a nearby plan's.
       if (a == impls.size() && !nearest) return {};
-      if (a == impls.size()) a = nearest_plain_recompute(n.id, in.impl);
+      if (a == impls.size()) a = nearest_plain_recompute(n.id, impl);
       x[r_[t][p]] = 1;
       if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;
+      if (inplace) x[inplace_[t][p][a]] = 1;
     } else {
       const auto bs = backward_impls(g_, n);
       const auto b = find_backward_impl(bs, n, in.part, in.impl);
@@ -165,6 +171,7 @@ bool MonetProgram::keep_storage_bases(std::vector<double>& x) const {
       if (x[r_[u][b]] > 0.5) same_plan = false;
       x[r_[u][b]] = 0;
       for (int c : rec_[u][b]) x[c] = 0;
+      for (int c : inplace_[u][b]) x[c] = 0;
     }
   return same_plan;
 }
@@ -201,9 +208,11 @@ Plan MonetProgram::decode(const std::vector<double>& x) const {
     for (size_t p = 0; p < r_[t].size(); ++p) {
       if (!on(r_[t][p])) continue;
       const int j = order_[p];
-      std::string impl = recompute_impls_[j].front();
+      size_t chosen = 0;
       for (size_t a = 0; a < rec_[t][p].size(); ++a)
-        if (on(rec_[t][p][a])) impl = recompute_impls_[j][a];
+        if (on(rec_[t][p][a])) chosen = a;
+      const bool inplace = !inplace_[t][p].empty() && on(inplace_[t][p][chosen]);
+      const std::string& impl = (inplace ? inplace_impls_ : recompute_impls_)[j][chosen];
       plan.program.push_back({InstrKind::kForward, j, impl, BackwardPart::kAll, Slot::kOutput});
     }
     for (size_t pi = 0; pi < parts_[k].size(); ++pi)
