@@ -309,6 +309,7 @@ nlohmann::json solve_json(const MonetResult& r) {
           {"lp_relaxation_seconds", r.solve.lp_seconds},
           {"gap", r.solve.gap},  // null when no bound is known (infinite)
           {"plan_source", plan_source_name(r.source)},
+          {"warm_start", r.warm_start},
           {"floor_bytes", r.floor_bytes},
           {"first_fit_seconds", r.first_fit_seconds},
           {"neighbourhoods", r.solve.neighbourhoods},

@@ -1,10 +1,12 @@
 #include "planner/monet_planner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <future>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -206,33 +208,95 @@ const char* plan_source_name(PlanSource source) {
 
 namespace {
 
-// The program for `budget` in the planner's mode.
-MonetProgram fixed_budget_program(const Graph& g, const CostModel& costs, const MonetOptions& o,
-                                  int64_t budget) {
+// A program under search: the program, the solver's options for it (its warm start, its
+// LP relaxation under way) and the flag that stops that relaxation, set (and the
+// relaxation awaited) before the program goes.
+struct ProgramSearch {
+  std::unique_ptr<std::atomic<bool>> stop = std::make_unique<std::atomic<bool>>(false);
+  std::unique_ptr<MonetProgram> program;
+  SearchOptions solver;
+  ~ProgramSearch() { *stop = true; }
+  void swap(ProgramSearch& other) {
+    std::swap(stop, other.stop);
+    std::swap(program, other.program);
+    std::swap(solver, other.solver);
+  }
+};
+
+// Whether a neighbourhood search has a bound: the LP relaxation beside it, or none (both
+// cores search).
+enum class Bound { kRelaxation, kNone };
+
+// The program for `budget` in the planner's mode, with intermediates of at least
+// `exact_fraction` of their node's output modelled exactly, and, when its search is a
+// neighbourhood search (which only needs the bound) and `bound` asks for it, the LP
+// relaxation on a thread of its own from now, until `seconds_left` less the reserve, or
+// until stopped.
+void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o, int64_t budget,
+                   double exact_fraction, Bound bound, double seconds_left, ProgramSearch* search) {
   MonetProgramOptions po;
   po.mode = o.mode;
   po.budget_bytes = budget;
+  po.exact_intermediate_min_fraction = exact_fraction;
   // Span rows only where a branch and cut searches the program whole.
   po.span_max_columns = o.solver.neighbourhood_min_columns;
-  return MonetProgram(g, costs, po);
+  search->program = std::make_unique<MonetProgram>(g, costs, po);
+  const MonetProgram& program = *search->program;
+  search->solver = o.solver;
+  search->solver.strategy = resolve_strategy(program.milp(), o.solver);
+  search->solver.neighbourhood.column_positions = program.column_positions();
+  if (search->solver.strategy != SearchStrategy::kNeighbourhood) return;
+  if (bound == Bound::kNone) {
+    std::promise<RelaxationBound> none;
+    none.set_value({});
+    search->solver.relaxation = none.get_future().share();
+    return;
+  }
+  const double lp_limit = std::max(1.0, seconds_left - o.relaxation_reserve_seconds);
+  const std::atomic<bool>* stop = search->stop.get();
+  search->solver.relaxation = std::async(std::launch::async, [&program, lp_limit, stop] {
+                                return solve_relaxation(program.milp(), lp_limit, stop);
+                              }).share();
 }
 
-// The warm start of `program`'s search: the fastest heuristic plan it accepts or, when
-// none does, the elastic search's plan (a neighbourhood search needs one; a branch and cut
-// may otherwise find none within the time limit). Returns its description (empty: none).
-std::string choose_warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
-                              const MonetOptions& o, int64_t budget, const HeuristicPlans& h,
-                              SearchOptions* solver) {
-  std::string name = warm_start(program, g, costs, solver, h.within_budget);
+// The warm start of `search`'s program: the fastest heuristic plan it accepts; else the
+// fastest the program modelling every intermediate exactly accepts (it expresses chain
+// checkpointing's schedules, whose recomputations emit the ReLUs' masks again), which then
+// replaces it, with its own bound (`spare` receives the program replaced); else the
+// elastic search's plan (a neighbourhood search needs one; a branch and cut may otherwise
+// find none within the time limit). Returns its description (empty: none).
+std::string choose_warm_start(const Graph& g, const CostModel& costs, const MonetOptions& o,
+                              int64_t budget, const HeuristicPlans& h, double seconds_left,
+                              ProgramSearch* search, ProgramSearch* spare) {
+  std::string name = warm_start(*search->program, g, costs, &search->solver, h.within_budget);
   if (!name.empty()) return name;
+  if (o.no_fitting_heuristic == NoFittingHeuristic::kExactProgramThenElastic &&
+      o.exact_intermediate_min_fraction > 0) {
+    // No bound: on the programs this is for (tight budgets on large models), its LP is
+    // not solved within a minute, and the second core searches from the start instead.
+    start_program(g, costs, o, budget, 0, Bound::kNone, seconds_left, spare);
+    name = warm_start(*spare->program, g, costs, &spare->solver, h.within_budget);
+    if (o.solver.progress)
+      report_progress(
+          "planner: no heuristic plan fits the program; the program with every intermediate "
+          "modelled exactly (%d columns) %s\n",
+          spare->program->milp().columns(),
+          name.empty() ? "accepts none either" : ("starts from " + name).c_str());
+    if (!name.empty()) {
+      *search->stop = true;
+      search->swap(*spare);
+      return name + " (the program with every intermediate modelled exactly)";
+    }
+    *spare->stop = true;
+  }
   // Starting points of the elastic program: the plans within the budget (the program's
   // memory rows may reject what the simulator accepts) and those over it.
   std::vector<Plan> starts = h.within_budget;
   starts.insert(starts.end(), h.over_budget.begin(), h.over_budget.end());
   for (const Plan& p : plan_within(g, costs, o, budget, starts)) {
-    std::vector<double> x = program.assignment_of(p, /*nearest=*/true);
-    if (x.empty() || !program.milp().satisfies(x)) continue;
-    solver->warm_start = std::move(x);
+    std::vector<double> x = search->program->assignment_of(p, /*nearest=*/true);
+    if (x.empty() || !search->program->milp().satisfies(x)) continue;
+    search->solver.warm_start = std::move(x);
     name = "the elastic search's plan";
   }
   return name;
@@ -281,22 +345,11 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
   PlanSource heuristic_source = PlanSource::kProgram;
   int64_t budget = o.budget_bytes;
   for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
-    // The program, and its bound: the LP relaxation (17 to 50 s on the largest programs)
-    // on a thread of its own from now, beside the heuristics, when the search is a
-    // neighbourhood search (which only needs its bound).
-    const MonetProgram program = fixed_budget_program(g, costs, o, budget);
-    result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
-    result.program_budget = budget;
-    SearchOptions solver = o.solver;
-    solver.strategy = resolve_strategy(program.milp(), o.solver);
-    solver.neighbourhood.column_positions = program.column_positions();
-    if (solver.strategy == SearchStrategy::kNeighbourhood) {
-      const double lp_limit =
-          std::max(1.0, limit - seconds_since(t0) - o.relaxation_reserve_seconds);
-      solver.relaxation = std::async(std::launch::async, [&program, lp_limit] {
-                            return solve_relaxation(program.milp(), lp_limit, nullptr);
-                          }).share();
-    }
+    // The program, and its bound beside the heuristics (the LP relaxation: 17 to 50 s on
+    // the largest programs).
+    ProgramSearch search, spare;
+    start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, Bound::kRelaxation,
+                  limit - seconds_since(t0), &search);
     // Heuristic plans, and the warm start.
     const HeuristicPlans h =
         heuristic_plans(g, costs, budget, o, limit - seconds_since(t0) - o.return_reserve_seconds);
@@ -307,7 +360,13 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
         (heuristic.plan.program.empty() ||
          h.fastest.simulated.seconds < heuristic.simulated.seconds))
       heuristic = h.fastest, heuristic_source = h.fastest_source;
-    const std::string warm_name = choose_warm_start(program, g, costs, o, budget, h, &solver);
+    const std::string warm_name =
+        choose_warm_start(g, costs, o, budget, h, limit - seconds_since(t0), &search, &spare);
+    result.warm_start = warm_name;
+    const MonetProgram& program = *search.program;
+    SearchOptions& solver = search.solver;
+    result.size = {program.milp().columns(), program.milp().rows(), program.milp().nonzeros()};
+    result.program_budget = budget;
     // A warm start the program accepts fits the budget (its rows bound the simulated peak).
     if (!warm_name.empty() && result.first_fit_seconds < 0)
       result.first_fit_seconds = seconds_since(t0);

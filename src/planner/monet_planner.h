@@ -41,6 +41,16 @@ bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f
 bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo& b,
                           bool is_default);
 
+/// What the planner does when no heuristic plan fits the program's memory rows (they
+/// bound the simulated peak from above).
+enum class NoFittingHeuristic {
+  /// The program that models every intermediate exactly (larger; its LP slower) takes its
+  /// place if it accepts one (it expresses chain checkpointing's schedules, whose
+  /// recomputations emit the ReLUs' 1-bit masks again); else the elastic search.
+  kExactProgramThenElastic,
+  kElastic,  // the elastic search's plan
+};
+
 struct MonetOptions {
   int64_t budget_bytes = 0;  // absolute peak allowed for the iteration (bytes)
   MonetMode mode = MonetMode::kAll;
@@ -54,6 +64,10 @@ struct MonetOptions {
   double segment_keeping_share = 1.0 / 6;
   /// Chain checkpointing's limit (the simulations of its schedules), likewise.
   double chain_checkpointing_share = 1.0 / 6;
+  /// Intermediates of at least this fraction of their node's output bytes are modelled
+  /// exactly in the program (MonetProgramOptions::exact_intermediate_min_fraction).
+  double exact_intermediate_min_fraction = 0.25;
+  NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kExactProgramThenElastic;
   /// The elastic search's limit (when no heuristic plan fits the program), likewise.
   double elastic_share = 0.5;
   /// The elastic search stops at excess 0 with a plan up to this many times slower than
@@ -94,6 +108,10 @@ struct MonetResult {
   SimulationResult predicted;  // the simulator's replay of the plan
   MilpResult solve;            // of the last solve
   ProgramSize size;
+  /// What the last search started from ("the chain plan", "the elastic search's plan",
+  /// with " (the program with every intermediate modelled exactly)" when that program took
+  /// the place of the planner's; "": no warm start).
+  std::string warm_start;
   int solves = 0;                // 1 + budget corrections
   int64_t program_budget = 0;    // budget given to the last program (bytes)
   double objective_seconds = 0;  // the program's objective: profiled seconds

@@ -150,8 +150,11 @@ bool MonetProgram::read_recomputed_intermediates(std::vector<double>& x, bool ne
         }
         if (read) continue;
         if (!nearest) return false;
-        x[col] = 0;  // a plain recomputation instead
-        x[rec_[t][p][nearest_plain_recompute(id, recompute_impls_[id][a])]] = 1;
+        x[col] = 0;  // a plain recomputation instead (in place if this one was)
+        const size_t plain = nearest_plain_recompute(id, recompute_impls_[id][a]);
+        x[rec_[t][p][plain]] = 1;
+        if (!inplace_[t][p].empty() && x[inplace_[t][p][a]] > 0.5)
+          x[inplace_[t][p][a]] = 0, x[inplace_[t][p][plain]] = 1;
       }
   }
   return true;
