@@ -128,6 +128,7 @@ TEST_P(ChainOnTinyModel, TheProgramExpressesItsInPlaceRecomputations) {
   MonetProgramOptions po;
   po.budget_bytes = smallest.simulated.peak_bytes;
   po.exact_intermediate_min_fraction = 0;
+  po.recomputations = Recomputations::kInPlaceWherePossible;
   const MonetProgram program(g, costs, po);
   const std::vector<double> x = program.assignment_of(smallest.plan);
   ASSERT_FALSE(x.empty());

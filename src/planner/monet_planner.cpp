@@ -104,7 +104,9 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
   h.over_budget = std::move(keeping.over_budget);
   ChainCheckpointingOptions chain_options;
   chain_options.budget_bytes = budget;
-  chain_options.time_limit_seconds = limit * o.chain_checkpointing_share;
+  chain_options.time_limit_seconds =
+      limit * (keeping.within_budget.empty() ? o.tight_chain_checkpointing_share
+                                             : o.chain_checkpointing_share);
   chain_options.first_fit_time_limit_seconds = std::max(1.0, seconds_left - seconds_since(t0));
   ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, chain_options);
   // The fastest chain schedule within the budget, and the leanest (its smallest peak).
@@ -233,11 +235,13 @@ enum class Bound { kRelaxation, kNone };
 // relaxation on a thread of its own from now, until `seconds_left` less the reserve, or
 // until stopped.
 void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o, int64_t budget,
-                   double exact_fraction, Bound bound, double seconds_left, ProgramSearch* search) {
+                   double exact_fraction, Recomputations recomputations, Bound bound,
+                   double seconds_left, ProgramSearch* search) {
   MonetProgramOptions po;
   po.mode = o.mode;
   po.budget_bytes = budget;
   po.exact_intermediate_min_fraction = exact_fraction;
+  po.recomputations = recomputations;
   // Span rows only where a branch and cut searches the program whole.
   po.span_max_columns = o.solver.neighbourhood_min_columns;
   search->program = std::make_unique<MonetProgram>(g, costs, po);
@@ -271,21 +275,23 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
   std::string name = warm_start(*search->program, g, costs, &search->solver, h.within_budget);
   if (!name.empty()) return name;
   if (o.no_fitting_heuristic == NoFittingHeuristic::kExactProgramThenElastic &&
-      o.exact_intermediate_min_fraction > 0) {
+      (o.exact_intermediate_min_fraction > 0 ||
+       o.recomputations != Recomputations::kInPlaceWherePossible)) {
     // No bound: on the programs this is for (tight budgets on large models), its LP is
     // not solved within a minute, and the second core searches from the start instead.
-    start_program(g, costs, o, budget, 0, Bound::kNone, seconds_left, spare);
+    start_program(g, costs, o, budget, 0, Recomputations::kInPlaceWherePossible, Bound::kNone,
+                  seconds_left, spare);
     name = warm_start(*spare->program, g, costs, &spare->solver, h.within_budget);
     if (o.solver.progress)
       report_progress(
           "planner: no heuristic plan fits the program; the program with every intermediate "
-          "modelled exactly (%d columns) %s\n",
+          "modelled exactly and recomputations in place (%d columns) %s\n",
           spare->program->milp().columns(),
           name.empty() ? "accepts none either" : ("starts from " + name).c_str());
     if (!name.empty()) {
       *search->stop = true;
       search->swap(*spare);
-      return name + " (the program with every intermediate modelled exactly)";
+      return name + " (the program with every intermediate modelled exactly, recomputing in place)";
     }
     *spare->stop = true;
   }
@@ -348,8 +354,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // The program, and its bound beside the heuristics (the LP relaxation: 17 to 50 s on
     // the largest programs).
     ProgramSearch search, spare;
-    start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, Bound::kRelaxation,
-                  limit - seconds_since(t0), &search);
+    start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, o.recomputations,
+                  Bound::kRelaxation, limit - seconds_since(t0), &search);
     // Heuristic plans, and the warm start.
     const HeuristicPlans h =
         heuristic_plans(g, costs, budget, o, limit - seconds_since(t0) - o.return_reserve_seconds);

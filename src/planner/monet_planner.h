@@ -41,11 +41,22 @@ bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f
 bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo& b,
                           bool is_default);
 
+/// Where the program's recomputations may run.
+enum class Recomputations {
+  kOutOfPlace,  // every recomputation in a tensor of its own
+  /// A ReLU or an add also in place, where its input is neither kept for the next stage
+  /// nor read by the stage's backward (the paper's Appendix E): the program then expresses
+  /// chain checkpointing's schedules. Its LP relaxation is faster on ResNet-50 b8 (31 s
+  /// instead of 48 s) and slower on MobileNetV2 b8 (62 s instead of 25 s).
+  kInPlaceWherePossible,
+};
+
 /// What the planner does when no heuristic plan fits the program's memory rows (they
 /// bound the simulated peak from above).
 enum class NoFittingHeuristic {
-  /// The program that models every intermediate exactly (larger; its LP slower) takes its
-  /// place if it accepts one (it expresses chain checkpointing's schedules, whose
+  /// The program that models every intermediate exactly and recomputes in place where
+  /// possible (larger; its LP slower) takes its place if it accepts one (it expresses chain
+  /// checkpointing's schedules, whose
   /// recomputations emit the ReLUs' 1-bit masks again); else the elastic search.
   kExactProgramThenElastic,
   kElastic,  // the elastic search's plan
@@ -62,12 +73,19 @@ struct MonetOptions {
   std::vector<Plan> warm_plans;
   /// Segment keeping's limit, as a fraction of solver.time_limit_seconds.
   double segment_keeping_share = 1.0 / 6;
-  /// Chain checkpointing's limit (the simulations of its schedules), likewise.
+  /// Chain checkpointing's limit (the simulations of its schedules and their
+  /// rematerialization) where segment keeping has a plan within the budget, likewise.
   double chain_checkpointing_share = 1.0 / 6;
+  /// Chain checkpointing's limit where segment keeping has none, likewise: lowering a fast
+  /// schedule into a tight budget takes tens of seconds on ResNet-50 b32.
+  double tight_chain_checkpointing_share = 0.55;
   /// Intermediates of at least this fraction of their node's output bytes are modelled
   /// exactly in the program (MonetProgramOptions::exact_intermediate_min_fraction).
   double exact_intermediate_min_fraction = 0.25;
-  NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kExactProgramThenElastic;
+  Recomputations recomputations = Recomputations::kOutOfPlace;  // of the program
+  /// kElastic: the exact program's rows let through plans above the budget (ResNet-50 b32
+  /// at 0.28x: 47 MB above it by the simulator), so it is not the default.
+  NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kElastic;
   /// The elastic search's limit (when no heuristic plan fits the program), likewise.
   double elastic_share = 0.5;
   /// The elastic search stops at excess 0 with a plan up to this many times slower than

@@ -249,7 +249,9 @@ void MonetProgram::add_variables() {
 
 std::vector<std::string> MonetProgram::inplace_recompute_impls(int id) const {
   const Node& n = g_.node(id);
-  if (n.inputs.empty() || g_.value(n.inputs[0]).kind != ValueKind::kActivation) return {};
+  if (options_.recomputations == Recomputations::kOutOfPlace || n.inputs.empty() ||
+      g_.value(n.inputs[0]).kind != ValueKind::kActivation)
+    return {};
   const int p = pos_[id], q = pos_[g_.value(n.inputs[0]).producer];
   if (storage_base_[q] >= 0 || out_bytes_[q] != out_bytes_[p] || out_bytes_[p] == 0 ||
       consumers_[q] != std::vector<int>{p})

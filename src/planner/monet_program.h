@@ -104,6 +104,7 @@ struct MonetProgramOptions {
   /// the backward, an upper bound that saves a column per stage for each and keeps the LP
   /// relaxation tighter.
   double exact_intermediate_min_fraction = 0.25;
+  Recomputations recomputations = Recomputations::kOutOfPlace;
 };
 
 class MonetProgram {
