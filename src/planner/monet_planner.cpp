@@ -125,11 +125,13 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
 // When no heuristic plan fits a large program: a plan that does, found by neighbourhood
 // search on the elastic program (every plan feasible; objective: the memory rows' total
 // excess over `budget`) from the heuristic plan of least excess, until the excess is 0, in
-// at most elastic_share of the time limit. Empty when none was found. (Lowering the largest
+// at most elastic_share of the time limit and within `seconds_left` (seconds) less the
+// return reserve. Empty when none was found. (Lowering the largest
 // row of the minimum-budget program instead stalled: the peak is reached in many stages,
 // and a window that lowers some of them leaves the objective unchanged.)
 std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const MonetOptions& mo,
-                              int64_t budget, const std::vector<Plan>& starts) {
+                              int64_t budget, const std::vector<Plan>& starts,
+                              double seconds_left) {
   MonetProgramOptions po;
   po.mode = mo.mode;
   po.budget_rows = BudgetRows::kElastic;
@@ -137,7 +139,8 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const Mone
   const MonetProgram program(g, costs, po);
   SearchOptions o = mo.solver;
   o.strategy = SearchStrategy::kNeighbourhood;
-  o.time_limit_seconds = mo.solver.time_limit_seconds * mo.elastic_share;
+  o.time_limit_seconds = std::max(1.0, std::min(mo.solver.time_limit_seconds * mo.elastic_share,
+                                                seconds_left - mo.return_reserve_seconds));
   o.neighbourhood.column_positions = program.column_positions();
   // No bound wanted (the search stops at excess 0): no LP relaxation beside it.
   std::promise<RelaxationBound> none;
@@ -263,10 +266,11 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
                               }).share();
 }
 
-// The warm start of `search`'s program: the fastest heuristic plan it accepts; else the
-// fastest the program modelling every intermediate exactly accepts (it expresses chain
-// checkpointing's schedules, whose recomputations emit the ReLUs' masks again), which then
-// replaces it, with its own bound (`spare` receives the program replaced); else the
+// The warm start of `search`'s program: the fastest heuristic plan it accepts; else, with
+// kExactProgramThenElastic, the fastest the program modelling every intermediate exactly
+// and recomputing in place accepts (it expresses chain checkpointing's schedules, whose
+// recomputations emit the ReLUs' masks again), which then replaces it, searched without a
+// bound (`spare` receives the program replaced); else the
 // elastic search's plan (a neighbourhood search needs one; a branch and cut may otherwise
 // find none within the time limit). Returns its description (empty: none).
 std::string choose_warm_start(const Graph& g, const CostModel& costs, const MonetOptions& o,
@@ -299,7 +303,7 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
   // memory rows may reject what the simulator accepts) and those over it.
   std::vector<Plan> starts = h.within_budget;
   starts.insert(starts.end(), h.over_budget.begin(), h.over_budget.end());
-  for (const Plan& p : plan_within(g, costs, o, budget, starts)) {
+  for (const Plan& p : plan_within(g, costs, o, budget, starts, seconds_left)) {
     std::vector<double> x = search->program->assignment_of(p, /*nearest=*/true);
     if (x.empty() || !search->program->milp().satisfies(x)) continue;
     search->solver.warm_start = std::move(x);
