@@ -126,9 +126,9 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
 // search on the elastic program (every plan feasible; objective: the memory rows' total
 // excess over `budget`) from the heuristic plan of least excess, until the excess is 0, in
 // at most elastic_share of the time limit and within `seconds_left` (seconds) less the
-// return reserve. Empty when none was found. (Lowering the largest
-// row of the minimum-budget program instead stalled: the peak is reached in many stages,
-// and a window that lowers some of them leaves the objective unchanged.)
+// return reserve. Empty when none was found. (Lowering the largest row of the
+// minimum-budget program instead stalled: the peak is reached in many stages, and a window
+// that lowers some of them leaves the objective unchanged.)
 std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const MonetOptions& mo,
                               int64_t budget, const std::vector<Plan>& starts,
                               double seconds_left) {
@@ -270,9 +270,9 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
 // kExactProgramThenElastic, the fastest the program modelling every intermediate exactly
 // and recomputing in place accepts (it expresses chain checkpointing's schedules, whose
 // recomputations emit the ReLUs' masks again), which then replaces it, searched without a
-// bound (`spare` receives the program replaced); else the
-// elastic search's plan (a neighbourhood search needs one; a branch and cut may otherwise
-// find none within the time limit). Returns its description (empty: none).
+// bound (`spare` receives the program replaced); else the elastic search's plan (a
+// neighbourhood search needs one; a branch and cut may otherwise find none within the
+// time limit). Returns its description (empty: none).
 std::string choose_warm_start(const Graph& g, const CostModel& costs, const MonetOptions& o,
                               int64_t budget, const HeuristicPlans& h, double seconds_left,
                               ProgramSearch* search, ProgramSearch* spare) {
