@@ -55,9 +55,9 @@ enum class Recomputations {
 /// bound the simulated peak from above).
 enum class NoFittingHeuristic {
   /// The program that models every intermediate exactly and recomputes in place where
-  /// possible (larger; its LP slower) takes its place if it accepts one (it expresses chain
-  /// checkpointing's schedules, whose
-  /// recomputations emit the ReLUs' 1-bit masks again); else the elastic search.
+  /// possible (larger; its LP slower) takes its place if it accepts one (it expresses
+  /// chain checkpointing's schedules, whose recomputations emit the ReLUs' 1-bit masks
+  /// again); else the elastic search.
   kExactProgramThenElastic,
   kElastic,  // the elastic search's plan
 };
@@ -127,8 +127,8 @@ struct MonetResult {
   MilpResult solve;            // of the last solve
   ProgramSize size;
   /// What the last search started from ("the chain plan", "the elastic search's plan",
-  /// with " (the program with every intermediate modelled exactly)" when that program took
-  /// the place of the planner's; "": no warm start).
+  /// with " (the program with every intermediate modelled exactly, recomputing in place)"
+  /// when that program took the place of the planner's; "": no warm start).
   std::string warm_start;
   int solves = 0;                // 1 + budget corrections
   int64_t program_budget = 0;    // budget given to the last program (bytes)
