@@ -500,7 +500,13 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
             {rec_[t][p][a], double(costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes +
                                    recomputed_intermediate_bytes(j, a))});
     }
-    for (int c : inplace_[t][p]) terms.push_back({c, -double(out_bytes_[p])});
+    // In place: no output bytes, and the twin's workspace instead of its implementation's
+    // (an in-place ReLU that emits its mask holds the unpacked mask beside its input).
+    for (size_t a = 0; a < inplace_[t][p].size(); ++a)
+      terms.push_back(
+          {inplace_[t][p][a],
+           double(costs_.forward(g_, j, inplace_impls_[j][a]).workspace_bytes -
+                  costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes - out_bytes_[p])});
     std::vector<int> mib = {later[p], carried[p], inter, recomputed_intermediates_[t][p]};
     for (int q = 0; q < p; ++q) {
       const double bytes = double(out_bytes_[q]);

@@ -21,7 +21,7 @@
 //    (kept or recomputed), those the backward of k reads, and those kept for the next
 //    stage s[t+1]; plus gradients, kept intermediates and per-iteration state; a
 //    recomputation in place (its input neither kept for the next stage nor read by the
-//    stage's backward) adds no output bytes;
+//    stage's backward) adds no output bytes, and the in-place twin's workspace;
 //  - each backward part of k: the tensors its chosen implementation (or a later part's)
 //    reads, those kept for the next stage, gradients (alive, new, accumulation copies:
 //    exact, from a replay of the store-all plan) and the chosen workspace.
