@@ -142,10 +142,10 @@ TEST_P(ChainOnTinyModel, TheProgramExpressesItsInPlaceRecomputations) {
 }
 
 // The program's memory rows bound the simulated peak of the plan it decodes from every
-// chain schedule it expresses, in-place recomputations that emit a mask included: their workspace
-// is the in-place twin's, not the out-of-place implementation's. To put the peak at such a
-// recomputation, the schedules are counted with costs that give every in-place ReLU that
-// emits its mask a workspace as large as store-all's peak (the profiled one, the
+// chain schedule it expresses, in-place recomputations that emit a mask included: their
+// workspace is the in-place twin's, not the out-of-place implementation's. To put the peak
+// at such a recomputation, the schedules are counted with costs that give every in-place
+// ReLU that emits its mask a workspace as large as store-all's peak (the profiled one, the
 // unpacked mask, is small here).
 TEST_P(ChainOnTinyModel, TheProgramsRowsBoundEveryScheduleItExpresses) {
   const TinySetUp t(GetParam());
