@@ -297,7 +297,6 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
       search->swap(*spare);
       return name + " (the program with every intermediate modelled exactly, recomputing in place)";
     }
-    *spare->stop = true;
   }
   // Starting points of the elastic program: the plans within the budget (the program's
   // memory rows may reject what the simulator accepts) and those over it.

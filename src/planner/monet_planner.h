@@ -41,6 +41,10 @@ bool mode_allows_forward(MonetMode mode, const Node& n, const ForwardImplInfo& f
 bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo& b,
                           bool is_default);
 
+/// The default of MonetOptions' and MonetProgramOptions' exact_intermediate_min_fraction
+/// (a fraction of the node's output bytes; see MonetProgramOptions).
+inline constexpr double kExactIntermediateMinFraction = 0.25;
+
 /// Where the program's recomputations may run.
 enum class Recomputations {
   kOutOfPlace,  // every recomputation in a tensor of its own
@@ -81,7 +85,7 @@ struct MonetOptions {
   double tight_chain_checkpointing_share = 0.55;
   /// Intermediates of at least this fraction of their node's output bytes are modelled
   /// exactly in the program (MonetProgramOptions::exact_intermediate_min_fraction).
-  double exact_intermediate_min_fraction = 0.25;
+  double exact_intermediate_min_fraction = kExactIntermediateMinFraction;
   Recomputations recomputations = Recomputations::kOutOfPlace;  // of the program
   /// The default: on ResNet-50 b32 at 0.27x and 0.28x the exact program's plans are about
   /// one point faster (predicted) than the elastic search's (docs/RESULTS.md).

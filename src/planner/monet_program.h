@@ -103,7 +103,7 @@ struct MonetProgramOptions {
   /// once. Smaller ones (a ReLU's 1-bit mask, 1/32) are counted from the forward pass to
   /// the backward, an upper bound that saves a column per stage for each and keeps the LP
   /// relaxation tighter.
-  double exact_intermediate_min_fraction = 0.25;
+  double exact_intermediate_min_fraction = kExactIntermediateMinFraction;
   Recomputations recomputations = Recomputations::kOutOfPlace;
 };
 
