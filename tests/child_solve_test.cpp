@@ -10,7 +10,19 @@
 
 #include "slow_relaxation.h"
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
 
 namespace monet {
 namespace {
@@ -21,6 +33,7 @@ TEST(ChildSolve, SolvesAsThisProcessDoes) {
   const Milp m = knapsack(14, 31);
   MilpOptions o;
   o.time_limit_seconds = 20;
+  o.process = SolveProcess::kThisProcess;
   const MilpResult here = solve_milp(m, o);
   ASSERT_EQ(here.status, MilpStatus::kOptimal);
   ChildSolve child(m, o);
@@ -31,6 +44,97 @@ TEST(ChildSolve, SolvesAsThisProcessDoes) {
   ASSERT_EQ(there.values.size(), here.values.size());
   EXPECT_TRUE(m.satisfies(there.values));
   EXPECT_NEAR(m.objective_of(there.values), here.objective, 1e-9);
+  o.process = SolveProcess::kChild;
+  const MilpResult child_default = solve_milp(m, o);
+  EXPECT_EQ(child_default.status, MilpStatus::kOptimal);
+  EXPECT_NEAR(child_default.objective, here.objective, 1e-9);
+  EXPECT_EQ(child_default.incumbent_trace.size(), here.incumbent_trace.size());
+
+  const RelaxationBound lp_here = solve_relaxation(m, 10, nullptr, SolveProcess::kThisProcess);
+  const RelaxationBound lp_there = solve_relaxation(m, 10, nullptr, SolveProcess::kChild);
+  ASSERT_TRUE(lp_here.solved);
+  ASSERT_TRUE(lp_there.solved);
+  EXPECT_NEAR(lp_there.bound, lp_here.bound, 1e-9);
+  EXPECT_EQ(lp_there.values, lp_here.values);
+}
+
+// The child processes of this one (Linux: /proc/self/task/*/children).
+std::vector<pid_t> child_processes() {
+  std::vector<pid_t> pids;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t pid; in >> pid;) pids.push_back(pid);
+  }
+  return pids;
+}
+
+// A market-split program (Cornuejols and Dawande): 0-1 columns whose weighted sums should
+// hit a target in each row, with continuous slacks on both sides whose sum is minimised.
+// Branch and cut takes far longer than these tests to close its gap (the LP bound is 0).
+Milp market_split(int rows, int items, std::vector<double>* all_zero_start) {
+  Milp m;
+  uint32_t state = 12345;
+  std::vector<std::vector<std::pair<int, double>>> terms(rows);
+  std::vector<double> targets(rows, 0);
+  for (int j = 0; j < items; ++j) {
+    const int x = m.add_binary(0);
+    all_zero_start->push_back(0);
+    for (int i = 0; i < rows; ++i) {
+      state = state * 1664525u + 1013904223u;
+      const double a = (state >> 16) % 100;
+      terms[i].push_back({x, a});
+      targets[i] += a / 2;
+    }
+  }
+  for (int i = 0; i < rows; ++i) {
+    const int over = m.add_continuous(1, 0, 1e9), under = m.add_continuous(1, 0, 1e9);
+    terms[i].push_back({over, -1});
+    terms[i].push_back({under, 1});
+    const double target = std::floor(targets[i]);
+    m.add_row(terms[i], target, target);
+    all_zero_start->push_back(0);
+    all_zero_start->push_back(target);
+  }
+  return m;
+}
+
+// A solver that aborts (as CLP does on a failed internal assertion) ends its child process,
+// not this one. The solve starts again with Dantzig pricing; when that aborts too, the best
+// solution known (here the warm start) stands as feasible, with no bound, and warnings say
+// why.
+TEST(SolveInAChildProcess, AnAbortedSolverLeavesItsBestSolutionAndThisProcess) {
+  std::vector<double> start;
+  const Milp m = market_split(4, 40, &start);
+  ASSERT_TRUE(m.satisfies(start));
+  MilpOptions o;
+  o.time_limit_seconds = 120;
+  o.progress = true;
+  o.warm_start = start;
+  std::vector<std::string> lines;
+  int aborted = 0;
+  set_progress_sink([&](ProgressLevel, const std::string& text) {
+    lines.push_back(text);
+    if (text.find("LP relaxation solved") == std::string::npos) return;
+    for (pid_t pid : child_processes()) aborted += kill(pid, SIGABRT) == 0;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const MilpResult r = solve_milp(m, o);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  set_progress_sink(nullptr);
+  EXPECT_EQ(aborted, 2);
+  EXPECT_LT(seconds, 60);
+  EXPECT_EQ(r.status, MilpStatus::kFeasible);
+  ASSERT_TRUE(m.satisfies(r.values));
+  EXPECT_LE(r.objective, m.objective_of(start));
+  EXPECT_TRUE(std::isinf(r.gap));
+  int warnings = 0;
+  for (const std::string& line : lines)
+    warnings += line.find("signal 6") != std::string::npos &&
+                line.find("assertion") != std::string::npos &&
+                (line.find("solving again with Dantzig") != std::string::npos ||
+                 line.find("the best solution it had reported stands") != std::string::npos);
+  EXPECT_EQ(warnings, 2);
 }
 
 TEST(ChildSolve, ReportsNoSolutionForAnInfeasibleProgram) {

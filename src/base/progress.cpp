@@ -1,5 +1,9 @@
 #include "base/progress.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <memory>
@@ -19,7 +23,19 @@ std::shared_ptr<const ProgressSink>& installed_sink() {
   return sink;
 }
 
+std::atomic<int> child_fd{-1};  // write_progress_to_fd's descriptor; -1: none
+
 void emit(ProgressLevel level, const char* format, va_list args) {
+  const int fd = child_fd.load();
+  if (fd >= 0) {
+    char text[1024];
+    const int n = std::vsnprintf(text, sizeof text, format, args);
+    if (n > 0) {
+      const ssize_t written = write(fd, text, std::min(static_cast<size_t>(n), sizeof text - 1));
+      (void)written;  // a full or closed pipe drops the line
+    }
+    return;
+  }
   std::shared_ptr<const ProgressSink> sink;
   {
     std::lock_guard<std::mutex> lock(sink_mutex());
@@ -44,6 +60,8 @@ void set_progress_sink(ProgressSink sink) {
   std::lock_guard<std::mutex> lock(sink_mutex());
   installed_sink() = sink ? std::make_shared<const ProgressSink>(std::move(sink)) : nullptr;
 }
+
+void write_progress_to_fd(int fd) { child_fd = fd; }
 
 void report_progress(const char* format, ...) {
   va_list args;

@@ -25,4 +25,10 @@ void set_progress_sink(ProgressSink sink);
 void report_progress(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void report_warning(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
+/// For a forked child process only (one thread): every later report is written to file
+/// descriptor `fd` as it would be to stderr, bypassing the sink and its lock (which
+/// another thread of the parent may have held at the fork). Writes that would block are
+/// dropped.
+void write_progress_to_fd(int fd);
+
 }  // namespace monet

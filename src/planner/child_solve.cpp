@@ -1,5 +1,7 @@
 #include "planner/child_solve.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,21 +12,39 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <new>
+
+#include "base/progress.h"
 
 namespace monet {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Most incumbents of a solve's trace the child hands back (the first ones).
+constexpr int kTraceCapacity = 256;
 
 // What the child writes at the start of the shared memory; its values follow.
 struct SharedHeader {
   int status = static_cast<int>(MilpStatus::kNoSolution);
   int has_values = 0;
+  int relaxation_solved = 0;
+  int relaxation_infeasible = 0;
   double objective = 0;
   double bound = 0;
+  double lp_bound = 0;
+  double lp_seconds = 0;
+  double gap = 0;
   double seconds = 0;
+  double first_incumbent_seconds = -1;
+  int trace_size = 0;
+  double trace[kTraceCapacity][2] = {};  // (seconds, objective)
 };
 
 // The latest incumbent of the child's search, as it goes: a sequence number, odd while the
@@ -34,9 +54,57 @@ struct StreamHeader {
   std::atomic<uint64_t> sequence{0};
 };
 
+// The result of solve_milp, written by the child into `header` (values after it).
+void record(const MilpResult& r, int columns, SharedHeader* header) {
+  header->status = static_cast<int>(r.status);
+  header->objective = r.objective;
+  header->bound = r.bound;
+  header->lp_bound = r.lp_bound;
+  header->lp_seconds = r.lp_seconds;
+  header->gap = r.gap;
+  header->seconds = r.seconds;
+  header->first_incumbent_seconds = r.first_incumbent_seconds;
+  header->trace_size = std::min<int>(kTraceCapacity, static_cast<int>(r.incumbent_trace.size()));
+  for (int i = 0; i < header->trace_size; ++i) {
+    header->trace[i][0] = r.incumbent_trace[i].first;
+    header->trace[i][1] = r.incumbent_trace[i].second;
+  }
+  if (static_cast<int>(r.values.size()) == columns) {
+    std::memcpy(reinterpret_cast<double*>(header + 1), r.values.data(),
+                sizeof(double) * r.values.size());
+    header->has_values = 1;
+  }
+}
+
+// The result of solve_relaxation, written by the child into `header` (values after it).
+void record(const RelaxationBound& r, int columns, SharedHeader* header) {
+  header->relaxation_solved = r.solved;
+  header->relaxation_infeasible = r.infeasible;
+  header->bound = r.bound;
+  header->seconds = r.seconds;
+  if (static_cast<int>(r.values.size()) == columns) {
+    std::memcpy(reinterpret_cast<double*>(header + 1), r.values.data(),
+                sizeof(double) * r.values.size());
+    header->has_values = 1;
+  }
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 }  // namespace
 
 ChildSolve::ChildSolve(const Milp& milp, const MilpOptions& options) : columns_(milp.columns()) {
+  start(milp, &options, 0);
+}
+
+ChildSolve::ChildSolve(const Milp& milp, double time_limit_seconds) : columns_(milp.columns()) {
+  start(milp, nullptr, time_limit_seconds);
+}
+
+void ChildSolve::start(const Milp& milp, const MilpOptions* options, double relaxation_seconds) {
+  failure_ = "the solver process could not be started";
   const size_t values_bytes = sizeof(double) * static_cast<size_t>(columns_);
   stream_offset_ = sizeof(SharedHeader) + values_bytes;
   shared_bytes_ = stream_offset_ + sizeof(StreamHeader) + values_bytes;
@@ -44,53 +112,60 @@ ChildSolve::ChildSolve(const Milp& milp, const MilpOptions& options) : columns_(
       mmap(nullptr, shared_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return;
   shared_ = mem;
-  new (shared_) SharedHeader();
+  auto* header = new (shared_) SharedHeader();
   auto* stream = new (static_cast<char*>(shared_) + stream_offset_) StreamHeader();
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return;
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return;
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    return;
+  }
   if (pid == 0) {
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // ends with this process, e.g. on Ctrl-C
     if (getppid() != parent) _exit(2);
 #endif
+    close(pipe_fds[0]);
+    fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);  // a full pipe drops lines, never stalls
+    write_progress_to_fd(pipe_fds[1]);
     int code = 0;
     try {
-      MilpOptions o = options;
-      o.progress = false;
-      o.on_incumbent = [stream, values_bytes](const std::vector<double>& x) {
-        const uint64_t s = stream->sequence.load(std::memory_order_relaxed);
-        stream->sequence.store(s + 1, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_release);
-        std::memcpy(reinterpret_cast<double*>(stream + 1), x.data(),
-                    std::min(values_bytes, sizeof(double) * x.size()));
-        stream->sequence.store(s + 2, std::memory_order_release);
-      };
-      const MilpResult r = solve_milp(milp, o);
-      auto* header = static_cast<SharedHeader*>(shared_);
-      header->status = static_cast<int>(r.status);
-      header->objective = r.objective;
-      header->bound = r.bound;
-      header->seconds = r.seconds;
-      if (static_cast<int>(r.values.size()) == columns_) {
-        std::memcpy(reinterpret_cast<double*>(header + 1), r.values.data(),
-                    sizeof(double) * r.values.size());
-        header->has_values = 1;
+      if (!options) {
+        record(solve_relaxation(milp, relaxation_seconds, nullptr, SolveProcess::kThisProcess),
+               columns_, header);
+      } else {
+        MilpOptions o = *options;
+        o.process = SolveProcess::kThisProcess;
+        o.on_incumbent = [stream, values_bytes](const std::vector<double>& x) {
+          const uint64_t s = stream->sequence.load(std::memory_order_relaxed);
+          stream->sequence.store(s + 1, std::memory_order_relaxed);
+          std::atomic_thread_fence(std::memory_order_release);
+          std::memcpy(reinterpret_cast<double*>(stream + 1), x.data(),
+                      std::min(values_bytes, sizeof(double) * x.size()));
+          stream->sequence.store(s + 2, std::memory_order_release);
+        };
+        record(solve_milp(milp, o), columns_, header);
       }
     } catch (...) {
       code = 1;
     }
     _exit(code);  // no destructors or exit handlers of the parent's copy
   }
+  close(pipe_fds[1]);
+  fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  progress_fd_ = pipe_fds[0];
   pid_ = pid;
   ended_ = false;
+  failure_.clear();
 }
 
 ChildSolve::~ChildSolve() {
-  if (!ended_) {
-    kill(pid_, SIGKILL);
-    reap(true);
-  }
+  kill();
+  reap(true);
+  if (progress_fd_ >= 0) close(progress_fd_);
   if (shared_) munmap(shared_, shared_bytes_);
 }
 
@@ -104,11 +179,32 @@ void ChildSolve::reap(bool block) {
   if (r == 0) return;  // still running
   ended_ = true;
   succeeded_ = r == pid_ && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (succeeded_) return;
+  if (killed_) {
+    failure_ = "the solver process was stopped";
+  } else if (r == pid_ && WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    failure_ = "the solver process was ended by signal " + std::to_string(signal) + " (" +
+               strsignal(signal) + ")";
+    if (signal == SIGABRT) failure_ += ": an internal assertion of CLP or CBC failed";
+    aborted_ = true;
+  } else {
+    failure_ = "the solver process failed";
+  }
 }
 
 bool ChildSolve::finished() {
   reap(false);
   return ended_;
+}
+
+void ChildSolve::wait_for_news(double seconds) {
+  if (ended_) return;
+  pollfd p{progress_fd_, POLLIN, 0};
+  const int ms = std::max(1, static_cast<int>(seconds * 1000));
+  // The pipe's end of file comes when the child exits (unless a process forked meanwhile
+  // holds its write end too: then the timeout).
+  if (progress_fd_ < 0 || poll(&p, 1, ms) < 0) usleep(static_cast<useconds_t>(ms) * 1000);
 }
 
 bool ChildSolve::newer_incumbent(std::vector<double>* values) {
@@ -126,19 +222,148 @@ bool ChildSolve::newer_incumbent(std::vector<double>* values) {
   return true;
 }
 
+void ChildSolve::forward_progress() {
+  if (progress_fd_ < 0) return;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(progress_fd_, buffer, sizeof buffer)) > 0) progress_.append(buffer, n);
+  size_t line_end;
+  while ((line_end = progress_.find('\n')) != std::string::npos) {
+    report_progress("%s", progress_.substr(0, line_end + 1).c_str());
+    progress_.erase(0, line_end + 1);
+  }
+}
+
+void ChildSolve::kill() {
+  if (ended_) return;
+  killed_ = true;
+  ::kill(pid_, SIGKILL);
+}
+
 MilpResult ChildSolve::wait() {
   reap(true);
+  forward_progress();
   MilpResult r;
   if (!succeeded_ || !shared_) return r;
   const auto* header = static_cast<const SharedHeader*>(shared_);
   r.status = static_cast<MilpStatus>(header->status);
   r.objective = header->objective;
   r.bound = header->bound;
+  r.lp_bound = header->lp_bound;
+  r.lp_seconds = header->lp_seconds;
+  r.gap = header->gap;
+  r.seconds = header->seconds;
+  r.first_incumbent_seconds = header->first_incumbent_seconds;
+  for (int i = 0; i < header->trace_size; ++i)
+    r.incumbent_trace.push_back({header->trace[i][0], header->trace[i][1]});
+  if (header->has_values) {
+    const auto* values = reinterpret_cast<const double*>(header + 1);
+    r.values.assign(values, values + columns_);
+  }
+  return r;
+}
+
+RelaxationBound ChildSolve::wait_relaxation() {
+  reap(true);
+  forward_progress();
+  RelaxationBound r;
+  if (!succeeded_ || !shared_) return r;
+  const auto* header = static_cast<const SharedHeader*>(shared_);
+  r.solved = header->relaxation_solved;
+  r.infeasible = header->relaxation_infeasible;
+  r.bound = header->bound;
   r.seconds = header->seconds;
   if (header->has_values) {
     const auto* values = reinterpret_cast<const double*>(header + 1);
     r.values.assign(values, values + columns_);
   }
+  return r;
+}
+
+namespace {
+
+// Follows `child` until it ends: forwards its progress lines and incumbents (to
+// options.on_incumbent), keeps the best incumbent in `*best`, and kills it once past the
+// limit by the overrun. Returns its result.
+MilpResult follow(const Milp& milp, const MilpOptions& options, ChildSolve* child,
+                  std::vector<double>* best) {
+  const auto t0 = Clock::now();
+  const auto take_incumbent = [&] {
+    std::vector<double> x;
+    if (!child->newer_incumbent(&x)) return;
+    if (options.on_incumbent) options.on_incumbent(x);
+    if (milp.satisfies(x) && (best->empty() || milp.objective_of(x) < milp.objective_of(*best)))
+      *best = std::move(x);
+  };
+  while (!child->finished()) {
+    child->wait_for_news(0.05);
+    child->forward_progress();
+    take_incumbent();
+    if (seconds_since(t0) > options.time_limit_seconds + options.child_overrun_seconds)
+      child->kill();
+  }
+  take_incumbent();
+  return child->wait();
+}
+
+}  // namespace
+
+MilpResult solve_milp_in_child(const Milp& milp, const MilpOptions& options) {
+  const auto t0 = Clock::now();
+  std::vector<double> best;  // the best incumbent reported, for when a child fails
+  if (static_cast<int>(options.warm_start.size()) == milp.columns()) best = options.warm_start;
+  MilpOptions o = options;
+  for (;;) {
+    const double start = seconds_since(t0);
+    ChildSolve child(milp, o);
+    MilpResult r = follow(milp, o, &child, &best);
+    if (child.failure().empty()) {  // times since t0, a retry's included
+      r.seconds += start;
+      if (r.first_incumbent_seconds > 0) r.first_incumbent_seconds += start;
+      for (auto& [seconds, objective] : r.incumbent_trace)
+        if (seconds > 0) seconds += start;
+      return r;
+    }
+    const double left = options.time_limit_seconds - seconds_since(t0);
+    const bool retry = child.aborted() && o.primal_pricing != PrimalPricing::kDantzig && left >= 1;
+    report_warning("solver: %s; %s\n", child.failure().c_str(),
+                   retry          ? "solving again with Dantzig pricing in primal simplex"
+                   : best.empty() ? "no solution"
+                                  : "the best solution it had reported stands");
+    if (retry) {
+      o.primal_pricing = PrimalPricing::kDantzig;
+      o.time_limit_seconds = left;
+      if (!best.empty()) o.warm_start = best;
+      continue;
+    }
+    r = MilpResult();
+    r.bound = -std::numeric_limits<double>::infinity();
+    if (!best.empty()) {
+      r.status = MilpStatus::kFeasible;
+      r.objective = milp.objective_of(best);
+      r.values = std::move(best);
+      r.first_incumbent_seconds = r.values == options.warm_start ? 0 : seconds_since(t0);
+      r.incumbent_trace.push_back({r.first_incumbent_seconds, r.objective});
+    }
+    return finished(std::move(r), t0, options.progress);
+  }
+}
+
+RelaxationBound solve_relaxation_in_child(const Milp& milp, double time_limit_seconds,
+                                          const std::atomic<bool>* stop, double overrun_seconds) {
+  const auto t0 = Clock::now();
+  ChildSolve child(milp, time_limit_seconds);
+  bool stopped = false;
+  while (!child.finished()) {
+    child.wait_for_news(0.05);
+    child.forward_progress();
+    stopped = stopped || (stop && stop->load());
+    if (stopped || seconds_since(t0) > time_limit_seconds + overrun_seconds) child.kill();
+  }
+  RelaxationBound r = child.wait_relaxation();
+  if (!child.failure().empty() && !stopped)
+    report_warning("solver: LP relaxation: %s; no bound\n", child.failure().c_str());
+  r.seconds = seconds_since(t0);
   return r;
 }
 

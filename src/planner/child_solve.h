@@ -1,15 +1,21 @@
-// ChildSolve: solve_milp() run in a child process (fork), so that a second CBC search runs
-// on the second core beside one in this process. CbcMain1, which every branch and cut goes
-// through, is not reentrant (its argument parser keeps its position in a global), so two
-// searches cannot share a process; a child has its own copy of everything and hands back
-// its incumbents as it finds them and its result, through memory shared with this process. The
-// child runs CBC alone (no LibTorch, no threads, no output) and ends with _exit. POSIX only.
+// ChildSolve: solve_milp() or solve_relaxation() run in a child process (fork). Two reasons:
+// - CLP and CBC, as Debian builds them, keep their internal assertions, and some fail on
+//   some programs and abort the process (ClpPrimalColumnSteepest's, depending on the
+//   numbers): in a child that costs the solve, not the program;
+// - CbcMain1, which every branch and cut goes through, is not reentrant (its argument
+//   parser keeps its position in a global), so a second CBC search beside one in this
+//   process (the neighbourhood search's second core) needs a process of its own.
+// The child runs the solver alone (no LibTorch, none of this process's threads) and ends
+// with _exit. It hands back its incumbents as it finds them and its result through memory
+// shared with this process, and its progress lines through a pipe. POSIX only.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "planner/milp.h"
@@ -18,9 +24,12 @@ namespace monet {
 
 class ChildSolve {
  public:
-  /// Starts solve_milp(milp, options) in a child process (its progress lines off). When the
-  /// child cannot be started, the solve is finished at once with no solution.
+  /// Starts solve_milp(milp, options) in a child process; its progress lines, when
+  /// options.progress, come back through forward_progress(). When the child cannot be
+  /// started, the solve is finished at once with no solution.
   ChildSolve(const Milp& milp, const MilpOptions& options);
+  /// Starts solve_relaxation(milp, time_limit_seconds) in a child process.
+  ChildSolve(const Milp& milp, double time_limit_seconds);
   /// A child still running is killed.
   ~ChildSolve();
   ChildSolve(const ChildSolve&) = delete;
@@ -28,25 +37,57 @@ class ChildSolve {
 
   /// Whether the child has ended (without waiting).
   bool finished();
+  /// Waits until the child ends, sends output, or `seconds` pass.
+  void wait_for_news(double seconds);
   /// The latest incumbent the child's branch and cut has found, when there is one newer
   /// than the last this returned (without waiting).
   bool newer_incumbent(std::vector<double>* values);
-  /// Waits for the child to end and returns its status, objective, bound and values (per
-  /// column of the milp solved); kNoSolution with no values when the child failed
-  /// (crashed, killed, or could not start).
+  /// Hands the child's whole progress lines received so far to report_progress().
+  void forward_progress();
+  /// Ends the child at once (SIGKILL) when it is still running.
+  void kill();
+  /// Waits for the child to end and returns solve_milp's result (per column of the milp
+  /// solved); kNoSolution with no values when the child failed (crashed, killed, or could
+  /// not start).
   MilpResult wait();
+  /// Waits for the child to end and returns solve_relaxation's result; not solved when
+  /// the child failed.
+  RelaxationBound wait_relaxation();
+  /// Why the child failed, for a message ("" when it ended normally or still runs).
+  const std::string& failure() const { return failure_; }
+  /// Whether the child was ended by a signal this object did not send (a failed assertion
+  /// inside the solver aborts).
+  bool aborted() const { return aborted_; }
 
  private:
+  void start(const Milp& milp, const MilpOptions* options, double relaxation_seconds);
   void reap(bool block);
 
   pid_t pid_ = -1;
   bool ended_ = true;
   bool succeeded_ = false;
+  bool killed_ = false;
+  bool aborted_ = false;
+  std::string failure_;
   int columns_ = 0;
+  int progress_fd_ = -1;    // read end of the child's progress pipe; its end of file: exit
+  std::string progress_;    // a partial line read from the pipe
   void* shared_ = nullptr;  // the result: a header, then one double per column
   size_t shared_bytes_ = 0;
   size_t stream_offset_ = 0;  // where the incumbents stream starts in shared_
   uint64_t seen_ = 0;         // sequence number of the last incumbent read
 };
+
+/// solve_milp(milp, options) in a child process: its progress lines and incumbents come
+/// back as it goes, and it is killed once options.child_overrun_seconds past the time
+/// limit. When the child fails, the best incumbent it reported (else the warm start)
+/// stands, with no bound, and a warning says why.
+MilpResult solve_milp_in_child(const Milp& milp, const MilpOptions& options);
+
+/// solve_relaxation(milp, time_limit_seconds) in a child process, killed once `*stop`
+/// (when not null) is set or `overrun_seconds` past the limit. A failed child gives no
+/// bound, and a warning says why.
+RelaxationBound solve_relaxation_in_child(const Milp& milp, double time_limit_seconds,
+                                          const std::atomic<bool>* stop, double overrun_seconds);
 
 }  // namespace monet

@@ -4,6 +4,7 @@
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
 #include <coin/ClpEventHandler.hpp>
+#include <coin/ClpPrimalColumnDantzig.hpp>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
 
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "base/progress.h"
+#include "planner/child_solve.h"
 
 namespace monet {
 
@@ -320,13 +322,17 @@ void load_program(const Milp& m, OsiClpSolverInterface* lp) {
 }
 
 RelaxationBound solve_relaxation(const Milp& m, double time_limit_seconds,
-                                 const std::atomic<bool>* stop) {
+                                 const std::atomic<bool>* stop, SolveProcess process) {
+  if (process == SolveProcess::kChild)
+    return solve_relaxation_in_child(m, time_limit_seconds, stop,
+                                     MilpOptions().child_overrun_seconds);
   OsiClpSolverInterface lp;
   load_program(m, &lp);
   return solve_loaded_relaxation(&lp, time_limit_seconds, stop);
 }
 
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
+  if (o.process == SolveProcess::kChild) return solve_milp_in_child(m, o);
   const auto t0 = Clock::now();
   MilpResult result;
   OsiClpSolverInterface lp;
@@ -353,6 +359,10 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   // its root from this basis (CBC's own initial solve of these programs spent minutes in
   // primal clean-up; CLP's default solve takes seconds).
   load_program(m, &lp);
+  if (o.primal_pricing == PrimalPricing::kDantzig) {
+    ClpPrimalColumnDantzig dantzig;
+    lp.getModelPtr()->setPrimalColumnPivotAlgorithm(dantzig);
+  }
   const RelaxationBound root = solve_loaded_relaxation(&lp, o.time_limit_seconds, nullptr);
   record_relaxation(root);
   if (root.infeasible) {
@@ -417,6 +427,10 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   if (o.threads > 1 && m.columns() <= o.root_cuts_max_columns) {
     argv.push_back("-threads");
     argv.push_back(threads.c_str());
+  }
+  if (o.primal_pricing == PrimalPricing::kDantzig) {
+    argv.push_back("-primalPivot");
+    argv.push_back("dantzig");
   }
   argv.push_back("-solve");
   argv.push_back("-quit");

@@ -4,7 +4,8 @@
 // solves the LP relaxation with CLP (the certified bound), then runs CBC's branch and cut
 // from that basis (cuts, heuristics) under one wall-clock limit for both and a relative
 // gap, reports incumbent, bound and gap on stderr while it runs, and returns the best
-// solution with the solve statistics.
+// solution with the solve statistics. Solves run in a child process by default
+// (child_solve.h), where a solver's failed assertion costs the solve, not the program.
 #pragma once
 
 #include <atomic>
@@ -77,10 +78,25 @@ struct RelaxationBound {
   std::vector<double> values;  // the LP optimum, per column (when solved)
 };
 
+/// Where a solve runs. CLP and CBC as Debian builds them keep their internal assertions,
+/// and some fail on some programs (ClpPrimalColumnSteepest's, depending on the numbers) and
+/// abort the process: in a child process, that costs the solve and not the program.
+enum class SolveProcess {
+  kChild,        // a forked child (child_solve.h); its progress and incumbents come back live
+  kThisProcess,  // this process (what the child runs)
+};
+
 /// Solves the LP relaxation of `milp` with CLP within `time_limit_seconds` (wall clock), or
-/// until `*stop` (when not null) is set.
+/// until `*stop` (when not null) is set. A child that ends abnormally gives no bound.
 RelaxationBound solve_relaxation(const Milp& milp, double time_limit_seconds,
-                                 const std::atomic<bool>* stop);
+                                 const std::atomic<bool>* stop,
+                                 SolveProcess process = SolveProcess::kChild);
+
+/// How CLP's primal simplex (the root LP, CBC's heuristics) picks the column to enter.
+enum class PrimalPricing {
+  kAutomatic,  // CLP's choice (steepest edge and its variants)
+  kDantzig,    // the most negative reduced cost: none of steepest edge's assertions
+};
 
 struct MilpOptions {
   double time_limit_seconds = 60;  // wall-clock limit of LP relaxation and branch and bound
@@ -97,8 +113,18 @@ struct MilpOptions {
   /// A feasible assignment of every column to start from (empty: none).
   std::vector<double> warm_start;
   /// Called with each new incumbent of the search over the whole program (its heuristics'
-  /// included; not the warm start), as CBC finds it.
+  /// included; not the warm start), as CBC finds it (in a child's solve: as this process
+  /// learns of it, on the calling thread).
   std::function<void(const std::vector<double>& values)> on_incumbent;
+  /// Where the solve runs. A child that ends abnormally (and its retry, below) leaves the
+  /// best incumbent it had reported, or the warm start, with no bound.
+  SolveProcess process = SolveProcess::kChild;
+  /// Primal simplex pricing. A child solve that aborts is solved again, for the time left,
+  /// from its best incumbent with kDantzig.
+  PrimalPricing primal_pricing = PrimalPricing::kAutomatic;
+  /// Seconds a child solve may run past time_limit_seconds before it is killed (CBC checks
+  /// its limit between nodes and simplex iterations; this only ends one that hangs).
+  double child_overrun_seconds = 60;
 };
 
 enum class MilpStatus { kOptimal, kFeasible, kInfeasible, kNoSolution };
@@ -121,7 +147,8 @@ struct MilpResult {
   std::vector<std::pair<double, double>> incumbent_trace;  // (seconds, objective), warm start first
 };
 
-/// CBC's branch and cut over the whole of `milp`, from the LP relaxation's basis.
+/// CBC's branch and cut over the whole of `milp`, from the LP relaxation's basis, where
+/// options.process says.
 MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
 
 /// `result` with its wall time (since `t0`) and gap set, its outcome reported on stderr
