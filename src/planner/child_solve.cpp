@@ -54,6 +54,20 @@ struct StreamHeader {
   std::atomic<uint64_t> sequence{0};
 };
 
+// A solution's values, after `header` (when it has one per column).
+void write_values(const std::vector<double>& values, int columns, SharedHeader* header) {
+  if (static_cast<int>(values.size()) != columns) return;
+  std::memcpy(reinterpret_cast<double*>(header + 1), values.data(), sizeof(double) * columns);
+  header->has_values = 1;
+}
+
+// The values after `header`; empty when it has none.
+std::vector<double> values_after(const SharedHeader* header, int columns) {
+  if (!header->has_values) return {};
+  const auto* values = reinterpret_cast<const double*>(header + 1);
+  return std::vector<double>(values, values + columns);
+}
+
 // The result of solve_milp, written by the child into `header` (values after it).
 void record(const MilpResult& r, int columns, SharedHeader* header) {
   header->status = static_cast<int>(r.status);
@@ -69,11 +83,7 @@ void record(const MilpResult& r, int columns, SharedHeader* header) {
     header->trace[i][0] = r.incumbent_trace[i].first;
     header->trace[i][1] = r.incumbent_trace[i].second;
   }
-  if (static_cast<int>(r.values.size()) == columns) {
-    std::memcpy(reinterpret_cast<double*>(header + 1), r.values.data(),
-                sizeof(double) * r.values.size());
-    header->has_values = 1;
-  }
+  write_values(r.values, columns, header);
 }
 
 // The result of solve_relaxation, written by the child into `header` (values after it).
@@ -82,11 +92,7 @@ void record(const RelaxationBound& r, int columns, SharedHeader* header) {
   header->relaxation_infeasible = r.infeasible;
   header->bound = r.bound;
   header->seconds = r.seconds;
-  if (static_cast<int>(r.values.size()) == columns) {
-    std::memcpy(reinterpret_cast<double*>(header + 1), r.values.data(),
-                sizeof(double) * r.values.size());
-    header->has_values = 1;
-  }
+  write_values(r.values, columns, header);
 }
 
 double seconds_since(Clock::time_point t0) {
@@ -240,12 +246,16 @@ void ChildSolve::kill() {
   ::kill(pid_, SIGKILL);
 }
 
-MilpResult ChildSolve::wait() {
+const void* ChildSolve::ended_result() {
   reap(true);
   forward_progress();
+  return succeeded_ ? shared_ : nullptr;
+}
+
+MilpResult ChildSolve::wait() {
   MilpResult r;
-  if (!succeeded_ || !shared_) return r;
-  const auto* header = static_cast<const SharedHeader*>(shared_);
+  const auto* header = static_cast<const SharedHeader*>(ended_result());
+  if (!header) return r;
   r.status = static_cast<MilpStatus>(header->status);
   r.objective = header->objective;
   r.bound = header->bound;
@@ -256,27 +266,19 @@ MilpResult ChildSolve::wait() {
   r.first_incumbent_seconds = header->first_incumbent_seconds;
   for (int i = 0; i < header->trace_size; ++i)
     r.incumbent_trace.push_back({header->trace[i][0], header->trace[i][1]});
-  if (header->has_values) {
-    const auto* values = reinterpret_cast<const double*>(header + 1);
-    r.values.assign(values, values + columns_);
-  }
+  r.values = values_after(header, columns_);
   return r;
 }
 
 RelaxationBound ChildSolve::wait_relaxation() {
-  reap(true);
-  forward_progress();
   RelaxationBound r;
-  if (!succeeded_ || !shared_) return r;
-  const auto* header = static_cast<const SharedHeader*>(shared_);
+  const auto* header = static_cast<const SharedHeader*>(ended_result());
+  if (!header) return r;
   r.solved = header->relaxation_solved;
   r.infeasible = header->relaxation_infeasible;
   r.bound = header->bound;
   r.seconds = header->seconds;
-  if (header->has_values) {
-    const auto* values = reinterpret_cast<const double*>(header + 1);
-    r.values.assign(values, values + columns_);
-  }
+  r.values = values_after(header, columns_);
   return r;
 }
 

@@ -62,6 +62,9 @@ class ChildSolve {
  private:
   void start(const Milp& milp, const MilpOptions* options, double relaxation_seconds);
   void reap(bool block);
+  /// Waits for the child and forwards its last progress lines; the shared result, or null
+  /// when the child failed.
+  const void* ended_result();
 
   pid_t pid_ = -1;
   bool ended_ = true;
