@@ -324,8 +324,7 @@ void load_program(const Milp& m, OsiClpSolverInterface* lp) {
 RelaxationBound solve_relaxation(const Milp& m, double time_limit_seconds,
                                  const std::atomic<bool>* stop, SolveProcess process) {
   if (process == SolveProcess::kChild)
-    return solve_relaxation_in_child(m, time_limit_seconds, stop,
-                                     MilpOptions().child_overrun_seconds);
+    return solve_relaxation_in_child(m, time_limit_seconds, stop, kChildOverrunSeconds);
   OsiClpSolverInterface lp;
   load_program(m, &lp);
   return solve_loaded_relaxation(&lp, time_limit_seconds, stop);

@@ -92,6 +92,10 @@ RelaxationBound solve_relaxation(const Milp& milp, double time_limit_seconds,
                                  const std::atomic<bool>* stop,
                                  SolveProcess process = SolveProcess::kChild);
 
+/// The default of MilpOptions::child_overrun_seconds, and the overrun of
+/// solve_relaxation()'s child (seconds).
+inline constexpr double kChildOverrunSeconds = 60;
+
 /// How CLP's primal simplex (the root LP, CBC's heuristics) picks the column to enter.
 enum class PrimalPricing {
   kAutomatic,  // CLP's choice (steepest edge and its variants)
@@ -124,7 +128,7 @@ struct MilpOptions {
   PrimalPricing primal_pricing = PrimalPricing::kAutomatic;
   /// Seconds a child solve may run past time_limit_seconds before it is killed (CBC checks
   /// its limit between nodes and simplex iterations; this only ends one that hangs).
-  double child_overrun_seconds = 60;
+  double child_overrun_seconds = kChildOverrunSeconds;
 };
 
 enum class MilpStatus { kOptimal, kFeasible, kInfeasible, kNoSolution };
