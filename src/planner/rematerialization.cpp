@@ -96,6 +96,41 @@ int peak_instruction(const SimulationResult& s) {
   return peak;
 }
 
+// Whether each activation is alive right before instruction `at`.
+std::vector<bool> alive_before(const Liveness& live, int at) {
+  std::vector<bool> alive(live.ids.values, false);
+  const auto set = [&](const std::vector<int>& tensors, bool value) {
+    for (int t : tensors)
+      if (t < live.ids.values) alive[t] = value;
+  };
+  for (int i = 0; i < at; ++i) {
+    set(live.effects[i].kills, false);
+    set(live.effects[i].writes, true);
+    set(live.free_after[i], false);
+  }
+  return alive;
+}
+
+// Appends to `order` the forward instructions that recompute node `n`'s output where the
+// activations `alive` holds are alive: first its inputs that are not (their producers,
+// recursively, at most `depth` producers back), then `n`. `made` marks the values the
+// order makes. False when an input cannot be made within the depth.
+bool recomputation_order(const Graph& g, const CostModel& costs, const std::vector<bool>& alive,
+                         const Node& n, int depth, std::vector<bool>* made,
+                         std::vector<Instruction>* order) {
+  for (int v : n.inputs) {
+    if (g.value(v).kind != ValueKind::kActivation || alive[v] || (*made)[v]) continue;
+    if (depth == 0) return false;
+    const Node& producer = g.node(g.value(v).producer);
+    if (!recomputation_order(g, costs, alive, producer, depth - 1, made, order)) return false;
+  }
+  const std::optional<std::string> impl = recompute_impl(g, costs, n);
+  if (!impl) return false;
+  order->push_back({InstrKind::kForward, n.id, *impl, BackwardPart::kAll, Slot::kOutput});
+  (*made)[n.output] = true;
+  return true;
+}
+
 }  // namespace
 
 SimulatedPlan rematerialize(const Graph& g, const CostModel& costs, SimulatedPlan current,
@@ -144,14 +179,17 @@ SimulatedPlan rematerialize(const Graph& g, const CostModel& costs, SimulatedPla
     for (const AliveAcross& c : candidates) {
       if (out_of_time()) break;
       const Node& n = g.node(g.value(c.value).producer);
-      const std::optional<std::string> impl = recompute_impl(g, costs, n);
-      if (!impl) continue;
+      std::vector<bool> made(live.ids.values, false);
+      std::vector<Instruction> recomputation;
+      if (!recomputation_order(g, costs, alive_before(live, c.next_read), n,
+                               o.recomputed_input_depth, &made, &recomputation))
+        continue;
       SimulatedPlan moved;
       moved.plan = plan;
       std::vector<Instruction>& p = moved.plan.program;
-      // The recomputation first (the later position), then the free.
-      p.insert(p.begin() + c.next_read,
-               {InstrKind::kForward, n.id, *impl, BackwardPart::kAll, Slot::kOutput});
+      // The recomputation first (the later position), then the free. Inputs it recomputes
+      // die after their last reader, as every tensor does.
+      p.insert(p.begin() + c.next_read, recomputation.begin(), recomputation.end());
       p.insert(p.begin() + c.last_read + 1,
                {InstrKind::kFree, n.id, "", BackwardPart::kAll, Slot::kOutput});
       try {

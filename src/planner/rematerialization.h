@@ -2,16 +2,16 @@
 // instruction where the simulated peak is reached, an activation alive across it (written
 // before, read after) is freed after its last reader before the peak and recomputed, out
 // of place, right before its next reader, as XLA's rematerialization pass does for its
-// peak; or the instruction itself switches to an implementation with less workspace (a
-// recomputed convolution whose fastest algorithm unfolds its input). Of these moves, the
-// move that lowers most the bytes over the budget
+// peak, together with those of its inputs that are no longer alive there (a chain of
+// producers, each freed after its last reader); or the instruction itself switches to an
+// implementation with less workspace (a recomputed convolution whose fastest algorithm
+// unfolds its input). Of these moves, the move that lowers most the bytes over the budget
 // summed over the instructions (so that a peak reached at several instructions falls one
-// instruction at a time) is made, the one adding the fewest profiled seconds among
-// equals, until the peak fits the budget, no move lowers the excess, or the time is up. Every
-// candidate is replayed by the simulator, which also rejects a move whose recomputation reads a
-// tensor no longer alive. Chain checkpointing's plans keep whole segments from a forward run until
-// their backward; this pass takes the tensors of a segment that the peak does not need back out of
-// it.
+// instruction at a time) is made, the one adding the fewest profiled seconds among equals,
+// until the peak fits the budget, no move lowers the excess, or the time is up. Every
+// candidate is replayed by the simulator. Chain checkpointing's plans keep whole segments
+// from a forward run until their backward; this pass takes the tensors of a segment that
+// the peak does not need back out of it.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,9 @@ struct RematerializationOptions {
   int64_t budget_bytes = 0;        // simulated peak to reach (bytes)
   double time_limit_seconds = 10;  // wall-clock limit of the whole pass (seconds)
   int candidates_per_move = 96;    // tensors tried at each move: the largest alive at the peak
+  /// How many producers back a move recomputes the inputs of a tensor's recomputation that
+  /// are not alive where it runs (0: only tensors whose inputs are alive there).
+  int recomputed_input_depth = 3;
 };
 
 /// The plan reached from `start` (its simulated peak within the budget, or as low as the
