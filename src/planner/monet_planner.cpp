@@ -230,7 +230,14 @@ struct ProgramSearch {
 
 // Whether a neighbourhood search has a bound: the LP relaxation beside it, or none (both
 // cores search).
-enum class Bound { kRelaxation, kNone };
+enum class Bound {
+  kRelaxation,
+  /// The LP relaxation where the program has at most SearchOptions::neighbourhood_min_columns
+  /// columns; none for larger ones, whose relaxation is not solved within a minute at tight
+  /// budgets (the second core searches from the start instead).
+  kRelaxationOfSmallProgram,
+  kNone,
+};
 
 // The program for `budget` in the planner's mode, with intermediates of at least
 // `exact_fraction` of their node's output modelled exactly, and, when its search is a
@@ -253,7 +260,8 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
   search->solver.strategy = resolve_strategy(program.milp(), o.solver);
   search->solver.neighbourhood.column_positions = program.column_positions();
   if (search->solver.strategy != SearchStrategy::kNeighbourhood) return;
-  if (bound == Bound::kNone) {
+  if (bound == Bound::kNone || (bound == Bound::kRelaxationOfSmallProgram &&
+                                program.milp().columns() > o.solver.neighbourhood_min_columns)) {
     std::promise<RelaxationBound> none;
     none.set_value({});
     search->solver.relaxation = none.get_future().share();
@@ -281,10 +289,13 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
   if (o.no_fitting_heuristic == NoFittingHeuristic::kExactProgramThenElastic &&
       (o.exact_intermediate_min_fraction > 0 ||
        o.recomputations != Recomputations::kInPlaceWherePossible)) {
-    // No bound: on the programs this is for (tight budgets on large models), its LP is
-    // not solved within a minute, and the second core searches from the start instead.
-    start_program(g, costs, o, budget, 0, Recomputations::kInPlaceWherePossible, Bound::kNone,
-                  seconds_left, spare);
+    // Searched by neighbourhoods whatever its size: CBC's branch and cut over the whole
+    // program keeps the chain plan it starts from (UNet b1 208x304 at 0.7x).
+    MonetOptions exact = o;
+    if (exact.solver.strategy == SearchStrategy::kAuto)
+      exact.solver.strategy = SearchStrategy::kNeighbourhood;
+    start_program(g, costs, exact, budget, 0, Recomputations::kInPlaceWherePossible,
+                  Bound::kRelaxationOfSmallProgram, seconds_left, spare);
     name = warm_start(*spare->program, g, costs, &spare->solver, h.within_budget);
     if (o.solver.progress)
       report_progress(
