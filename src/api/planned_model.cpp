@@ -68,10 +68,11 @@ class PlannedBackward : public torch::autograd::Node {
 // Raised whenever a planner can return another plan for the same graph, costs and budget
 // (2: store-all's convolution input gradients; 3: the MONeT program counts a storage
 // shared by views once; 4: recomputations that emit an intermediate for the backward; 5:
-// the default convolution input gradient costs as ATen's on the real input), so that no
-// cached plan of an earlier planner is run in its place. Profiles measured another way
-// have another implementation_set_key, which the path holds.
-constexpr int kPlanCacheVersion = 5;
+// the default convolution input gradient costs as ATen's on the real input; 6:
+// rematerialization recomputes the inputs of a recomputation that are no longer alive), so
+// that no cached plan of an earlier planner is run in its place. Profiles measured another
+// way have another implementation_set_key, which the path holds.
+constexpr int kPlanCacheVersion = 6;
 
 std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
                             int64_t iteration_budget) {
