@@ -26,18 +26,7 @@ namespace {
 
 // A tiny zoo model (install the memory tracker first), its state, a batch and its quick
 // profile.
-struct TinySetUp {
-  explicit TinySetUp(const testing::TinyModel& m)
-      : g(build_zoo_model(m.name, m.config)),
-        state(ModelState::initialize(g, 0)),
-        batch(make_batch(g, 1)),
-        costs(testing::quick_profile(g, state, batch)) {}
-  explicit TinySetUp(const std::string& name) : TinySetUp(testing::tiny_models_named({name})[0]) {}
-  Graph g;
-  ModelState state;
-  Batch batch;
-  CostModel costs;
-};
+using TinySetUp = testing::ProfiledTinyModel;
 
 class ChainOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
  protected:

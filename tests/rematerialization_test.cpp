@@ -25,10 +25,8 @@ class RematerializationOnTinyModel : public ::testing::TestWithParam<testing::Ti
 };
 
 TEST_P(RematerializationOnTinyModel, LowersThePeakAndRunsAsSimulated) {
-  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
-  const ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  const CostModel costs = testing::quick_profile(g, state, batch);
+  const testing::ProfiledTinyModel p(GetParam());
+  const auto& [g, state, batch, costs] = p;
   SimulatedPlan start;
   start.plan = store_all_plan(g);
   // Every forward out of place at its implementation of most workspace that keeps no
@@ -68,10 +66,8 @@ TEST_P(RematerializationOnTinyModel, LowersThePeakAndRunsAsSimulated) {
 // those inputs too (a chain of producers) lowers the peak further than recomputing only
 // tensors whose inputs are alive.
 TEST_P(RematerializationOnTinyModel, RecomputesInputsNoLongerAliveAndRunsAsSimulated) {
-  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
-  const ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  const CostModel costs = testing::quick_profile(g, state, batch);
+  const testing::ProfiledTinyModel p(GetParam());
+  const auto& [g, state, batch, costs] = p;
   ChainCheckpointingOptions co;
   co.budget_bytes = std::numeric_limits<int64_t>::max();
   const SimulatedPlan start = chain_checkpointing_plans(g, costs, co).within_budget.front();
