@@ -72,8 +72,8 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
       std::cout << "  " << monet_mode_name(mode) << " budget " << budget << " B: peak "
                 << r.predicted.peak_bytes << " B, predicted " << r.predicted.seconds
                 << " s (store-all " << store_all.seconds << " s), "
-                << milp_status_name(r.solve.status) << " in " << r.solve.seconds
-                << " s, gradient error " << err << "\n";
+                << milp_status_name(r.solve.status) << " in " << r.solve.seconds << " s from "
+                << r.warm_start << ", gradient error " << err << "\n";
     }
   }
   // Below the proven lower bound there is no plan.
@@ -98,6 +98,40 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, MonetOnTinyModel, ::testing::ValuesIn(plannable()),
                          [](const auto& info) { return info.param.name; });
+
+// With a time limit of small_program_neighbourhood_min_seconds, UNet's program (about 14k
+// columns) is searched by neighbourhoods from the fastest of the heuristic plans and the
+// recomputation-first plan (default implementations, then the fastest convolutions that
+// fit), and the planner returns nothing slower than that plan.
+TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
+  MemoryTracker::install();
+  const testing::ProfiledTinyModel m("unet");
+  const SimulationResult store_all = simulate(m.g, store_all_plan(m.g), m.costs);
+  SearchOptions solver;
+  solver.time_limit_seconds = 8;
+  const MinimumBudget smallest = minimum_budget(m.g, m.costs, MonetMode::kAll, solver);
+  ASSERT_GT(smallest.bytes, 0);
+  MonetOptions o;
+  o.budget_bytes = (smallest.bytes + store_all.peak_bytes) / 2;
+  o.solver.time_limit_seconds = o.small_program_neighbourhood_min_seconds;
+  o.solver.relative_gap = 0.02;
+  const MonetResult r = plan_monet(m.g, m.costs, o);
+  ASSERT_TRUE(r.found);
+  EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
+  ASSERT_GT(r.recomputation_first_seconds, 0);
+  EXPECT_LE(r.predicted.seconds, r.recomputation_first_seconds * (1 + 1e-12));
+  EXPECT_EQ(r.plan.planner, "monet");
+  EXPECT_LT(testing::max_gradient_error(m.g, r.plan), 1e-9);
+  std::cout << "unet: budget " << o.budget_bytes << " B, recomputation first "
+            << r.recomputation_first_seconds << " s, plan " << r.predicted.seconds << " s from "
+            << plan_source_name(r.source) << " (warm start " << r.warm_start << ")\n";
+  // Without it, and under a shorter limit (branch and cut): no recomputation-first plan.
+  o.recomputation_first_share = 0;
+  EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
+  o.recomputation_first_share = 0.25;
+  o.solver.time_limit_seconds = 4;
+  EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
+}
 
 TEST(MonetModes, NamesRoundTrip) {
   for (const char* n :

@@ -1,6 +1,7 @@
 // The search layer: resolve_strategy() is where the strategy is chosen (by the program's
-// size under kAuto, as asked otherwise), and search_program() runs it: a neighbourhood
-// search needs a warm start, and without one the program is searched by branch and cut.
+// size and small_program_strategy under kAuto, as asked otherwise), and search_program() runs it: a
+// neighbourhood search needs a warm start, and without one the program is searched by branch and
+// cut.
 #include "planner/program_search.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,10 @@ TEST(ProgramSearch, ResolvesTheStrategyByProgramSizeOrAsAsked) {
   EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
   o.neighbourhood_min_columns = 5;
   EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kBranchAndCut);
+  // Programs of at most neighbourhood_min_columns columns: small_program_strategy.
+  o.small_program_strategy = SearchStrategy::kNeighbourhood;
+  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
+  o.small_program_strategy = SearchStrategy::kBranchAndCut;
   o.strategy = SearchStrategy::kNeighbourhood;
   EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
   o.neighbourhood_min_columns = 1;

@@ -72,7 +72,7 @@ class PlannedBackward : public torch::autograd::Node {
 // rematerialization recomputes the inputs of a recomputation that are no longer alive), so
 // that no cached plan of an earlier planner is run in its place. Profiles measured another
 // way have another implementation_set_key, which the path holds.
-constexpr int kPlanCacheVersion = 6;
+constexpr int kPlanCacheVersion = 7;
 
 std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
                             int64_t iteration_budget) {

@@ -212,9 +212,9 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
       "peak memory allowed: bytes, KiB/MiB/GiB, or a ratio of the baseline peak (0.4x)");
   add_solver_options(cmd, o->solver);
   cmd->add_flag("--exact", o->exact,
-                "CBC's branch and cut over the whole program even when it is large (the default "
-                "on programs over 20,000 columns: neighbourhood search from the best heuristic "
-                "plan around the LP relaxation)");
+                "CBC's branch and cut over the whole program alone (the default with a time "
+                "limit of 20 s or more, and on programs over 20,000 columns: neighbourhood "
+                "search from the best heuristic plan around the LP relaxation)");
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "plan file to write")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");

@@ -16,6 +16,7 @@
 #include "cost/cost_model.h"
 #include "cost/simulator.h"
 #include "plan/plan.h"
+#include "planner/fastest_convolutions.h"
 #include "planner/milp.h"
 #include "planner/monet_planner.h"
 
@@ -44,12 +45,5 @@ CostModel without_workspace(const CostModel& costs);
 /// Checkmate-D (or -O with options.post_optimise) for `options.budget_bytes`.
 CheckmateResult plan_checkmate(const Graph& graph, const CostModel& costs,
                                const CheckmateOptions& options);
-
-/// Checkmate-O's post-optimisation of `plan`: every forward and backward instruction of a
-/// convolution, in program order, takes the fastest implementation (by `costs`) whose
-/// plan still validates and whose simulated peak stays within max(budget, current peak).
-/// Returns how many instructions changed.
-int choose_fastest_convolutions(const Graph& graph, const CostModel& costs, int64_t budget_bytes,
-                                Plan* plan);
 
 }  // namespace monet

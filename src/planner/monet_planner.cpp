@@ -14,6 +14,7 @@
 #include "cost/simulator.h"
 #include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
+#include "planner/fastest_convolutions.h"
 #include "planner/lean_plans.h"
 #include "planner/memory_floor.h"
 #include "planner/monet_program.h"
@@ -161,6 +162,41 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const Mone
   return {program.decode(r.values)};
 }
 
+// The recomputation-first plan for `budget` (MonetOptions::recomputation_first_share):
+// the program in MonetMode::kNoOp searched in its share of the time limit, within
+// `seconds_left` (seconds), then each convolution switched to the fastest algorithm that
+// keeps the plan within the budget, with its simulation. Empty when the program found none.
+SimulatedPlan recomputation_first_plan(const Graph& g, const CostModel& costs,
+                                       const MonetOptions& o, int64_t budget, double seconds_left) {
+  MonetOptions noop = o;
+  noop.mode = MonetMode::kNoOp;
+  noop.budget_bytes = budget;
+  noop.warm_plans.clear();
+  noop.recomputation_first_share = 0;
+  noop.solver.progress = false;
+  noop.solver.time_limit_seconds =
+      std::min(o.solver.time_limit_seconds * o.recomputation_first_share, seconds_left);
+  if (noop.solver.time_limit_seconds < 1) return {};
+  const auto t0 = Clock::now();
+  MonetResult r = plan_monet(g, costs, noop);
+  if (!r.found) {
+    if (o.solver.progress)
+      report_progress("planner: recomputation first: no plan in %.1f s\n", seconds_since(t0));
+    return {};
+  }
+  const int switches = choose_fastest_convolutions(g, costs, budget, &r.plan);
+  r.plan.planner = monet_mode_name(o.mode);
+  SimulatedPlan first;
+  first.simulated = simulate(g, r.plan, costs);
+  first.plan = std::move(r.plan);
+  if (o.solver.progress)
+    report_progress(
+        "planner: recomputation first (default implementations): a plan of %.4g s in %.1f s, "
+        "%.4g s with %d convolution instructions switched to faster algorithms\n",
+        r.predicted.seconds, seconds_since(t0), first.simulated.seconds, switches);
+  return first;
+}
+
 bool intermediate_family(const Node& n) {
   return n.op == OpKind::kMaxPool || n.op == OpKind::kDropout;
 }
@@ -207,6 +243,8 @@ const char* plan_source_name(PlanSource source) {
       return "segment keeping";
     case PlanSource::kChainCheckpointing:
       return "chain checkpointing";
+    case PlanSource::kRecomputationFirst:
+      return "recomputation first";
   }
   return "?";
 }
@@ -257,7 +295,11 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
   search->program = std::make_unique<MonetProgram>(g, costs, po);
   const MonetProgram& program = *search->program;
   search->solver = o.solver;
-  search->solver.strategy = resolve_strategy(program.milp(), o.solver);
+  search->solver.small_program_strategy =
+      o.solver.time_limit_seconds >= o.small_program_neighbourhood_min_seconds
+          ? SearchStrategy::kNeighbourhood
+          : SearchStrategy::kBranchAndCut;
+  search->solver.strategy = resolve_strategy(program.milp(), search->solver);
   search->solver.neighbourhood.column_positions = program.column_positions();
   if (search->solver.strategy != SearchStrategy::kNeighbourhood) return;
   if (bound == Bound::kNone || (bound == Bound::kRelaxationOfSmallProgram &&
@@ -289,12 +331,7 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
   if (o.no_fitting_heuristic == NoFittingHeuristic::kExactProgramThenElastic &&
       (o.exact_intermediate_min_fraction > 0 ||
        o.recomputations != Recomputations::kInPlaceWherePossible)) {
-    // Searched by neighbourhoods whatever its size: CBC's branch and cut over the whole
-    // program keeps the chain plan it starts from (UNet b1 208x304 at 0.7x).
-    MonetOptions exact = o;
-    if (exact.solver.strategy == SearchStrategy::kAuto)
-      exact.solver.strategy = SearchStrategy::kNeighbourhood;
-    start_program(g, costs, exact, budget, 0, Recomputations::kInPlaceWherePossible,
+    start_program(g, costs, o, budget, 0, Recomputations::kInPlaceWherePossible,
                   Bound::kRelaxationOfSmallProgram, seconds_left, spare);
     name = warm_start(*spare->program, g, costs, &spare->solver, h.within_budget);
     if (o.solver.progress)
@@ -371,8 +408,20 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, o.recomputations,
                   Bound::kRelaxation, limit - seconds_since(t0), &search);
     // Heuristic plans, and the warm start.
-    const HeuristicPlans h =
+    HeuristicPlans h =
         heuristic_plans(g, costs, budget, o, limit - seconds_since(t0) - o.return_reserve_seconds);
+    if (o.mode == MonetMode::kAll && o.recomputation_first_share > 0 &&
+        search.program->milp().columns() <= o.solver.neighbourhood_min_columns &&
+        search.solver.strategy == SearchStrategy::kNeighbourhood) {
+      SimulatedPlan first = recomputation_first_plan(
+          g, costs, o, budget, limit - seconds_since(t0) - o.return_reserve_seconds);
+      if (!first.plan.program.empty() && first.simulated.peak_bytes <= o.budget_bytes) {
+        result.recomputation_first_seconds = first.simulated.seconds;
+        if (heuristic.plan.program.empty() || first.simulated.seconds < heuristic.simulated.seconds)
+          heuristic = first, heuristic_source = PlanSource::kRecomputationFirst;
+        h.within_budget.push_back(std::move(first.plan));
+      }
+    }
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         result.first_fit_seconds < 0)
       result.first_fit_seconds = seconds_since(t0);

@@ -72,6 +72,15 @@ struct MonetOptions {
   /// The search: time limit of the whole planner (seconds), gap, strategy, threads.
   SearchOptions solver;
   int max_corrections = 3;  // re-solves with a lowered budget when the simulated peak exceeds it
+  /// Under SearchStrategy::kAuto, the planner's programs of at most
+  /// solver.neighbourhood_min_columns columns are searched by neighbourhoods (whose second
+  /// core runs CBC's branch and cut over the whole program beside the windows) when the
+  /// time limit is at least this (seconds), by branch and cut alone otherwise
+  /// (SearchOptions::small_program_strategy). Windows improve warm starts that CBC's tree
+  /// keeps (UNet b1 416x608 at 0.46x: 12.73 s predicted instead of 15.24 s; docs/RESULTS.md);
+  /// under short limits they would not run (each gets at least a second), while CBC proves
+  /// tiny programs optimal within one.
+  double small_program_neighbourhood_min_seconds = 20;
   /// Plans to start the solver from when the program accepts them (besides store-all and
   /// Chen): e.g. the minimum-budget plan, or a plan solved before.
   std::vector<Plan> warm_plans;
@@ -90,6 +99,15 @@ struct MonetOptions {
   /// The default: on ResNet-50 b32 at 0.27x and 0.28x the exact program's plans are about
   /// one point faster (predicted) than the elastic search's (docs/RESULTS.md).
   NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kExactProgramThenElastic;
+  /// The recomputation-first plan's limit, as a fraction of solver.time_limit_seconds:
+  /// in MonetMode::kAll, on programs of at most solver.neighbourhood_min_columns columns
+  /// searched by neighbourhoods (small_program_neighbourhood_min_seconds),
+  /// the program with every operator at its default implementation (what to keep and
+  /// recompute alone, as Checkmate chooses) is searched first; its plan, each convolution
+  /// then switched to the fastest algorithm that fits (as Checkmate-O), is a warm start of
+  /// the whole program, whose search then chooses the other implementations (UNet b1
+  /// 416x608 at 0.5x: 10.78 s predicted instead of 11.25 s; docs/RESULTS.md). 0: none.
+  double recomputation_first_share = 0.25;
   /// The elastic search's limit (when no heuristic plan fits the program), likewise.
   double elastic_share = 0.5;
   /// The elastic search stops at excess 0 with a plan up to this many times slower than
@@ -108,8 +126,9 @@ enum class PlanSource {
   kProgram,             // the program's solution
   kSegmentKeeping,      // segment keeping's plan (segment_keeping.h)
   kChainCheckpointing,  // chain checkpointing's plan (chain_checkpointing.h)
+  kRecomputationFirst,  // the recomputation-first plan (MonetOptions::recomputation_first_share)
 };
-/// "program", "segment keeping", "chain checkpointing".
+/// "program", "segment keeping", "chain checkpointing", "recomputation first".
 const char* plan_source_name(PlanSource source);
 
 struct ProgramSize {
@@ -144,6 +163,9 @@ struct MonetResult {
   /// Wall time (seconds) until a plan within the budget was known (a heuristic's or the
   /// program's); -1: none was found.
   double first_fit_seconds = -1;
+  /// Predicted seconds of the recomputation-first plan (MonetOptions::recomputation_first_share)
+  /// within the budget, the program's warm start when it is the fastest; -1: none.
+  double recomputation_first_seconds = -1;
 };
 
 /// Solves the program for `options.budget_bytes`. A budget below the floor returns at

@@ -13,7 +13,7 @@ namespace monet {
 SearchStrategy resolve_strategy(const Milp& m, const SearchOptions& o) {
   if (o.strategy != SearchStrategy::kAuto) return o.strategy;
   return m.columns() > o.neighbourhood_min_columns ? SearchStrategy::kNeighbourhood
-                                                   : SearchStrategy::kBranchAndCut;
+                                                   : o.small_program_strategy;
 }
 
 MilpResult search_program(const Milp& m, const SearchOptions& o) {

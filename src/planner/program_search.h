@@ -14,7 +14,8 @@ namespace monet {
 
 enum class SearchStrategy {
   kAuto,           // kNeighbourhood for programs of more than
-                   // SearchOptions::neighbourhood_min_columns columns, else kBranchAndCut
+                   // SearchOptions::neighbourhood_min_columns columns, else
+                   // SearchOptions::small_program_strategy
   kBranchAndCut,   // CBC's branch and cut over the whole program (`monet plan --exact`)
   kNeighbourhood,  // neighbourhood search from the warm start (without one: branch and cut)
 };
@@ -25,6 +26,10 @@ struct SearchOptions : MilpOptions {
   /// kAuto searches programs of more columns than this by neighbourhood search (CBC's
   /// tree search found no incumbent in 120 s on ResNet-50's 73,000 columns).
   int neighbourhood_min_columns = 20000;
+  /// kAuto on programs of at most neighbourhood_min_columns columns: kBranchAndCut, or
+  /// kNeighbourhood (whose second core runs the same branch and cut over the whole
+  /// program beside the windows once the LP relaxation is solved). Never kAuto.
+  SearchStrategy small_program_strategy = SearchStrategy::kBranchAndCut;
   /// Neighbourhood search: windows, thresholds and time shares (neighbourhood_search.h).
   NeighbourhoodOptions neighbourhood;
   /// Neighbourhood search only: the LP relaxation, already under way (e.g. started beside
