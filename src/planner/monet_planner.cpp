@@ -185,7 +185,7 @@ SimulatedPlan recomputation_first_plan(const Graph& g, const CostModel& costs,
     return {};
   }
   const int switches = choose_fastest_convolutions(g, costs, budget, &r.plan);
-  r.plan.planner = monet_mode_name(o.mode);
+  r.plan.planner = "recomputation-first";  // the warm start's name; returned as the mode's
   SimulatedPlan first;
   first.simulated = simulate(g, r.plan, costs);
   first.plan = std::move(r.plan);
