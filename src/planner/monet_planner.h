@@ -3,7 +3,8 @@
 // implementation every operator uses in the forward pass (delta), and which backward
 // implementation every backward step uses (delta-hat), under a peak-memory budget, at
 // the least profiled time. plan_monet() is a pipeline: heuristic plans (segment keeping,
-// chain checkpointing) -> the program and its bound (the LP relaxation) -> a warm start
+// chain checkpointing; on small programs also the recomputation-first plan) -> the
+// program and its bound (the LP relaxation) -> a warm start
 // (the fastest heuristic plan the program accepts, else the elastic program's search) ->
 // the search (program_search.h) -> decode and check with the simulator; when the exact
 // peak exceeds the budget the program is solved again with the budget lowered by the
