@@ -162,12 +162,21 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const Mone
   return {program.decode(r.values)};
 }
 
-// The recomputation-first plan for `budget` (MonetOptions::recomputation_first_share):
-// the program in MonetMode::kNoOp searched in its share of the time limit, within
-// `seconds_left` (seconds), then each convolution switched to the fastest algorithm that
-// keeps the plan within the budget, with its simulation. Empty when the program found none.
-SimulatedPlan recomputation_first_plan(const Graph& g, const CostModel& costs,
-                                       const MonetOptions& o, int64_t budget, double seconds_left) {
+// Adds the recomputation-first plan for `budget` (MonetOptions::recomputation_first_share)
+// to `h`'s plans within the budget, and makes it `h`'s fastest when it is faster, where the
+// planner's program (`program_columns` columns, searched under `search`) is small and
+// searched by neighbourhoods: the program in MonetMode::kNoOp searched in its share of the
+// time limit, within `seconds_left` (seconds), then each convolution switched to the
+// fastest algorithm that keeps the plan within the budget. Returns its predicted seconds;
+// -1 when there is none.
+double add_recomputation_first_plan(const Graph& g, const CostModel& costs, const MonetOptions& o,
+                                    int64_t budget, int program_columns,
+                                    const SearchOptions& search, double seconds_left,
+                                    HeuristicPlans* h) {
+  if (o.mode != MonetMode::kAll || o.recomputation_first_share <= 0 ||
+      program_columns > o.solver.neighbourhood_min_columns ||
+      search.strategy != SearchStrategy::kNeighbourhood)
+    return -1;
   MonetOptions noop = o;
   noop.mode = MonetMode::kNoOp;
   noop.budget_bytes = budget;
@@ -176,13 +185,13 @@ SimulatedPlan recomputation_first_plan(const Graph& g, const CostModel& costs,
   noop.solver.progress = false;
   noop.solver.time_limit_seconds =
       std::min(o.solver.time_limit_seconds * o.recomputation_first_share, seconds_left);
-  if (noop.solver.time_limit_seconds < 1) return {};
+  if (noop.solver.time_limit_seconds < 1) return -1;
   const auto t0 = Clock::now();
   MonetResult r = plan_monet(g, costs, noop);
   if (!r.found) {
     if (o.solver.progress)
       report_progress("planner: recomputation first: no plan in %.1f s\n", seconds_since(t0));
-    return {};
+    return -1;
   }
   const int switches = choose_fastest_convolutions(g, costs, budget, &r.plan);
   r.plan.planner = "recomputation-first";  // the warm start's name; returned as the mode's
@@ -194,7 +203,12 @@ SimulatedPlan recomputation_first_plan(const Graph& g, const CostModel& costs,
         "planner: recomputation first (default implementations): a plan of %.4g s in %.1f s, "
         "%.4g s with %d convolution instructions switched to faster algorithms\n",
         r.predicted.seconds, seconds_since(t0), first.simulated.seconds, switches);
-  return first;
+  if (first.simulated.peak_bytes > budget) return -1;
+  const double seconds = first.simulated.seconds;
+  if (h->fastest.plan.program.empty() || seconds < h->fastest.simulated.seconds)
+    h->fastest = first, h->fastest_source = PlanSource::kRecomputationFirst;
+  h->within_budget.push_back(std::move(first.plan));
+  return seconds;
 }
 
 bool intermediate_family(const Node& n) {
@@ -410,18 +424,10 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // Heuristic plans, and the warm start.
     HeuristicPlans h =
         heuristic_plans(g, costs, budget, o, limit - seconds_since(t0) - o.return_reserve_seconds);
-    if (o.mode == MonetMode::kAll && o.recomputation_first_share > 0 &&
-        search.program->milp().columns() <= o.solver.neighbourhood_min_columns &&
-        search.solver.strategy == SearchStrategy::kNeighbourhood) {
-      SimulatedPlan first = recomputation_first_plan(
-          g, costs, o, budget, limit - seconds_since(t0) - o.return_reserve_seconds);
-      if (!first.plan.program.empty() && first.simulated.peak_bytes <= o.budget_bytes) {
-        result.recomputation_first_seconds = first.simulated.seconds;
-        if (heuristic.plan.program.empty() || first.simulated.seconds < heuristic.simulated.seconds)
-          heuristic = first, heuristic_source = PlanSource::kRecomputationFirst;
-        h.within_budget.push_back(std::move(first.plan));
-      }
-    }
+    const double first = add_recomputation_first_plan(
+        g, costs, o, budget, search.program->milp().columns(), search.solver,
+        limit - seconds_since(t0) - o.return_reserve_seconds, &h);
+    if (first >= 0) result.recomputation_first_seconds = first;
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         result.first_fit_seconds < 0)
       result.first_fit_seconds = seconds_since(t0);
