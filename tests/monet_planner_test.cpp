@@ -8,6 +8,7 @@
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
 #include "planner/baseline_plans.h"
+#include "planner/memory_floor.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
@@ -131,6 +132,37 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
   o.recomputation_first_share = 0.25;
   o.solver.time_limit_seconds = 4;
   EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
+}
+
+// Tiny UNet with larger images (activations dominate, as in the paper's regime) in
+// monet-noop (the recomputation-first plan's mode), at a budget 60% of the way from the
+// floor to Chen's peak: no heuristic plan with default implementations fits. The branch
+// and cut searches the small program from no plan and finds one within the budget; with
+// SmallProgramFirstFit::kElastic the elastic search's plan starts it instead.
+TEST(MonetPlanner, SearchesSmallProgramsFromNoPlanWhenNoHeuristicFits) {
+  MemoryTracker::install();
+  testing::TinyModel unet = testing::tiny_models_named({"unet"})[0];
+  unet.config.image = {128, 192};
+  const testing::ProfiledTinyModel m(unet);
+  const int64_t chen = simulate(m.g, chen_plan(m.g), m.costs).peak_bytes;
+  const int64_t floor = memory_floor_bytes(m.g, m.costs);
+  MonetOptions o;
+  o.mode = MonetMode::kNoOp;
+  o.budget_bytes = floor + (chen - floor) * 6 / 10;
+  o.solver.time_limit_seconds = 8;
+  for (SmallProgramFirstFit way :
+       {SmallProgramFirstFit::kBranchAndCut, SmallProgramFirstFit::kElastic}) {
+    o.small_program_first_fit = way;
+    const MonetResult r = plan_monet(m.g, m.costs, o);
+    ASSERT_TRUE(r.found);
+    EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
+    EXPECT_EQ(r.warm_start,
+              way == SmallProgramFirstFit::kElastic ? "the elastic search's plan" : "");
+    EXPECT_LT(testing::max_gradient_error(m.g, r.plan), 1e-9);
+    std::cout << "unet 128x192, monet-noop at " << o.budget_bytes << " B (Chen " << chen
+              << " B, floor " << floor << " B): " << r.predicted.seconds << " s"
+              << (r.warm_start.empty() ? "" : " from ") << r.warm_start << "\n";
+  }
 }
 
 TEST(MonetModes, NamesRoundTrip) {

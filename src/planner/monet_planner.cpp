@@ -334,9 +334,11 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
 // kExactProgramThenElastic, the fastest the program modelling every intermediate exactly
 // and recomputing in place accepts (it expresses chain checkpointing's schedules, whose
 // recomputations emit the ReLUs' masks again), which then replaces it, searched without a
-// bound (`spare` receives the program replaced); else the elastic search's plan (a
-// neighbourhood search needs one; a branch and cut may otherwise find none within the
-// time limit). Returns its description (empty: none).
+// bound (`spare` receives the program replaced); else none for a small program under
+// SmallProgramFirstFit::kBranchAndCut (CBC's branch and cut then searches it from no
+// plan); else the elastic search's plan (a neighbourhood search needs one; a branch and
+// cut over a large program may find none within the time limit). Returns its description
+// (empty: none).
 std::string choose_warm_start(const Graph& g, const CostModel& costs, const MonetOptions& o,
                               int64_t budget, const HeuristicPlans& h, double seconds_left,
                               ProgramSearch* search, ProgramSearch* spare) {
@@ -359,6 +361,16 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
       search->swap(*spare);
       return name + " (the program with every intermediate modelled exactly, recomputing in place)";
     }
+    *spare->stop = true;  // its LP relaxation would take a core from the search
+  }
+  if (o.small_program_first_fit == SmallProgramFirstFit::kBranchAndCut &&
+      search->program->milp().columns() <= o.solver.neighbourhood_min_columns) {
+    *search->stop = true;  // CBC solves the root LP itself
+    if (o.solver.progress)
+      report_progress(
+          "planner: no heuristic plan fits; CBC's branch and cut searches the program from "
+          "no plan\n");
+    return name;
   }
   // Starting points of the elastic program: the plans within the budget (the program's
   // memory rows may reject what the simulator accepts) and those over it.

@@ -67,6 +67,17 @@ enum class NoFittingHeuristic {
   kElastic,  // the elastic search's plan
 };
 
+/// What the planner does when no heuristic plan fits a program of at most
+/// SearchOptions::neighbourhood_min_columns columns (and the exact program accepts none).
+enum class SmallProgramFirstFit {
+  /// CBC's branch and cut over the program from no plan, with the whole time left: its own
+  /// heuristics find a first plan within the budget where the elastic search stalls (UNet
+  /// b1 416x608 at 0.42x, monet-noop: a plan 8.8 s into the branch and cut; the elastic
+  /// search's 15 s end 37,631 MiB over the budget in all).
+  kBranchAndCut,
+  kElastic,  // the elastic search's plan as the warm start, as on larger programs
+};
+
 struct MonetOptions {
   int64_t budget_bytes = 0;  // absolute peak allowed for the iteration (bytes)
   MonetMode mode = MonetMode::kAll;
@@ -100,6 +111,7 @@ struct MonetOptions {
   /// The default: on ResNet-50 b32 at 0.27x and 0.28x the exact program's plans are about
   /// one point faster (predicted) than the elastic search's (docs/RESULTS.md).
   NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kExactProgramThenElastic;
+  SmallProgramFirstFit small_program_first_fit = SmallProgramFirstFit::kBranchAndCut;
   /// The recomputation-first plan's limit, as a fraction of solver.time_limit_seconds:
   /// in MonetMode::kAll, on programs of at most solver.neighbourhood_min_columns columns
   /// searched by neighbourhoods (small_program_neighbourhood_min_seconds),
