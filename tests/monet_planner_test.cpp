@@ -149,7 +149,9 @@ TEST(MonetPlanner, SearchesSmallProgramsFromNoPlanWhenNoHeuristicFits) {
   MonetOptions o;
   o.mode = MonetMode::kNoOp;
   o.budget_bytes = floor + (chen - floor) * 6 / 10;
-  o.solver.time_limit_seconds = 8;
+  // The heuristics take about 2 s, the exact program's check 1 s and the return reserve
+  // 2 s; CBC's first plan comes 2.5 s into its branch and cut.
+  o.solver.time_limit_seconds = 12;
   for (SmallProgramFirstFit way :
        {SmallProgramFirstFit::kBranchAndCut, SmallProgramFirstFit::kElastic}) {
     o.small_program_first_fit = way;
@@ -163,6 +165,30 @@ TEST(MonetPlanner, SearchesSmallProgramsFromNoPlanWhenNoHeuristicFits) {
               << " B, floor " << floor << " B): " << r.predicted.seconds << " s"
               << (r.warm_start.empty() ? "" : " from ") << r.warm_start << "\n";
   }
+}
+
+// With HeuristicPlansSource::kWarmPlansOnly the planner runs neither segment keeping nor
+// chain checkpointing (the recomputation-first search gets the plans the planner already
+// found): with no warm plans, its plan is the program's, from a plan of its own warm start.
+TEST(MonetPlanner, TakesOnlyTheGivenPlansWhenAskedTo) {
+  MemoryTracker::install();
+  const testing::ProfiledTinyModel m("resnet18");
+  const SimulationResult store_all = simulate(m.g, store_all_plan(m.g), m.costs);
+  MonetOptions o;
+  o.budget_bytes = (store_all.peak_bytes + memory_floor_bytes(m.g, m.costs)) / 2;
+  o.solver.time_limit_seconds = 4;
+  o.heuristics = HeuristicPlansSource::kWarmPlansOnly;
+  const MonetResult r = plan_monet(m.g, m.costs, o);
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.source, PlanSource::kProgram);
+  EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
+  EXPECT_EQ(r.warm_start.find("segment-keeping"), std::string::npos) << r.warm_start;
+  EXPECT_EQ(r.warm_start.find("chain"), std::string::npos) << r.warm_start;
+  // Given a plan, it may start from it.
+  o.warm_plans = {r.plan};
+  const MonetResult again = plan_monet(m.g, m.costs, o);
+  ASSERT_TRUE(again.found);
+  EXPECT_LE(again.predicted.seconds, r.predicted.seconds * (1 + 1e-9));
 }
 
 TEST(MonetModes, NamesRoundTrip) {

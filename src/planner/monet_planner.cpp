@@ -85,11 +85,13 @@ struct HeuristicPlans {
 };
 
 // `seconds_left`: what is left of the time limit (seconds), all of which a first fit may
-// take when no heuristic plan fits otherwise.
+// take when no heuristic plan fits otherwise. Under HeuristicPlansSource::kWarmPlansOnly:
+// the warm plans alone, none of them `fastest`.
 HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t budget,
                                const MonetOptions& o, double seconds_left) {
   HeuristicPlans h;
   h.within_budget = o.warm_plans;
+  if (o.heuristics == HeuristicPlansSource::kWarmPlansOnly) return h;
   const auto take = [&](SimulatedPlan p, PlanSource source) {
     if (h.fastest.plan.program.empty() || p.simulated.seconds < h.fastest.simulated.seconds)
       h.fastest = p, h.fastest_source = source;
@@ -180,7 +182,10 @@ double add_recomputation_first_plan(const Graph& g, const CostModel& costs, cons
   MonetOptions noop = o;
   noop.mode = MonetMode::kNoOp;
   noop.budget_bytes = budget;
-  noop.warm_plans.clear();
+  // The heuristic plans found for this budget (segment keeping and chain checkpointing,
+  // which are not run again), as warm starts where the noop program accepts them.
+  noop.warm_plans = h->within_budget;
+  noop.heuristics = HeuristicPlansSource::kWarmPlansOnly;
   noop.recomputation_first_share = 0;
   noop.solver.progress = false;
   noop.solver.time_limit_seconds =

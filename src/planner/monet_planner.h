@@ -78,6 +78,12 @@ enum class SmallProgramFirstFit {
   kElastic,  // the elastic search's plan as the warm start, as on larger programs
 };
 
+/// Where plan_monet's heuristic plans come from.
+enum class HeuristicPlansSource {
+  kRun,            // segment keeping and chain checkpointing, and MonetOptions::warm_plans
+  kWarmPlansOnly,  // MonetOptions::warm_plans alone (e.g. plans found for the same budget)
+};
+
 struct MonetOptions {
   int64_t budget_bytes = 0;  // absolute peak allowed for the iteration (bytes)
   MonetMode mode = MonetMode::kAll;
@@ -96,6 +102,7 @@ struct MonetOptions {
   /// Plans to start the solver from when the program accepts them (besides store-all and
   /// Chen): e.g. the minimum-budget plan, or a plan solved before.
   std::vector<Plan> warm_plans;
+  HeuristicPlansSource heuristics = HeuristicPlansSource::kRun;
   /// Segment keeping's limit, as a fraction of solver.time_limit_seconds.
   double segment_keeping_share = 1.0 / 6;
   /// Chain checkpointing's limit (the simulations of its schedules and their
