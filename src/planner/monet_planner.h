@@ -5,7 +5,8 @@
 // the least profiled time. plan_monet() is a pipeline: heuristic plans (segment keeping,
 // chain checkpointing; on small programs also the recomputation-first plan) -> the
 // program and its bound (the LP relaxation) -> a warm start
-// (the fastest heuristic plan the program accepts, else the elastic program's search) ->
+// (the fastest heuristic plan the program accepts, else the elastic program's search on
+// large programs; small ones are searched from no plan) ->
 // the search (program_search.h) -> decode and check with the simulator; when the exact
 // peak exceeds the budget the program is solved again with the budget lowered by the
 // excess.
