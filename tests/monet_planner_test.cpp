@@ -191,6 +191,25 @@ TEST(MonetPlanner, TakesOnlyTheGivenPlansWhenAskedTo) {
   EXPECT_LE(again.predicted.seconds, r.predicted.seconds * (1 + 1e-9));
 }
 
+// Under a limit of kSmallProgramNeighbourhoodMinSeconds the smallest budget of a small
+// program is searched by neighbourhoods (branch and cut on the second core): its plan
+// peaks at most at the budget found, which is at least the proven bound, and matches
+// autograd's gradients.
+TEST(MonetPlanner, FindsTheSmallestBudgetOfSmallProgramsByNeighbourhoods) {
+  MemoryTracker::install();
+  const testing::ProfiledTinyModel m("unet");
+  SearchOptions solver;
+  solver.time_limit_seconds = kSmallProgramNeighbourhoodMinSeconds;
+  const MinimumBudget smallest = minimum_budget(m.g, m.costs, MonetMode::kAll, solver);
+  ASSERT_GT(smallest.bytes, 0);
+  EXPECT_GE(smallest.bytes, smallest.bound_bytes);
+  EXPECT_LE(simulate(m.g, smallest.plan, m.costs).peak_bytes, smallest.bytes);
+  EXPECT_LT(testing::max_gradient_error(m.g, smallest.plan), 1e-9);
+  std::cout << "unet: smallest budget " << smallest.bytes << " B ("
+            << (smallest.proven ? "proven" : "best found") << ", bound " << smallest.bound_bytes
+            << " B)\n";
+}
+
 TEST(MonetModes, NamesRoundTrip) {
   for (const char* n :
        {"monet", "monet-noop", "monet-conv", "monet-out", "monet-int", "monet-inplace"})

@@ -504,6 +504,9 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   po.span_max_columns = solver.neighbourhood_min_columns;
   const MonetProgram program(g, costs, po);
   SearchOptions o = solver;
+  o.small_program_strategy = o.time_limit_seconds >= kSmallProgramNeighbourhoodMinSeconds
+                                 ? SearchStrategy::kNeighbourhood
+                                 : SearchStrategy::kBranchAndCut;
   o.neighbourhood.column_positions = program.column_positions();
   warm_start(program, g, costs, &o);
   const MilpResult r = search_program(program.milp(), o);
