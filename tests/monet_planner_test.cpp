@@ -169,7 +169,8 @@ TEST(MonetPlanner, SearchesSmallProgramsFromNoPlanWhenNoHeuristicFits) {
 
 // With HeuristicPlansSource::kWarmPlansOnly the planner runs neither segment keeping nor
 // chain checkpointing (the recomputation-first search gets the plans the planner already
-// found): with no warm plans, its plan is the program's, from a plan of its own warm start.
+// found): with no warm plans, its plan is the program's, started from one of the warm
+// starts every search considers (Chen, store-all, checkpointing).
 TEST(MonetPlanner, TakesOnlyTheGivenPlansWhenAskedTo) {
   MemoryTracker::install();
   const testing::ProfiledTinyModel m("resnet18");

@@ -375,7 +375,7 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
       report_progress(
           "planner: no heuristic plan fits; CBC's branch and cut searches the program from "
           "no plan\n");
-    return name;
+    return "";
   }
   // Starting points of the elastic program: the plans within the budget (the program's
   // memory rows may reject what the simulator accepts) and those over it.
