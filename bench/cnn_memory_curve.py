@@ -1,14 +1,16 @@
 #!/usr/bin/python3
-"""A torchvision CNN of the paper's experiments (resnet50, mobilenet_v2, googlenet, vgg16):
-monet's training-step memory and time at several budgets against plain PyTorch and
-against torch.utils.checkpoint applied per block and as checkpoint_sequential with 2, 4
-and 8 segments (those no more than the blocks), in one process with monet's tracking
-allocator, interleaved (bench/interleaved_steps.py). A step is zero_grad, forward,
-cross-entropy over 1000 classes, backward and an SGD-momentum step; its peak is the
-tracked peak above what was alive before the model was built.
+"""A CNN of the paper's experiments (the torchvision models resnet50, mobilenet_v2,
+googlenet, vgg16, and unet, the zoo's UNet in bench/zoo_unet.py): monet's training-step
+memory and time at several budgets against plain PyTorch and against
+torch.utils.checkpoint applied per block and, on the chains, as checkpoint_sequential
+with 2, 4 and 8 segments (those no more than the blocks), in one process with monet's
+tracking allocator, interleaved (bench/interleaved_steps.py). A step is zero_grad,
+forward, the loss (cross-entropy over 1000 classes; UNet: binary cross-entropy on logits
+against a random 0-1 mask), backward and an SGD-momentum step; its peak is the tracked
+peak above what was alive before the model was built.
 
 Usage: PYTHONPATH=build/python bench/cnn_memory_curve.py [--model resnet50] [--batch 32]
-           [--image 224] [--budgets 0.3,0.4,0.5,0.7] [--iters 2] [--time-limit 60]
+           [--image 224 | HxW] [--budgets 0.3,0.4,0.5,0.7] [--iters 2] [--time-limit 60]
            [--json FILE]
 """
 import argparse
@@ -19,6 +21,7 @@ import torch.utils.checkpoint
 import torchvision
 
 import monet
+import zoo_unet
 from interleaved_steps import budget_curve, parse_curve_arguments
 
 
@@ -74,27 +77,54 @@ def sequential(stem, blocks, head, segments):
     return forward
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="resnet50")
-    for name, default in (("batch", 32), ("image", 224), ("iters", 2)):
-        ap.add_argument("--" + name, type=int, default=default)
-    a = parse_curve_arguments(ap, "0.3,0.4,0.5,0.7")
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randn(a.batch, 3, a.image, a.image, generator=gen)
-    y = torch.randint(0, 1000, (a.batch,), generator=gen)
-    before = monet.current_memory()
-    torch.manual_seed(0)
-    kwargs = {"aux_logits": False, "init_weights": True} if a.model == "googlenet" else {}
-    model = getattr(torchvision.models, a.model)(**kwargs).train()
-    stem, blocks, head = stages(model, a.model)
+def image_size(text):
+    """(height, width) from "224" or "416x608"."""
+    try:
+        sizes = [int(v) for v in text.lower().split("x")]
+    except ValueError:
+        sizes = []
+    if len(sizes) not in (1, 2) or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"expected N or HxW, got '{text}'")
+    return (sizes[0], sizes[-1])
+
+
+def model_and_peers(name):
+    """The model in training mode and its torch.utils.checkpoint variants (name -> forward)."""
+    if name == "unet":
+        model = zoo_unet.UNet().train()
+        return model, {"checkpoint per block": lambda x: model.run(x, checkpointed=True)}
+    kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    model = getattr(torchvision.models, name)(**kwargs).train()
+    stem, blocks, head = stages(model, name)
     peers = {"checkpoint per block": per_block(stem, blocks, head)}
     for segments in (2, 4, 8):
         if segments <= len(blocks):  # VGG has 5 stages
             peers[f"checkpoint_sequential({segments})"] = sequential(stem, blocks, head, segments)
-    budget_curve(model, x, lambda forward: F.cross_entropy(forward(x), y), peers,
+    return model, peers
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="resnet50")
+    ap.add_argument("--image", type=image_size, default=(224, 224))
+    for name, default in (("batch", 32), ("iters", 2)):
+        ap.add_argument("--" + name, type=int, default=default)
+    a = parse_curve_arguments(ap, "0.3,0.4,0.5,0.7")
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(a.batch, 3, *a.image, generator=gen)
+    if a.model == "unet":
+        y = torch.randint(0, 2, (a.batch, 1, *a.image), generator=gen).float()
+        criterion = F.binary_cross_entropy_with_logits
+    else:
+        y = torch.randint(0, 1000, (a.batch,), generator=gen)
+        criterion = F.cross_entropy
+    before = monet.current_memory()
+    torch.manual_seed(0)
+    model, peers = model_and_peers(a.model)
+    image = a.image[0] if a.image[0] == a.image[1] else f"{a.image[0]}x{a.image[1]}"
+    budget_curve(model, x, lambda forward: criterion(forward(x), y), peers,
                  a.budgets.split(","), a.time_limit, a.iters, before,
-                 {"model": a.model, "batch": a.batch, "image": a.image}, a.json)
+                 {"model": a.model, "batch": a.batch, "image": image}, a.json)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def budget_curve(model, example, loss_of, peers, budgets, time_limit, rounds, be
             fast = monet.optimize(model, example, budget=ratio + "x", optimizer="sgd-momentum",
                                   time_limit=time_limit)
         except monet.BudgetTooSmall as e:
-            print(f"monet {ratio}x: no plan (smallest budget {e.smallest_budget} B)", flush=True)
+            print(f"monet {ratio}x: no plan: {e}", flush=True)
             continue
         print(f"monet {ratio}x: {fast.plan}", flush=True)
         methods[f"monet {ratio}x"] = fast

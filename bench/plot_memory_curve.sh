@@ -24,7 +24,7 @@ points='.methods.pytorch as $p | .methods | to_entries[]
      .key] | @tsv'
 jq -r "$points" "$json" | grep -P '\tmonet ' | sort -t$'\t' -k2,2g > "$work/monet.tsv" || true
 jq -r "$points" "$json" | grep -vP '\tmonet ' > "$work/peers.tsv"
-title="$(jq -r '.config | "\(.model), batch \(.batch)" + (if .image then ", \(.image)²" else "" end)' "$json")"
+title="$(jq -r '.config | "\(.model), batch \(.batch)" + (if .image == null then "" elif (.image | type) == "string" then ", \(.image)" else ", \(.image)²" end)' "$json")"
 cat > "$work/plot.gp" <<GP
 set terminal pngcairo size 900,560 noenhanced
 set output '$png'

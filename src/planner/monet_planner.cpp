@@ -29,6 +29,14 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// How programs of at most SearchOptions::neighbourhood_min_columns columns are searched
+// under a limit of `limit_seconds`: by neighbourhoods from `neighbourhood_min_seconds` on
+// (MonetOptions::small_program_neighbourhood_min_seconds), by branch and cut below.
+SearchStrategy small_program_strategy(double limit_seconds, double neighbourhood_min_seconds) {
+  return limit_seconds >= neighbourhood_min_seconds ? SearchStrategy::kNeighbourhood
+                                                    : SearchStrategy::kBranchAndCut;
+}
+
 struct ModeName {
   MonetMode mode;
   const char* name;
@@ -314,10 +322,8 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
   search->program = std::make_unique<MonetProgram>(g, costs, po);
   const MonetProgram& program = *search->program;
   search->solver = o.solver;
-  search->solver.small_program_strategy =
-      o.solver.time_limit_seconds >= o.small_program_neighbourhood_min_seconds
-          ? SearchStrategy::kNeighbourhood
-          : SearchStrategy::kBranchAndCut;
+  search->solver.small_program_strategy = small_program_strategy(
+      o.solver.time_limit_seconds, o.small_program_neighbourhood_min_seconds);
   search->solver.strategy = resolve_strategy(program.milp(), search->solver);
   search->solver.neighbourhood.column_positions = program.column_positions();
   if (search->solver.strategy != SearchStrategy::kNeighbourhood) return;
@@ -504,9 +510,8 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   po.span_max_columns = solver.neighbourhood_min_columns;
   const MonetProgram program(g, costs, po);
   SearchOptions o = solver;
-  o.small_program_strategy = o.time_limit_seconds >= kSmallProgramNeighbourhoodMinSeconds
-                                 ? SearchStrategy::kNeighbourhood
-                                 : SearchStrategy::kBranchAndCut;
+  o.small_program_strategy =
+      small_program_strategy(o.time_limit_seconds, kSmallProgramNeighbourhoodMinSeconds);
   o.neighbourhood.column_positions = program.column_positions();
   warm_start(program, g, costs, &o);
   const MilpResult r = search_program(program.milp(), o);
