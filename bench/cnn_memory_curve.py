@@ -69,11 +69,20 @@ def per_block(stem, blocks, head):
 
 
 def sequential(stem, blocks, head, segments):
-    """forward with checkpoint_sequential over the blocks in `segments` segments."""
-    body = torch.nn.Sequential(*blocks)
+    """forward as checkpoint_sequential over the blocks in `segments` segments (each of
+    len(blocks) // segments blocks, the last one taking the rest and run without a
+    checkpoint), with the non-reentrant checkpoint. Debian's PyTorch 1.13 has only the
+    reentrant checkpoint_sequential, under which a segment whose input needs no gradient
+    (VGG's first: its stem is the identity) gives its parameters no gradient at all."""
+    size = len(blocks) // segments
+    groups = [torch.nn.Sequential(*blocks[i * size:(i + 1) * size]) for i in range(segments - 1)]
+    last = torch.nn.Sequential(*blocks[(segments - 1) * size:])
 
     def forward(x):
-        return head(torch.utils.checkpoint.checkpoint_sequential(body, segments, stem(x)))
+        x = stem(x)
+        for group in groups:
+            x = torch.utils.checkpoint.checkpoint(group, x, use_reentrant=False)
+        return head(last(x))
     return forward
 
 
