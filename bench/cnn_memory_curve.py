@@ -77,13 +77,7 @@ def sequential(stem, blocks, head, segments):
     size = len(blocks) // segments
     groups = [torch.nn.Sequential(*blocks[i * size:(i + 1) * size]) for i in range(segments - 1)]
     last = torch.nn.Sequential(*blocks[(segments - 1) * size:])
-
-    def forward(x):
-        x = stem(x)
-        for group in groups:
-            x = torch.utils.checkpoint.checkpoint(group, x, use_reentrant=False)
-        return head(last(x))
-    return forward
+    return per_block(stem, groups, lambda x: head(last(x)))
 
 
 def image_size(text):
