@@ -8,6 +8,7 @@
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
 #include "planner/baseline_plans.h"
+#include "planner/chain_checkpointing.h"
 #include "planner/memory_floor.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
@@ -213,9 +214,19 @@ TEST(MonetPlanner, FindsTheSmallestBudgetOfSmallProgramsByNeighbourhoods) {
   EXPECT_GE(smallest.bytes, smallest.bound_bytes);
   EXPECT_LE(simulate(m.g, smallest.plan, m.costs).peak_bytes, smallest.bytes);
   EXPECT_LT(testing::max_gradient_error(m.g, smallest.plan), 1e-9);
+  // Never above chain checkpointing's leanest schedule (here not lowered any further).
+  ChainCheckpointingOptions chain;
+  chain.budget_bytes = 1;
+  chain.time_limit_seconds = solver.time_limit_seconds * kMinimumBudgetChainShare;
+  chain.first_fit_time_limit_seconds = 0;
+  chain.rematerialized_plans = 0;
+  const SimulatedPlan leanest = chain_checkpointing_plans(m.g, m.costs, chain).smallest;
+  ASSERT_FALSE(leanest.plan.program.empty());
+  EXPECT_LE(smallest.bytes, leanest.simulated.peak_bytes);
   std::cout << "unet: smallest budget " << smallest.bytes << " B ("
             << (smallest.proven ? "proven" : "best found") << ", bound " << smallest.bound_bytes
-            << " B)\n";
+            << " B), chain checkpointing's leanest schedule " << leanest.simulated.peak_bytes
+            << " B\n";
 }
 
 TEST(MonetModes, NamesRoundTrip) {

@@ -105,6 +105,15 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
       h.fastest = p, h.fastest_source = source;
     h.within_budget.push_back(std::move(p.plan));
   };
+  // Warm plans are the answer where nothing faster is found (in MonetMode::kAll, whose
+  // space holds any plan's implementations) when the simulator fits them to the budget.
+  if (o.mode == MonetMode::kAll)
+    for (const Plan& p : o.warm_plans) {
+      SimulatedPlan given{p, simulate(g, p, costs)};
+      if (given.simulated.peak_bytes > budget) continue;
+      if (h.fastest.plan.program.empty() || given.simulated.seconds < h.fastest.simulated.seconds)
+        h.fastest = std::move(given), h.fastest_source = PlanSource::kWarmPlan;
+    }
   const auto t0 = Clock::now();
   const double limit = o.solver.time_limit_seconds;
   SegmentKeepingOptions keeping_options;
@@ -272,6 +281,8 @@ const char* plan_source_name(PlanSource source) {
       return "chain checkpointing";
     case PlanSource::kRecomputationFirst:
       return "recomputation first";
+    case PlanSource::kWarmPlan:
+      return "warm plan";
   }
   return "?";
 }
@@ -513,16 +524,42 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   o.small_program_strategy =
       small_program_strategy(o.time_limit_seconds, kSmallProgramNeighbourhoodMinSeconds);
   o.neighbourhood.column_positions = program.column_positions();
-  warm_start(program, g, costs, &o);
+  // Chain checkpointing's leanest schedule, lowered towards nothing (every implementation:
+  // MonetMode::kAll only): a warm start where the program accepts it, and the answer where
+  // the search ends above it.
+  const auto t0 = Clock::now();
+  SimulatedPlan leanest;
+  if (mode == MonetMode::kAll) {
+    ChainCheckpointingOptions chain;
+    chain.budget_bytes = 1;
+    chain.time_limit_seconds = chain.first_fit_time_limit_seconds =
+        solver.time_limit_seconds * kMinimumBudgetChainShare;
+    chain.rematerialized_plans = 0;
+    leanest = chain_checkpointing_plans(g, costs, chain).smallest;
+    o.time_limit_seconds = std::max(1.0, solver.time_limit_seconds - seconds_since(t0));
+  }
+  std::vector<Plan> extra;
+  if (!leanest.plan.program.empty()) extra.push_back(leanest.plan);
+  warm_start(program, g, costs, &o, extra);
   const MilpResult r = search_program(program.milp(), o);
   MinimumBudget m;
-  if (r.values.empty()) return m;
-  m.bytes = program.budget_of(r.values);
   m.bound_bytes =
       std::isfinite(r.bound) ? static_cast<int64_t>(std::floor(r.bound * 1048576.0)) : -1;
   if (infeasible_bytes) m.bound_bytes = std::max(m.bound_bytes, *infeasible_bytes + 1);
-  m.proven = r.status == MilpStatus::kOptimal;
-  m.plan = program.decode(r.values);
+  if (!r.values.empty()) {
+    m.bytes = program.budget_of(r.values);
+    m.proven = r.status == MilpStatus::kOptimal;
+    m.plan = program.decode(r.values);
+  }
+  if (!leanest.plan.program.empty() && (m.bytes == 0 || leanest.simulated.peak_bytes < m.bytes)) {
+    m.bytes = leanest.simulated.peak_bytes;
+    m.plan = std::move(leanest.plan);
+    m.proven = false;
+    // The program's bound holds for its own memory model, whose rows bound the simulated
+    // peak from above: below it, it bounds nothing the simulator measured.
+    if (m.bound_bytes > m.bytes) m.bound_bytes = -1;
+  }
+  if (m.bytes == 0) return MinimumBudget{};
   m.plan.planner = monet_mode_name(mode);
   return m;
 }

@@ -105,7 +105,8 @@ struct MonetOptions {
   /// tiny programs optimal within one.
   double small_program_neighbourhood_min_seconds = kSmallProgramNeighbourhoodMinSeconds;
   /// Plans to start the solver from when the program accepts them (besides store-all and
-  /// Chen): e.g. the minimum-budget plan, or a plan solved before.
+  /// Chen): e.g. the minimum-budget plan, or a plan solved before. In MonetMode::kAll, one
+  /// whose simulated peak fits the budget is also the answer when nothing faster is found.
   std::vector<Plan> warm_plans;
   HeuristicPlansSource heuristics = HeuristicPlansSource::kRun;
   /// Segment keeping's limit, as a fraction of solver.time_limit_seconds.
@@ -152,8 +153,9 @@ enum class PlanSource {
   kSegmentKeeping,      // segment keeping's plan (segment_keeping.h)
   kChainCheckpointing,  // chain checkpointing's plan (chain_checkpointing.h)
   kRecomputationFirst,  // the recomputation-first plan (MonetOptions::recomputation_first_share)
+  kWarmPlan,            // one of MonetOptions::warm_plans (in MonetMode::kAll)
 };
-/// "program", "segment keeping", "chain checkpointing", "recomputation first".
+/// "program", "segment keeping", "chain checkpointing", "recomputation first", "warm plan".
 const char* plan_source_name(PlanSource source);
 
 struct ProgramSize {
@@ -203,12 +205,19 @@ struct MinimumBudget {
   bool proven = false;      // bytes == bound (solved to optimality)
   Plan plan;                // a plan with that peak (per the program)
 };
+/// minimum_budget's share of its time limit for chain checkpointing's leanest schedule
+/// (a fraction).
+inline constexpr double kMinimumBudgetChainShare = 0.25;
+
 /// The smallest budget for which the program (in `mode`) has a plan: the same program
-/// with the budget as the variable to minimise. `infeasible_bytes`: a budget (bytes)
-/// already proven to have no plan, e.g. by the LP relaxation of the program at that budget;
-/// the proven lower bound is then at least one byte above it, where the search's own bound
-/// is lower or missing (its relaxation can take longer than the time limit on ResNet-50).
-/// Under SearchStrategy::kAuto, programs of at most solver.neighbourhood_min_columns
+/// with the budget as the variable to minimise, in MonetMode::kAll started from chain
+/// checkpointing's leanest schedule where the program accepts it, and that schedule (its
+/// simulated peak, the program's bound dropped where it lies above it) where the search
+/// ends above it (UNet b1 416x608 in 60 s: 0.447x of autograd's peak instead of 0.507x).
+/// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
+/// of the program at that budget; the proven lower bound is then at least one byte above it, where
+/// the search's own bound is lower or missing (its relaxation can take longer than the time limit
+/// on ResNet-50). Under SearchStrategy::kAuto, programs of at most solver.neighbourhood_min_columns
 /// columns are searched by neighbourhoods when the time limit is at least
 /// kSmallProgramNeighbourhoodMinSeconds (UNet b1 416x608 in 60 s: 0.507x of autograd's
 /// peak instead of branch and cut's 0.644x), by branch and cut otherwise.
