@@ -200,10 +200,12 @@ struct MonetResult {
 MonetResult plan_monet(const Graph& graph, const CostModel& costs, const MonetOptions& options);
 
 struct MinimumBudget {
-  int64_t bytes = 0;        // smallest peak of any plan the program allows (best found)
+  /// Smallest peak found (bytes): the program's (its memory model), or chain
+  /// checkpointing's leanest schedule's (simulated) where that is smaller.
+  int64_t bytes = 0;
   int64_t bound_bytes = 0;  // proven lower bound on it; -1: none proven in the time limit
   bool proven = false;      // bytes == bound (solved to optimality)
-  Plan plan;                // a plan with that peak (per the program)
+  Plan plan;                // a plan with that peak
 };
 /// minimum_budget's share of its time limit for chain checkpointing's leanest schedule
 /// (a fraction).
