@@ -425,6 +425,18 @@ void prefer_heuristic(SimulatedPlan heuristic, PlanSource source, MonetMode mode
         (result->objective_seconds - result->solve.bound) / result->objective_seconds;
 }
 
+// Whether plan_monet searches the program again with recomputations in place where
+// possible: the program just searched (`result`), out of place, is proven to have no plan,
+// it is small, and `seconds_left` (seconds) leaves the search time.
+bool recompute_in_place_next(const MonetOptions& o, const MonetResult& result,
+                             Recomputations searched, double seconds_left) {
+  return o.infeasible_small_program == InfeasibleSmallProgram::kRecomputeInPlace &&
+         searched == Recomputations::kOutOfPlace &&
+         result.solve.status == MilpStatus::kInfeasible &&
+         result.size.columns <= o.solver.neighbourhood_min_columns &&
+         seconds_left - o.return_reserve_seconds >= 1;
+}
+
 }  // namespace
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
@@ -449,11 +461,12 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
   SimulatedPlan heuristic;
   PlanSource heuristic_source = PlanSource::kProgram;
   int64_t budget = o.budget_bytes;
+  Recomputations recomputations = o.recomputations;
   for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
     // The program, and its bound beside the heuristics (the LP relaxation: 17 to 50 s on
     // the largest programs).
     ProgramSearch search, spare;
-    start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, o.recomputations,
+    start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, recomputations,
                   Bound::kRelaxation, limit - seconds_since(t0), &search);
     // Heuristic plans, and the warm start.
     HeuristicPlans h =
@@ -489,7 +502,15 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
           warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
     result.solve = search_program(program.milp(), solver);
     ++result.solves;
-    if (result.solve.values.empty()) break;
+    if (result.solve.values.empty()) {
+      if (!recompute_in_place_next(o, result, recomputations, limit - seconds_since(t0))) break;
+      recomputations = Recomputations::kInPlaceWherePossible;
+      if (o.solver.progress)
+        report_progress(
+            "planner: the program has no plan within the budget; searching the program that "
+            "also recomputes in place\n");
+      continue;
+    }
     // Decode, and check with the simulator.
     result.plan = program.decode(result.solve.values);
     result.plan.planner = monet_mode_name(o.mode);
@@ -519,6 +540,10 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   po.mode = mode;
   po.budget_rows = BudgetRows::kMinimised;
   po.span_max_columns = solver.neighbourhood_min_columns;
+  // A small program as the planner searches it where the out-of-place one has no plan
+  // (InfeasibleSmallProgram::kRecomputeInPlace).
+  if (MonetProgram(g, costs, po).milp().columns() <= solver.neighbourhood_min_columns)
+    po.recomputations = Recomputations::kInPlaceWherePossible;
   const MonetProgram program(g, costs, po);
   SearchOptions o = solver;
   o.small_program_strategy =

@@ -68,6 +68,18 @@ enum class NoFittingHeuristic {
   kElastic,  // the elastic search's plan
 };
 
+/// What the planner does when its program, every recomputation out of place, is proven to
+/// have no plan within the budget.
+enum class InfeasibleSmallProgram {
+  /// On programs of at most SearchOptions::neighbourhood_min_columns columns: the program
+  /// that also recomputes ReLUs and adds in place where possible (Recomputations) is
+  /// searched in the time left; its plans recompute a ReLU over the recomputed convolution's
+  /// output and keep its 1-bit mask for the backward (VGG-16 b32 at 0.65x: a plan at 0.644x,
+  /// where the out-of-place program has none below 0.675x).
+  kRecomputeInPlace,
+  kNoPlan,  // no plan
+};
+
 /// The default of MonetOptions::small_program_neighbourhood_min_seconds, also minimum_budget's
 /// threshold (seconds).
 inline constexpr double kSmallProgramNeighbourhoodMinSeconds = 20;
@@ -121,6 +133,7 @@ struct MonetOptions {
   /// exactly in the program (MonetProgramOptions::exact_intermediate_min_fraction).
   double exact_intermediate_min_fraction = kExactIntermediateMinFraction;
   Recomputations recomputations = Recomputations::kOutOfPlace;  // of the program
+  InfeasibleSmallProgram infeasible_small_program = InfeasibleSmallProgram::kRecomputeInPlace;
   /// The default: on ResNet-50 b32 at 0.27x and 0.28x the exact program's plans are about
   /// one point faster (predicted) than the elastic search's (docs/RESULTS.md).
   NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kExactProgramThenElastic;
@@ -212,8 +225,10 @@ struct MinimumBudget {
 inline constexpr double kMinimumBudgetChainShare = 0.25;
 
 /// The smallest budget for which the program (in `mode`) has a plan: the same program
-/// with the budget as the variable to minimise, in MonetMode::kAll started from chain
-/// checkpointing's leanest schedule where the program accepts it, and that schedule (its
+/// with the budget as the variable to minimise (on programs of at most
+/// solver.neighbourhood_min_columns columns, recomputing in place where possible, as the
+/// planner searches them where the out-of-place program has no plan), in MonetMode::kAll started
+/// from chain checkpointing's leanest schedule where the program accepts it, and that schedule (its
 /// simulated peak, the program's bound dropped where it lies above it) where the search
 /// ends above it (UNet b1 416x608 in 60 s: 0.447x of autograd's peak instead of 0.507x).
 /// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
