@@ -74,8 +74,8 @@ enum class InfeasibleSmallProgram {
   /// On programs of at most SearchOptions::neighbourhood_min_columns columns: the program
   /// that also recomputes ReLUs and adds in place where possible (Recomputations) is
   /// searched in the time left; its plans recompute a ReLU over the recomputed convolution's
-  /// output and keep its 1-bit mask for the backward (VGG-16 b32 at 0.65x: a plan at 0.644x,
-  /// where the out-of-place program has none below 0.675x).
+  /// output and keep its 1-bit mask for the backward (VGG-16 b32 at 0.64x: 0.629 of
+  /// autograd's peak measured, where the out-of-place program has none below 0.675x).
   kRecomputeInPlace,
   kNoPlan,  // no plan
 };
@@ -230,7 +230,7 @@ inline constexpr double kMinimumBudgetChainShare = 0.25;
 /// planner searches them where the out-of-place program has no plan), in MonetMode::kAll started
 /// from chain checkpointing's leanest schedule where the program accepts it, and that schedule (its
 /// simulated peak, the program's bound dropped where it lies above it) where the search
-/// ends above it (UNet b1 416x608 in 60 s: 0.447x of autograd's peak instead of 0.507x).
+/// ends above it (UNet b1 416x608 in 60 s: 0.446x of autograd's peak instead of 0.507x).
 /// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
 /// of the program at that budget; the proven lower bound is then at least one byte above it, where
 /// the search's own bound is lower or missing (its relaxation can take longer than the time limit
