@@ -11,8 +11,6 @@
 #include "planner/chain_checkpointing.h"
 #include "planner/memory_floor.h"
 #include "planner/monet_planner.h"
-#include "planner/monet_program.h"
-#include "planner/program_search.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
 

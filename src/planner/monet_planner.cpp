@@ -437,6 +437,18 @@ bool recompute_in_place_next(const MonetOptions& o, const MonetResult& result,
          seconds_left - o.return_reserve_seconds >= 1;
 }
 
+// The program of minimum_budget: one of at most `small_max_columns` columns recomputing in
+// place where possible, as plan_monet searches it where the out-of-place one has no plan
+// (InfeasibleSmallProgram::kRecomputeInPlace); a larger one as built.
+std::unique_ptr<MonetProgram> minimum_budget_program(const Graph& g, const CostModel& costs,
+                                                     MonetProgramOptions po,
+                                                     int small_max_columns) {
+  auto program = std::make_unique<MonetProgram>(g, costs, po);
+  if (program->milp().columns() > small_max_columns) return program;
+  po.recomputations = Recomputations::kInPlaceWherePossible;
+  return std::make_unique<MonetProgram>(g, costs, po);
+}
+
 }  // namespace
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
@@ -540,11 +552,9 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   po.mode = mode;
   po.budget_rows = BudgetRows::kMinimised;
   po.span_max_columns = solver.neighbourhood_min_columns;
-  // A small program as the planner searches it where the out-of-place one has no plan
-  // (InfeasibleSmallProgram::kRecomputeInPlace).
-  if (MonetProgram(g, costs, po).milp().columns() <= solver.neighbourhood_min_columns)
-    po.recomputations = Recomputations::kInPlaceWherePossible;
-  const MonetProgram program(g, costs, po);
+  const std::unique_ptr<MonetProgram> built =
+      minimum_budget_program(g, costs, po, solver.neighbourhood_min_columns);
+  const MonetProgram& program = *built;
   SearchOptions o = solver;
   o.small_program_strategy =
       small_program_strategy(o.time_limit_seconds, kSmallProgramNeighbourhoodMinSeconds);
