@@ -12,6 +12,7 @@
 #include "planner/baseline_plans.h"
 #include "planner/checkmate_planner.h"
 #include "planner/gist_planner.h"
+#include "planner/minimum_budget.h"
 #include "planner/named_planner.h"
 #include "quick_profile.h"
 #include "tiny_models.h"

@@ -10,6 +10,7 @@
 #include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
 #include "planner/memory_floor.h"
+#include "planner/minimum_budget.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "tiny_models.h"

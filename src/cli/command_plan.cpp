@@ -11,6 +11,7 @@
 #include "graph/torchscript_import.h"
 #include "planner/baseline_plans.h"
 #include "planner/checkmate_planner.h"
+#include "planner/minimum_budget.h"
 #include "planner/monet_planner.h"
 #include "planner/named_planner.h"
 

@@ -12,12 +12,11 @@
 
 #include "base/progress.h"
 #include "cost/simulator.h"
-#include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
 #include "planner/fastest_convolutions.h"
-#include "planner/lean_plans.h"
 #include "planner/memory_floor.h"
 #include "planner/monet_program.h"
+#include "planner/program_warm_start.h"
 #include "planner/segment_keeping.h"
 
 namespace monet {
@@ -27,14 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// How programs of at most SearchOptions::neighbourhood_min_columns columns are searched
-// under a limit of `limit_seconds`: by neighbourhoods from `neighbourhood_min_seconds` on
-// (MonetOptions::small_program_neighbourhood_min_seconds), by branch and cut below.
-SearchStrategy small_program_strategy(double limit_seconds, double neighbourhood_min_seconds) {
-  return limit_seconds >= neighbourhood_min_seconds ? SearchStrategy::kNeighbourhood
-                                                    : SearchStrategy::kBranchAndCut;
 }
 
 struct ModeName {
@@ -47,40 +38,6 @@ constexpr ModeName kModes[] = {{MonetMode::kAll, "monet"},
                                {MonetMode::kOutput, "monet-out"},
                                {MonetMode::kIntermediate, "monet-int"},
                                {MonetMode::kInplace, "monet-inplace"}};
-
-// Sets the fastest of the heuristic plans the program accepts as the solver's warm
-// start: Chen, and store-all and checkpointing at 1 to all articulation points with
-// default, memory-lean and fastest implementations, and the `extra` plans. Returns the
-// winner's description, or an empty string when none fits.
-std::string warm_start(const MonetProgram& program, const Graph& g, const CostModel& costs,
-                       SearchOptions* solver, const std::vector<Plan>& extra = {}) {
-  std::string name;
-  double best = 0;
-  auto consider = [&](std::string what, std::vector<double> x) {
-    if (x.empty() || !program.milp().satisfies(x)) return;
-    const double objective = program.milp().objective_of(x);
-    if (!name.empty() && objective >= best) return;
-    name = std::move(what), best = objective, solver->warm_start = std::move(x);
-  };
-  consider("Chen", program.assignment_of(chen_plan(g), /*nearest=*/true));
-  const struct {
-    const char* name;
-    ScheduleChoices choices;
-  } families[] = {{"default implementations", default_choices(g)},
-                  {"memory-lean implementations", lean_choices(g, costs)},
-                  {"fastest implementations",
-                   implementation_choices(g, costs, ImplementationPreference::kFastest)}};
-  for (const auto& f : families) {
-    const std::vector<Plan> plans = checkpoint_family(g, f.choices, "");
-    for (size_t i = 0; i < plans.size(); ++i)
-      consider(std::string(i == 0 ? "store-all" : "checkpointing") + " with " + f.name,
-               program.assignment_of(plans[i], /*nearest=*/true));
-  }
-  for (const Plan& p : extra)
-    consider(p.planner.empty() ? "a given plan" : "the " + p.planner + " plan",
-             program.assignment_of(p, /*nearest=*/true));
-  return name;
-}
 
 // The heuristic plans for one program budget: those within it by the simulator (warm-start
 // candidates; the fastest is also the planner's answer when the program finds none faster)
@@ -255,6 +212,11 @@ bool mode_allows_backward(MonetMode mode, const Node& n, const BackwardImplInfo&
   if (b.reads_output) return mode == MonetMode::kOutput;
   if (b.reads_intermediate || intermediate_family(n)) return mode == MonetMode::kIntermediate;
   return mode == MonetMode::kInplace;  // input-activated instead of an in-place default
+}
+
+SearchStrategy small_program_strategy(double limit_seconds, double neighbourhood_min_seconds) {
+  return limit_seconds >= neighbourhood_min_seconds ? SearchStrategy::kNeighbourhood
+                                                    : SearchStrategy::kBranchAndCut;
 }
 
 MonetMode monet_mode_from_name(const std::string& name) {
@@ -437,18 +399,6 @@ bool recompute_in_place_next(const MonetOptions& o, const MonetResult& result,
          seconds_left - o.return_reserve_seconds >= 1;
 }
 
-// The program of minimum_budget: one of at most `small_max_columns` columns recomputing in
-// place where possible, as plan_monet searches it where the out-of-place one has no plan
-// (InfeasibleSmallProgram::kRecomputeInPlace); a larger one as built.
-std::unique_ptr<MonetProgram> minimum_budget_program(const Graph& g, const CostModel& costs,
-                                                     MonetProgramOptions po,
-                                                     int small_max_columns) {
-  auto program = std::make_unique<MonetProgram>(g, costs, po);
-  if (program->milp().columns() > small_max_columns) return program;
-  po.recomputations = Recomputations::kInPlaceWherePossible;
-  return std::make_unique<MonetProgram>(g, costs, po);
-}
-
 }  // namespace
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
@@ -544,59 +494,6 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
   prefer_heuristic(std::move(heuristic), heuristic_source, o.mode, &result);
   result.seconds = seconds_since(t0);
   return result;
-}
-
-MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode mode,
-                             const SearchOptions& solver, std::optional<int64_t> infeasible_bytes) {
-  MonetProgramOptions po;
-  po.mode = mode;
-  po.budget_rows = BudgetRows::kMinimised;
-  po.span_max_columns = solver.neighbourhood_min_columns;
-  const std::unique_ptr<MonetProgram> built =
-      minimum_budget_program(g, costs, po, solver.neighbourhood_min_columns);
-  const MonetProgram& program = *built;
-  SearchOptions o = solver;
-  o.small_program_strategy =
-      small_program_strategy(o.time_limit_seconds, kSmallProgramNeighbourhoodMinSeconds);
-  o.neighbourhood.column_positions = program.column_positions();
-  // Chain checkpointing's leanest schedule, lowered towards nothing (every implementation:
-  // MonetMode::kAll only): a warm start where the program accepts it, and the answer where
-  // the search ends above it.
-  const auto t0 = Clock::now();
-  SimulatedPlan leanest;
-  if (mode == MonetMode::kAll) {
-    ChainCheckpointingOptions chain;
-    chain.budget_bytes = 1;
-    chain.time_limit_seconds = chain.first_fit_time_limit_seconds =
-        solver.time_limit_seconds * kMinimumBudgetChainShare;
-    chain.rematerialized_plans = 0;
-    leanest = chain_checkpointing_plans(g, costs, chain).smallest;
-    o.time_limit_seconds = std::max(1.0, solver.time_limit_seconds - seconds_since(t0));
-  }
-  std::vector<Plan> extra;
-  if (!leanest.plan.program.empty()) extra.push_back(leanest.plan);
-  warm_start(program, g, costs, &o, extra);
-  const MilpResult r = search_program(program.milp(), o);
-  MinimumBudget m;
-  m.bound_bytes =
-      std::isfinite(r.bound) ? static_cast<int64_t>(std::floor(r.bound * 1048576.0)) : -1;
-  if (infeasible_bytes) m.bound_bytes = std::max(m.bound_bytes, *infeasible_bytes + 1);
-  if (!r.values.empty()) {
-    m.bytes = program.budget_of(r.values);
-    m.proven = r.status == MilpStatus::kOptimal;
-    m.plan = program.decode(r.values);
-  }
-  if (!leanest.plan.program.empty() && (m.bytes == 0 || leanest.simulated.peak_bytes < m.bytes)) {
-    m.bytes = leanest.simulated.peak_bytes;
-    m.plan = std::move(leanest.plan);
-    m.proven = false;
-    // The program's bound holds for its own memory model, whose rows bound the simulated
-    // peak from above: below it, it bounds nothing the simulator measured.
-    if (m.bound_bytes > m.bytes) m.bound_bytes = -1;
-  }
-  if (m.bytes == 0) return MinimumBudget{};
-  m.plan.planner = monet_mode_name(mode);
-  return m;
 }
 
 }  // namespace monet

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -212,34 +211,10 @@ struct MonetResult {
 /// once: found false, no solve, solve.status kInfeasible.
 MonetResult plan_monet(const Graph& graph, const CostModel& costs, const MonetOptions& options);
 
-struct MinimumBudget {
-  /// Smallest peak found (bytes): the program's (its memory model), or chain
-  /// checkpointing's leanest schedule's (simulated) where that is smaller.
-  int64_t bytes = 0;
-  int64_t bound_bytes = 0;  // proven lower bound on it; -1: none proven in the time limit
-  bool proven = false;      // bytes == bound (solved to optimality)
-  Plan plan;                // a plan with that peak
-};
-/// minimum_budget's share of its time limit for chain checkpointing's leanest schedule
-/// (a fraction).
-inline constexpr double kMinimumBudgetChainShare = 0.25;
-
-/// The smallest budget for which the program (in `mode`) has a plan: the same program
-/// with the budget as the variable to minimise (on programs of at most
-/// solver.neighbourhood_min_columns columns, recomputing in place where possible, as the
-/// planner searches them where the out-of-place program has no plan), in MonetMode::kAll started
-/// from chain checkpointing's leanest schedule where the program accepts it, and that schedule (its
-/// simulated peak, the program's bound dropped where it lies above it) where the search
-/// ends above it (UNet b1 416x608 in 60 s: 0.446x of autograd's peak instead of 0.507x).
-/// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
-/// of the program at that budget; the proven lower bound is then at least one byte above it, where
-/// the search's own bound is lower or missing (its relaxation can take longer than the time limit
-/// on ResNet-50). Under SearchStrategy::kAuto, programs of at most solver.neighbourhood_min_columns
-/// columns are searched by neighbourhoods when the time limit is at least
-/// kSmallProgramNeighbourhoodMinSeconds (UNet b1 416x608 in 60 s: 0.507x of autograd's
-/// peak instead of branch and cut's 0.644x), by branch and cut otherwise.
-MinimumBudget minimum_budget(const Graph& graph, const CostModel& costs, MonetMode mode,
-                             const SearchOptions& solver,
-                             std::optional<int64_t> infeasible_bytes = std::nullopt);
+/// How programs of at most SearchOptions::neighbourhood_min_columns columns are searched
+/// under a limit of `limit_seconds` (seconds): by neighbourhoods from
+/// `neighbourhood_min_seconds` (seconds; MonetOptions::small_program_neighbourhood_min_seconds)
+/// on, by branch and cut below.
+SearchStrategy small_program_strategy(double limit_seconds, double neighbourhood_min_seconds);
 
 }  // namespace monet

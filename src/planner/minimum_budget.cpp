@@ -1,0 +1,85 @@
+#include "planner/minimum_budget.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "planner/chain_checkpointing.h"
+#include "planner/monet_program.h"
+#include "planner/program_warm_start.h"
+
+namespace monet {
+namespace {
+
+// The program of minimum_budget: one of at most `small_max_columns` columns recomputing in
+// place where possible, as plan_monet searches it where the out-of-place one has no plan
+// (InfeasibleSmallProgram::kRecomputeInPlace); a larger one as built.
+std::unique_ptr<MonetProgram> minimum_budget_program(const Graph& g, const CostModel& costs,
+                                                     MonetProgramOptions po,
+                                                     int small_max_columns) {
+  auto program = std::make_unique<MonetProgram>(g, costs, po);
+  if (program->milp().columns() > small_max_columns) return program;
+  po.recomputations = Recomputations::kInPlaceWherePossible;
+  return std::make_unique<MonetProgram>(g, costs, po);
+}
+
+}  // namespace
+
+MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode mode,
+                             const SearchOptions& solver, std::optional<int64_t> infeasible_bytes) {
+  MonetProgramOptions po;
+  po.mode = mode;
+  po.budget_rows = BudgetRows::kMinimised;
+  po.span_max_columns = solver.neighbourhood_min_columns;
+  const std::unique_ptr<MonetProgram> built =
+      minimum_budget_program(g, costs, po, solver.neighbourhood_min_columns);
+  const MonetProgram& program = *built;
+  SearchOptions o = solver;
+  o.small_program_strategy =
+      small_program_strategy(o.time_limit_seconds, kSmallProgramNeighbourhoodMinSeconds);
+  o.neighbourhood.column_positions = program.column_positions();
+  // Chain checkpointing's leanest schedule, lowered towards nothing (every implementation:
+  // MonetMode::kAll only): a warm start where the program accepts it, and the answer where
+  // the search ends above it.
+  const auto t0 = std::chrono::steady_clock::now();
+  SimulatedPlan leanest;
+  if (mode == MonetMode::kAll) {
+    ChainCheckpointingOptions chain;
+    chain.budget_bytes = 1;
+    chain.time_limit_seconds = chain.first_fit_time_limit_seconds =
+        solver.time_limit_seconds * kMinimumBudgetChainShare;
+    chain.rematerialized_plans = 0;
+    leanest = chain_checkpointing_plans(g, costs, chain).smallest;
+    o.time_limit_seconds = std::max(
+        1.0, solver.time_limit_seconds -
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::vector<Plan> extra;
+  if (!leanest.plan.program.empty()) extra.push_back(leanest.plan);
+  warm_start(program, g, costs, &o, extra);
+  const MilpResult r = search_program(program.milp(), o);
+  MinimumBudget m;
+  m.bound_bytes =
+      std::isfinite(r.bound) ? static_cast<int64_t>(std::floor(r.bound * 1048576.0)) : -1;
+  if (infeasible_bytes) m.bound_bytes = std::max(m.bound_bytes, *infeasible_bytes + 1);
+  if (!r.values.empty()) {
+    m.bytes = program.budget_of(r.values);
+    m.proven = r.status == MilpStatus::kOptimal;
+    m.plan = program.decode(r.values);
+  }
+  if (!leanest.plan.program.empty() && (m.bytes == 0 || leanest.simulated.peak_bytes < m.bytes)) {
+    m.bytes = leanest.simulated.peak_bytes;
+    m.plan = std::move(leanest.plan);
+    m.proven = false;
+    // The program's bound holds for its own memory model, whose rows bound the simulated
+    // peak from above: below it, it bounds nothing the simulator measured.
+    if (m.bound_bytes > m.bytes) m.bound_bytes = -1;
+  }
+  if (m.bytes == 0) return MinimumBudget{};
+  m.plan.planner = monet_mode_name(mode);
+  return m;
+}
+
+}  // namespace monet

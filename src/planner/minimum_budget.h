@@ -1,0 +1,46 @@
+// The smallest budget for which the MONeT program has a plan, and a plan at it: what
+// `monet plan` reports beside every plan, and the left end of `monet sweep`'s range.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "cost/cost_model.h"
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "planner/monet_planner.h"
+#include "planner/program_search.h"
+
+namespace monet {
+
+struct MinimumBudget {
+  /// Smallest peak found (bytes): the program's (its memory model), or chain
+  /// checkpointing's leanest schedule's (simulated) where that is smaller.
+  int64_t bytes = 0;
+  int64_t bound_bytes = 0;  // proven lower bound on it; -1: none proven in the time limit
+  bool proven = false;      // bytes == bound (solved to optimality)
+  Plan plan;                // a plan with that peak
+};
+/// minimum_budget's share of its time limit for chain checkpointing's leanest schedule
+/// (a fraction).
+inline constexpr double kMinimumBudgetChainShare = 0.25;
+
+/// The smallest budget for which the program (in `mode`) has a plan: the same program
+/// with the budget as the variable to minimise (on programs of at most
+/// solver.neighbourhood_min_columns columns, recomputing in place where possible, as the
+/// planner searches them where the out-of-place program has no plan), in MonetMode::kAll started
+/// from chain checkpointing's leanest schedule where the program accepts it, and that schedule (its
+/// simulated peak, the program's bound dropped where it lies above it) where the search
+/// ends above it (UNet b1 416x608 in 60 s: 0.446x of autograd's peak instead of 0.507x).
+/// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
+/// of the program at that budget; the proven lower bound is then at least one byte above it, where
+/// the search's own bound is lower or missing (its relaxation can take longer than the time limit
+/// on ResNet-50). Under SearchStrategy::kAuto, programs of at most solver.neighbourhood_min_columns
+/// columns are searched by neighbourhoods when the time limit is at least
+/// kSmallProgramNeighbourhoodMinSeconds (UNet b1 416x608 in 60 s: 0.507x of autograd's
+/// peak instead of branch and cut's 0.644x), by branch and cut otherwise.
+MinimumBudget minimum_budget(const Graph& graph, const CostModel& costs, MonetMode mode,
+                             const SearchOptions& solver,
+                             std::optional<int64_t> infeasible_bytes = std::nullopt);
+
+}  // namespace monet
