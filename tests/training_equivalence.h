@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -48,17 +49,60 @@ inline void convert_model(Model& model, at::ScalarType dtype) {
 /// A loss of the caller's own: (model output, target) -> scalar, differentiable.
 using UserLoss = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
 
+/// Parameters whose first autograd gradient is mathematically zero (at most 1e-10 of the
+/// largest: a batch-norm shift that the next batch norm cancels, as after MobileNetV2's
+/// projections) hold rounding noise, which Adam normalises into full-size steps in any two
+/// runs that round differently; they cannot change the loss. Returns their value ids, and
+/// those of the batch-norm running means that are mathematically zero after the first
+/// step, which those parameters then set. `reference`: the state after the first
+/// autograd iteration (gradients present, running statistics updated).
+inline std::set<int> noise_only_values(const Graph& g, const std::vector<torch::Tensor>& params,
+                                       ModelState& reference) {
+  std::set<int> noise;
+  double largest = 0;
+  for (const auto& p : params) largest = std::max(largest, p.grad().abs().max().item<double>());
+  const auto ids = g.parameters();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (params[i].grad().abs().max().item<double>() <= 1e-10 * largest) noise.insert(ids[i]);
+  double largest_buffer = 0;
+  for (int id : g.values_of_kind(ValueKind::kBuffer))
+    if (reference.tensor(id).is_floating_point())
+      largest_buffer = std::max(largest_buffer, reference.tensor(id).abs().max().item<double>());
+  for (int id : g.values_of_kind(ValueKind::kBuffer))
+    if (reference.tensor(id).is_floating_point() &&
+        reference.tensor(id).abs().max().item<double>() <= 1e-10 * largest_buffer)
+      noise.insert(id);
+  return noise;
+}
+
+/// The largest relative error (max-norm of the difference over the max-norm of `want`) of
+/// `got`'s parameters and buffers against `want`'s, leaving out `skip`.
+inline double state_error(const Graph& g, ModelState& got, ModelState& want,
+                          const std::set<int>& skip, int step) {
+  double worst = 0;
+  for (const auto& v : g.values()) {
+    if (v.kind != ValueKind::kParameter && v.kind != ValueKind::kBuffer) continue;
+    if (skip.count(v.id)) continue;
+    const at::Tensor& w = want.tensor(v.id);
+    const double scale = std::max(w.abs().max().item<double>(), 1e-30);
+    const double err = (got.tensor(v.id) - w).abs().max().item<double>() / scale;
+    worst = std::max(worst, err);
+    if (err > 1e-10 && std::getenv("MONET_TRAINING_DEBUG"))
+      std::printf("step %d %s: %.3g\n", step, v.name.c_str(), err);
+  }
+  return worst;
+}
+
+inline double relative_difference(double got, double want) {
+  return std::abs(got - want) / std::max(std::abs(want), 1e-30);
+}
+
 /// The largest relative error of loss, parameters and buffers over `steps` steps.
 /// `batch_at(step)` gives each step's batch (inputs and targets by value id). With
 /// `user_loss`, both sides compute it from the model's output (PlannedModel::forward and
 /// loss.backward() against autograd's forward to the same output); else both use the
 /// model's built-in loss (PlannedModel::step against AutogradBaseline::run_iteration).
-/// Parameters whose first autograd gradient is mathematically zero (at most 1e-10 of the
-/// largest: a batch-norm shift that the next batch norm cancels, as after MobileNetV2's
-/// projections) hold rounding noise, which Adam normalises into full-size steps in any
-/// two runs that round differently; they cannot change the loss and are left out of the
-/// comparison (their count goes to `noise_only`), and so are the batch-norm running means
-/// that are mathematically zero after the first step, which those parameters then set.
+/// noise_only_values are left out of the comparison (their count goes to `noise_only`).
 inline double training_error(Model& model, PlannedModel& planned, OptimizerKind kind, int steps,
                              const std::function<Batch(int)>& batch_at, int* noise_only = nullptr,
                              const UserLoss& user_loss = nullptr) {
@@ -71,7 +115,7 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
   auto opt = make_test_optimizer(kind, model.parameters());
   const int output = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
   double worst = 0;
-  std::set<int> zero_gradient;  // parameter and buffer value ids of noise only
+  std::set<int> noise;
   for (int s = 0; s < steps; ++s) {
     const Batch batch = batch_at(s);
     const at::Tensor& target = batch.at(m.target_value);
@@ -88,26 +132,8 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
       ref_loss = autograd.run_iteration(batch, io).loss;
     }
     if (s == 0) {
-      double largest = 0;
-      for (const auto& p : ref_params)
-        largest = std::max(largest, p.grad().abs().max().item<double>());
-      const auto params = m.graph.parameters();
-      for (size_t i = 0; i < params.size(); ++i)
-        if (ref_params[i].grad().abs().max().item<double>() <= 1e-10 * largest)
-          zero_gradient.insert(params[i]);
-      // Running statistics the first batch makes mathematically zero (the mean of a
-      // batch norm's input when a zero-initialised shift that the previous batch norm's
-      // normalisation cancels is all that sets it) follow those noise-only parameters.
-      double largest_buffer = 0;
-      for (int id : m.graph.values_of_kind(ValueKind::kBuffer))
-        if (reference.tensor(id).is_floating_point())
-          largest_buffer =
-              std::max(largest_buffer, reference.tensor(id).abs().max().item<double>());
-      for (int id : m.graph.values_of_kind(ValueKind::kBuffer))
-        if (reference.tensor(id).is_floating_point() &&
-            reference.tensor(id).abs().max().item<double>() <= 1e-10 * largest_buffer)
-          zero_gradient.insert(id);
-      if (noise_only) *noise_only = static_cast<int>(zero_gradient.size());
+      noise = noise_only_values(m.graph, ref_params, reference);
+      if (noise_only) *noise_only = static_cast<int>(noise.size());
     }
     ref_opt->step();
     zero_grad(model.parameters());
@@ -121,17 +147,8 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
     opt->step();
     if (std::getenv("MONET_TRAINING_DEBUG"))
       std::printf("step %d loss %.17g %.17g\n", s, loss, ref_loss);
-    worst = std::max(worst, std::abs(loss - ref_loss) / std::max(std::abs(ref_loss), 1e-30));
-    for (const auto& v : m.graph.values()) {
-      if (v.kind != ValueKind::kParameter && v.kind != ValueKind::kBuffer) continue;
-      if (zero_gradient.count(v.id)) continue;
-      const at::Tensor& want = reference.tensor(v.id);
-      const double scale = std::max(want.abs().max().item<double>(), 1e-30);
-      const double err = (m.state.tensor(v.id) - want).abs().max().item<double>() / scale;
-      if (err > worst) worst = err;
-      if (err > 1e-10 && std::getenv("MONET_TRAINING_DEBUG"))
-        std::printf("step %d %s: %.3g\n", s, v.name.c_str(), err);
-    }
+    worst = std::max({worst, relative_difference(loss, ref_loss),
+                      state_error(m.graph, m.state, reference, noise, s)});
   }
   return worst;
 }
@@ -176,6 +193,58 @@ inline double train_and_compare(const ModelSpec& spec, const std::string& plan, 
   return training_error(
       model, planned, kind, 5, [&](int s) { return test_batch(model, 100 + s, dtype); }, noise_only,
       user_loss);
+}
+
+/// What rounding alone does to training: the largest relative error (as training_error
+/// measures it, over 5 steps of the same batches) between two LibTorch autograd runs of
+/// `spec` in `dtype` from the same weights, one of them on inputs moved by one unit in the
+/// last place (multiplied by 1 + machine epsilon). Mathematically the runs differ by that
+/// one rounding of the input; every later rounding then differs too, as between a plan and
+/// autograd. With `user_loss`, both runs compute it from the model's output.
+inline double autograd_rounding_error(const ModelSpec& spec, OptimizerKind kind,
+                                      at::ScalarType dtype, const UserLoss& user_loss = nullptr) {
+  Model model = Model::load(spec, 0);
+  convert_model(model, dtype);
+  Model::Impl& m = *model.impl();
+  ModelState plain = m.state.clone(), nudged = m.state.clone();
+  AutogradBaseline plain_run(m.graph, plain), nudged_run(m.graph, nudged);
+  std::vector<torch::Tensor> plain_params, nudged_params;
+  for (int id : m.graph.parameters()) {
+    plain_params.push_back(plain.tensor(id));
+    nudged_params.push_back(nudged.tensor(id));
+  }
+  auto plain_opt = make_test_optimizer(kind, plain_params);
+  auto nudged_opt = make_test_optimizer(kind, nudged_params);
+  const double epsilon = dtype == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                              : std::numeric_limits<float>::epsilon();
+  const int output = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
+  double worst = 0;
+  std::set<int> noise;
+  for (int s = 0; s < 5; ++s) {
+    const Batch batch = test_batch(model, 100 + s, dtype);
+    Batch moved = batch;
+    moved[m.input_value] = batch.at(m.input_value) * (1 + epsilon);
+    const auto run = [&](AutogradBaseline& autograd, const Batch& b) {
+      if (!user_loss) {
+        IterationOptions io;
+        io.iteration_seed = static_cast<uint64_t>(s);
+        return autograd.run_iteration(b, io).loss;
+      }
+      autograd.release_gradients();
+      at::Tensor l =
+          user_loss(autograd.forward_to(b, output, static_cast<uint64_t>(s)), b.at(m.target_value));
+      l.backward();
+      return l.item<double>();
+    };
+    const double loss = run(plain_run, batch);
+    const double moved_loss = run(nudged_run, moved);
+    if (s == 0) noise = noise_only_values(m.graph, plain_params, plain);
+    plain_opt->step();
+    nudged_opt->step();
+    worst = std::max({worst, relative_difference(moved_loss, loss),
+                      state_error(m.graph, nudged, plain, noise, s)});
+  }
+  return worst;
 }
 
 /// A loss unlike the built-in cross-entropy: label-smoothed negative log-likelihood plus
