@@ -53,6 +53,7 @@ py::dict report_dict(const monet::PlanReport& r) {
   d["optimizer_state_bytes"] = r.optimizer.state_bytes;
   d["optimizer_update_bytes"] = r.optimizer.update_bytes;
   d["reserved_bytes"] = r.reserved_bytes;
+  d["loss_bytes"] = r.loss_bytes;
   d["baseline_peak_bytes"] = r.baseline_peak_bytes;
   d["predicted_peak_bytes"] = r.predicted_peak_bytes;
   d["predicted_seconds"] = r.predicted_seconds;
@@ -106,6 +107,7 @@ monet::PlanOptions plan_options(const py::dict& kw) {
   o.optimizer = optimizer_kind(kw["optimizer"].cast<std::string>());
   o.weight_decay = kw["weight_decay"].cast<double>();
   o.reserved_bytes = kw["reserved_bytes"].cast<int64_t>();
+  o.loss_bytes = kw["loss_bytes"].cast<int64_t>();
   o.time_limit_seconds = kw["time_limit"].cast<double>();
   o.plan_file = kw["plan_file"].cast<std::string>();
   o.cache_dir = kw["cache_dir"].cast<std::string>();

@@ -177,6 +177,11 @@ struct PlanOptions {
   /// Other bytes alive during every step that the budget must leave room for (e.g.
   /// prefetched batches).
   int64_t reserved_bytes = 0;
+  /// Bytes a loss of the caller's own holds while it runs, between forward() and the
+  /// planned backward (cross-entropy: log-probabilities and their gradient beside the
+  /// output). The planner charges them where the model's loss node runs, not over the
+  /// whole step as reserved_bytes. 0 for step(), whose loss is the model's.
+  int64_t loss_bytes = 0;
   double time_limit_seconds = 60;  // the planner's wall-clock limit
   /// Plan file to run instead of planning (must be for this model and shape).
   std::string plan_file;
@@ -194,6 +199,7 @@ struct PlanReport {
   int64_t iteration_budget_bytes = -1;         // forward + backward's share given to the planner
   OptimizerMemory optimizer;                   // reserved for the optimizer
   int64_t reserved_bytes = 0;                  // PlanOptions::reserved_bytes
+  int64_t loss_bytes = 0;                      // PlanOptions::loss_bytes
   int64_t baseline_peak_bytes = -1;            // autograd's measured step peak (-1: not measured)
   int64_t predicted_peak_bytes = -1;           // forward + backward, simulated (-1: no costs)
   double predicted_seconds = 0;                // profiled seconds of forward + backward

@@ -42,6 +42,7 @@ def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_deca
         raise ValueError(f"unknown optimizer {optimizer!r} (known: {', '.join(OPTIMIZERS)})")
     return {"planner": planner, "budget": _budget_text(budget), "optimizer": optimizer,
             "weight_decay": float(weight_decay), "reserved_bytes": int(reserved_bytes),
+            "loss_bytes": 0,
             "time_limit": float(time_limit), "plan_file": str(plan_file or ""),
             "cache_dir": str(cache_dir or ""), "use_cache": bool(use_cache),
             "progress": bool(progress)}
@@ -190,7 +191,8 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     reserved_bytes: other bytes the step must leave room for (e.g. prefetched batches).
     loss_copies: tensors of the output's size the caller's loss holds at once (the loss is
         outside the plan: cross-entropy keeps log-probabilities and its backward makes two
-        more), reserved in the budget.
+        more). The planner leaves room for them where the loss runs, between the forward
+        and the backward pass; memory the loss keeps longer belongs in reserved_bytes.
     time_limit: the planner's limit in seconds. plan: a PlanFile (or path) to run instead
     of planning. output: for a module returning a tuple or dict, the output trained (an
     index or a key; default the first). cache_dir: where profiles and plans are cached
@@ -204,7 +206,7 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
                        plan_file, cache_dir, use_cache, progress)
     model = _import(module, example_input, output, lossy)
-    options["reserved_bytes"] += _loss_bytes(model, loss_copies)
+    options["loss_bytes"] = _loss_bytes(model, loss_copies)
     return Plan(_C.PlannedModel(model, options), model)
 
 
@@ -222,7 +224,7 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
                        cache_dir, use_cache, progress)
     model = _import(module, example_input, output)
-    options["reserved_bytes"] += _loss_bytes(model, loss_copies)
+    options["loss_bytes"] = _loss_bytes(model, loss_copies)
     return BudgetRange(*_C.budget_range(model, options))
 
 

@@ -44,7 +44,8 @@ BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOp
 
 BudgetRange budget_range(const Model& model, const PlanOptions& o) {
   const Graph& g = model.impl()->graph;
-  const CostModel costs = model_costs(g, o.progress, cache_dir_of(o));
+  const CostModel costs =
+      with_loss_working_set(g, model_costs(g, o.progress, cache_dir_of(o)), o.loss_bytes);
   return budget_range_of(g, costs, o, optimizer_memory(model, o.optimizer, o.weight_decay).total());
 }
 

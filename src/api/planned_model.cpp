@@ -75,10 +75,11 @@ class PlannedBackward : public torch::autograd::Node {
 constexpr int kPlanCacheVersion = 7;
 
 std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
-                            int64_t iteration_budget) {
+                            int64_t iteration_budget, int64_t loss_bytes) {
   return dir + "/plans/v" + std::to_string(kPlanCacheVersion) + "-" + g.fingerprint() + "-" +
          implementation_set_key(g) + "-" + planner + "-" +
-         (iteration_budget > 0 ? std::to_string(iteration_budget) : "none") + ".json";
+         (iteration_budget > 0 ? std::to_string(iteration_budget) : "none") +
+         (loss_bytes > 0 ? "-loss" + std::to_string(loss_bytes) : "") + ".json";
 }
 
 Plan read_plan(const Graph& g, const std::string& path) {
@@ -126,7 +127,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
   const Graph& g = m.graph;
   const int64_t budget = report->iteration_budget_bytes;
   const std::string cached =
-      cache_dir.empty() ? "" : plan_cache_path(cache_dir, g, o.planner, budget);
+      cache_dir.empty() ? "" : plan_cache_path(cache_dir, g, o.planner, budget, o.loss_bytes);
   if (!cached.empty() && std::filesystem::exists(cached)) {
     try {
       Plan plan = read_plan(g, cached);
@@ -139,7 +140,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
     }
   }
   if (planner_needs_costs(o.planner) || budget > 0) {
-    *costs = model_costs(g, o.progress, cache_dir);
+    *costs = with_loss_working_set(g, model_costs(g, o.progress, cache_dir), o.loss_bytes);
     *have_costs = true;
   }
   PlannerRequest request;
@@ -182,6 +183,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
   r.planner = o.planner;
   r.optimizer = optimizer_memory(impl_->model, o.optimizer, o.weight_decay);
   r.reserved_bytes = o.reserved_bytes;
+  r.loss_bytes = o.loss_bytes;
   if (!o.budget.empty()) {
     r.budget_bytes = parse_budget(o.budget, [&] {
       if (o.progress) report_progress("baseline: measuring autograd's training step ...\n");
@@ -209,7 +211,10 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
                           : m.spec.model;
   impl_->plan.config = model_config(m.spec);
   r.lossy_forwards = lossy_forwards(m.graph, impl_->plan);
-  if (!have_costs && !cache_dir.empty()) have_costs = read_cached_costs(m.graph, cache_dir, &costs);
+  if (!have_costs && !cache_dir.empty() && read_cached_costs(m.graph, cache_dir, &costs)) {
+    costs = with_loss_working_set(m.graph, std::move(costs), o.loss_bytes);
+    have_costs = true;
+  }
   if (have_costs) {
     const SimulationResult sim = simulate(m.graph, impl_->plan, costs);
     r.predicted_peak_bytes = sim.peak_bytes;

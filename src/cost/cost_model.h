@@ -49,6 +49,11 @@ struct CostModel {
                            const std::string& impl) const;
 };
 
+/// `costs` with `loss_bytes` (bytes) more workspace in every forward and backward
+/// implementation of `graph`'s loss node: the working set of a loss computed outside the
+/// plan, in the place of the loss node, between the forward and the backward pass.
+CostModel with_loss_working_set(const Graph& graph, CostModel costs, int64_t loss_bytes);
+
 /// "weight/default"-style key of a backward implementation in NodeCosts::backward.
 std::string backward_cost_key(BackwardPart part, const std::string& impl);
 
