@@ -178,9 +178,11 @@ struct PlanOptions {
   /// prefetched batches).
   int64_t reserved_bytes = 0;
   /// Bytes a loss of the caller's own holds while it runs, between forward() and the
-  /// planned backward (cross-entropy: log-probabilities and their gradient beside the
-  /// output). The planner charges them where the model's loss node runs, not over the
-  /// whole step as reserved_bytes. 0 for step(), whose loss is the model's.
+  /// planned backward, beside the model's output and the output's gradient
+  /// (cross-entropy: the log-probabilities and their gradient, two tensors of the output's
+  /// size). The planner charges them where the model's loss node runs, in the place of
+  /// that node's own working set, not over the whole step as reserved_bytes. 0: the
+  /// model's loss node's working set, as step() runs it.
   int64_t loss_bytes = 0;
   double time_limit_seconds = 60;  // the planner's wall-clock limit
   /// Plan file to run instead of planning (must be for this model and shape).
@@ -274,7 +276,7 @@ class PlannedModel {
   /// The output's backward runs the rest of the plan from d loss / d output, in the place
   /// of the built-in loss's backward, so the plan's memory model holds (the caller's loss
   /// itself, a few tensors of the output's size, is not planned: leave room for it with
-  /// PlanOptions::reserved_bytes, as the Python package does). Until that backward
+  /// PlanOptions::loss_bytes, as the Python package does). Until that backward
   /// runs, or the output is destroyed, the iteration's saved tensors stay alive. Under
   /// torch::NoGradGuard the output has no backward. last_step() then reports the
   /// iteration (its loss is NaN: the loss is the caller's).

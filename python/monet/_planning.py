@@ -189,10 +189,12 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     optimizer: the optimizer that steps the parameters, as far as memory goes: "none",
         "sgd", "sgd-momentum" or "adam"; weight_decay: its weight decay.
     reserved_bytes: other bytes the step must leave room for (e.g. prefetched batches).
-    loss_copies: tensors of the output's size the caller's loss holds at once (the loss is
-        outside the plan: cross-entropy keeps log-probabilities and its backward makes two
-        more). The planner leaves room for them where the loss runs, between the forward
-        and the backward pass; memory the loss keeps longer belongs in reserved_bytes.
+    loss_copies: tensors of the output's size the caller's loss holds at once beside the
+        output and the output's gradient (the loss is outside the plan: cross-entropy
+        keeps the log-probabilities, and its backward makes their gradient before the
+        output's: 2; the default leaves room for one more). The planner leaves room for
+        them where the loss runs, between the forward and the backward pass; memory the
+        loss keeps longer belongs in reserved_bytes.
     time_limit: the planner's limit in seconds. plan: a PlanFile (or path) to run instead
     of planning. output: for a module returning a tuple or dict, the output trained (an
     index or a key; default the first). cache_dir: where profiles and plans are cached

@@ -50,7 +50,9 @@ class PlannedBackward : public torch::autograd::Node {
     if (!pending_) throw std::runtime_error("the planned backward of this output already ran");
     if (grads.empty() || !grads[0].defined())
       throw std::runtime_error("the loss does not depend on the planned model's output");
-    *report_ = step_result(pending_->finish(grads[0]));
+    // The engine holds no other reference to d loss / d output: moved, it goes where the
+    // plan frees it.
+    *report_ = step_result(pending_->finish(std::move(grads[0])));
     report_->loss = std::numeric_limits<double>::quiet_NaN();
     pending_.reset();  // the iteration's tensors go now, not when autograd drops the node
     return {};
@@ -261,7 +263,7 @@ torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
   std::unique_ptr<PendingIteration> pending = impl_->executor->start(m.input_batch(input), eo);
   ++m.steps;
   // The loss node reads the output, so a valid plan has it alive here.
-  at::Tensor out = pending->output().variable_data();
+  at::Tensor out = pending->take_output().variable_data();
   if (torch::GradMode::is_enabled())
     torch::autograd::set_history(
         out, std::make_shared<PlannedBackward>(impl_->model, impl_->executor, impl_->last_step,

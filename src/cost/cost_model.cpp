@@ -29,8 +29,8 @@ const ImplCost& CostModel::backward(const Graph& g, int node, BackwardPart part,
 CostModel with_loss_working_set(const Graph& g, CostModel costs, int64_t loss_bytes) {
   if (loss_bytes <= 0 || g.loss_value() < 0) return costs;
   NodeCosts& loss = costs.nodes.at(g.value(g.loss_value()).producer);
-  for (auto& [name, c] : loss.forward) c.workspace_bytes += loss_bytes;
-  for (auto& [name, c] : loss.backward) c.workspace_bytes += loss_bytes;
+  for (auto& [name, c] : loss.forward) c.workspace_bytes = loss_bytes;
+  for (auto& [name, c] : loss.backward) c.workspace_bytes = loss_bytes;
   return costs;
 }
 

@@ -49,9 +49,11 @@ struct CostModel {
                            const std::string& impl) const;
 };
 
-/// `costs` with `loss_bytes` (bytes) more workspace in every forward and backward
+/// `costs` with `loss_bytes` (bytes) as the workspace of every forward and backward
 /// implementation of `graph`'s loss node: the working set of a loss computed outside the
-/// plan, in the place of the loss node, between the forward and the backward pass.
+/// plan in the place of the loss node (which then does not run), between the forward and
+/// the backward pass, beside the model's output and the output's gradient (the loss
+/// backward's result). `costs` unchanged when `loss_bytes` is 0.
 CostModel with_loss_working_set(const Graph& graph, CostModel costs, int64_t loss_bytes);
 
 /// "weight/default"-style key of a backward implementation in NodeCosts::backward.

@@ -110,6 +110,8 @@ struct PendingIteration::State {
   std::vector<at::Tensor> param_grads;  // by value id, GradientDestination::kResult
   double loss = 0;
   bool finished = false;
+  bool output_taken = false;  // PendingIteration::take_output ran the loss node's frees
+  at::ScalarType output_type = at::kFloat;  // the output's, as computed (the gradient's)
 };
 
 ExecutionResult Executor::run(const Batch& batch, const ExecutionOptions& options) {
@@ -129,18 +131,29 @@ PendingIteration::PendingIteration(const Executor& executor, std::unique_ptr<Sta
     : executor_(executor), state_(std::move(state)) {}
 PendingIteration::~PendingIteration() = default;
 
-const at::Tensor& PendingIteration::output() const {
-  return state_->tensors[State::tensor_ids(executor_.graph_).activation(executor_.output_)];
+at::Tensor PendingIteration::take_output() {
+  if (state_->output_taken) throw std::logic_error("PendingIteration::take_output called twice");
+  at::Tensor out =
+      state_->tensors[State::tensor_ids(executor_.graph_).activation(executor_.output_)];
+  state_->output_type = out.scalar_type();
+  // The loss node's forward (the caller's: skipped), and the plan's frees after it.
+  executor_.execute(*state_, executor_.loss_forward_, executor_.loss_forward_ + 1);
+  state_->output_taken = true;
+  return out;
 }
 
-ExecutionResult PendingIteration::finish(const at::Tensor& grad_output) {
+ExecutionResult PendingIteration::finish(at::Tensor grad_output) {
   if (state_->finished) throw std::logic_error("PendingIteration::finish called twice");
-  const at::Tensor& out = output();
-  if (!grad_output.defined() || grad_output.sizes() != out.sizes())
+  const TensorIds ids = State::tensor_ids(executor_.graph_);
+  if (!state_->output_taken)
+    state_->output_type = state_->tensors[ids.activation(executor_.output_)].scalar_type();
+  const std::vector<int64_t>& shape = executor_.graph_.value(executor_.output_).shape;
+  if (!grad_output.defined() || grad_output.sizes() != at::IntArrayRef(shape))
     throw std::invalid_argument("the output's gradient must have the output's shape");
-  state_->tensors[State::tensor_ids(executor_.graph_).grad(executor_.output_)] =
-      grad_output.to(out.scalar_type()).contiguous();
-  executor_.execute(*state_, executor_.loss_forward_, executor_.plan_.program.size());
+  state_->tensors[ids.grad(executor_.output_)] = grad_output.to(state_->output_type).contiguous();
+  grad_output.reset();  // a copy (another dtype or layout) leaves the caller's at once
+  executor_.execute(*state_, executor_.loss_forward_ + (state_->output_taken ? 1 : 0),
+                    executor_.plan_.program.size());
   return executor_.finish(*state_);
 }
 

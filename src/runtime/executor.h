@@ -52,11 +52,16 @@ class Executor;
 class PendingIteration {
  public:
   ~PendingIteration();
-  /// The loss node's input (the model's output, e.g. logits), as the plan computed it.
-  const at::Tensor& output() const;
+  /// The loss node's input (the model's output, e.g. logits), as the plan computed it,
+  /// handed to the caller: the iteration keeps it only where the plan reads it after the
+  /// loss node's forward (else the caller's loss frees it when done with it, as the plan's
+  /// memory model frees it after that forward). Call once, before finish().
+  at::Tensor take_output();
   /// Runs the rest of the plan (the planned backward) from `grad_output`, d loss / d
-  /// output(), in place of the built-in loss's backward. Call at most once.
-  ExecutionResult finish(const at::Tensor& grad_output);
+  /// output(), in place of the built-in loss's backward. Call at most once. Pass the
+  /// caller's last reference (std::move): the plan then frees the gradient where its
+  /// memory model does, not when the caller drops it.
+  ExecutionResult finish(at::Tensor grad_output);
 
  private:
   friend class Executor;
