@@ -118,10 +118,13 @@ class Plan:
         r = planned.report()
         self.planner = r["planner"]
         self.budget = r["budget_bytes"] if r["budget_bytes"] >= 0 else None
-        self.predicted_peak = r["predicted_peak_bytes"]  # forward + backward
-        self.predicted_seconds = r["predicted_seconds"]
-        self.store_all_peak = r["storeall_predicted_peak_bytes"]
-        self.store_all_seconds = r["storeall_predicted_seconds"]
+        # Predictions need profiled costs: None where the planner ran without them (a
+        # store-all or Chen plan and no cost cache).
+        known = r["predicted_peak_bytes"] >= 0
+        self.predicted_peak = r["predicted_peak_bytes"] if known else None  # forward + backward
+        self.predicted_seconds = r["predicted_seconds"] if known else None
+        self.store_all_peak = r["storeall_predicted_peak_bytes"] if known else None
+        self.store_all_seconds = r["storeall_predicted_seconds"] if known else None
         self.solver_gap = r["solver_gap"] if r["solver_gap"] >= 0 else None
         self.optimizer_bytes = r["optimizer_state_bytes"] + r["optimizer_update_bytes"]
         self.baseline_peak = r["baseline_peak_bytes"] if r["baseline_peak_bytes"] >= 0 else None
@@ -136,16 +139,22 @@ class Plan:
 
     @property
     def predicted_overhead(self):
-        """Predicted time against store-all's, minus one (0.1: 10% slower)."""
+        """Predicted time against store-all's, minus one (0.1: 10% slower); None without
+        profiled costs."""
+        if not self.store_all_seconds:
+            return None
         return self.predicted_seconds / self.store_all_seconds - 1
 
     def __repr__(self):
         mib = 1 << 20
         budget = f"{self.budget / mib:.1f} MiB" if self.budget else "none"
-        return (f"monet.Plan(planner={self.planner!r}, budget={budget}, predicted peak "
-                f"{self.predicted_peak / mib:.1f} MiB (store-all "
-                f"{self.store_all_peak / mib:.1f} MiB), overhead "
-                f"{100 * self.predicted_overhead:+.1f}%"
+        prediction = "no prediction (no profiled costs)"
+        if self.predicted_peak is not None:
+            prediction = (f"predicted peak {self.predicted_peak / mib:.1f} MiB (store-all "
+                          f"{self.store_all_peak / mib:.1f} MiB)")
+            if self.predicted_overhead is not None:
+                prediction += f", overhead {100 * self.predicted_overhead:+.1f}%"
+        return (f"monet.Plan(planner={self.planner!r}, budget={budget}, {prediction}"
                 + (f", LOSSY: {self.lossy_forwards} lossy forwards" if self.lossy_forwards else "")
                 + ")")
 
@@ -209,7 +218,23 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
                        plan_file, cache_dir, use_cache, progress)
     model = _import(module, example_input, output, lossy)
     options["loss_bytes"] = _loss_bytes(model, loss_copies)
+    options["reserved_bytes"] += _unshared_bytes(module, model)
     return Plan(_C.PlannedModel(model, options), model)
+
+
+def _unshared_bytes(module, model):
+    """Bytes of the module's parameters and buffers that the imported model does not use
+    (a causal mask becomes a constant of the trace, a copy the model holds and counts):
+    alive through every step beside the model's own."""
+    shared = {name for name, _ in model.named_parameters()}
+    shared |= {name for name, _ in model.named_buffers()}
+    seen, total = set(), 0
+    for name, t in list(module.named_parameters()) + list(module.named_buffers()):
+        if name in shared or t.data_ptr() in seen:
+            continue
+        seen.add(t.data_ptr())
+        total += t.numel() * t.element_size()
+    return total
 
 
 def _loss_bytes(model, copies):
@@ -227,6 +252,7 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
                        cache_dir, use_cache, progress)
     model = _import(module, example_input, output)
     options["loss_bytes"] = _loss_bytes(model, loss_copies)
+    options["reserved_bytes"] += _unshared_bytes(module, model)
     return BudgetRange(*_C.budget_range(model, options))
 
 

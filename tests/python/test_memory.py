@@ -88,3 +88,33 @@ def test_a_language_models_loss_over_large_logits_stays_within_the_budget(where,
     print(f"tiny GPT, logits [4, 64, 2048], budget {where}: monet {peak:,} B "
           f"(budget {budget['bytes']:,} B)")
     assert peak <= budget["bytes"]
+
+
+def test_the_callers_loss_over_dominant_logits_fits_store_alls_budget(cache_dir):
+    """Logits larger than the rest of the model together: at store-all's own budget (no
+    slack for a plan to leave unused), the step's peak stays within it. The caller's loss
+    holds the logits only while it needs them, and its gradient goes into the planned
+    backward and is freed there, as the planner's memory model has them."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.environ["MONET_SOURCE_DIR"], "tools"))
+    from make_import_fixtures import TinyGPT
+
+    x = torch.randint(0, 8192, (4, 64))
+    y = torch.randint(0, 8192, (4, 64))
+    budget = {}
+
+    def planned():
+        torch.manual_seed(0)
+        module = TinyGPT(vocab=8192, dim=32, heads=4, layers=1, length=64)
+        r = monet.budget_range(module, x, cache_dir=cache_dir, time_limit=20)
+        budget["bytes"] = r.store_all
+        fast = monet.optimize(module, x, budget=budget["bytes"], cache_dir=cache_dir,
+                              time_limit=20)
+        return (lambda idx: fast(idx).transpose(1, 2)), module
+
+    peak = step_peak(planned, x, y)
+    logits = 4 * 64 * 8192 * 4
+    print(f"tiny GPT, logits [4, 64, 8192] ({logits:,} B): monet {peak:,} B at store-all's "
+          f"budget {budget['bytes']:,} B")
+    assert peak <= budget["bytes"]
