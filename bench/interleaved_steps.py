@@ -5,12 +5,16 @@ import time
 import monet
 
 
-def measure_interleaved(methods, loss_of, optimizer, rounds, before, log=False):
+def measure_interleaved(methods, loss_of, optimizer, rounds, before, log=False, resident=None):
     """Runs 1 + `rounds` rounds, each a training step of every method in turn
     (zero_grad, loss_of(forward), backward, optimizer step); the first round is a
     warm-up. `methods`: name -> forward. `before`: tracked bytes alive before the model
-    was built. Returns (peaks, seconds): per name, the largest step peak above `before`
-    (bytes) and the step times of the measured rounds (seconds)."""
+    was built. `resident`: name -> bytes a method holds between its steps apart from the
+    model (a monet model's copies of trace constants), left out of the other methods'
+    peaks. Returns (peaks, seconds): per name, the largest step peak above `before` less
+    the other methods' resident bytes (bytes) and the step times of the measured rounds
+    (seconds)."""
+    resident = resident or {}
     peaks = {k: 0 for k in methods}
     seconds = {k: [] for k in methods}
     for i in range(1 + rounds):
@@ -23,12 +27,14 @@ def measure_interleaved(methods, loss_of, optimizer, rounds, before, log=False):
                 optimizer.step()
                 elapsed = time.perf_counter() - t0
                 del loss
+            others = sum(b for k, b in resident.items() if k != name)
+            peak = m.peak_bytes - before - others
             if i > 0:
-                peaks[name] = max(peaks[name], m.peak_bytes - before)
+                peaks[name] = max(peaks[name], peak)
                 seconds[name].append(elapsed)
             if log:
-                print(f"round {i} {name}: {elapsed:.2f} s, "
-                      f"peak {(m.peak_bytes - before) / (1 << 20):.1f} MiB", flush=True)
+                print(f"round {i} {name}: {elapsed:.2f} s, peak {peak / (1 << 20):.1f} MiB",
+                      flush=True)
     return peaks, seconds
 
 
@@ -60,8 +66,9 @@ def budget_curve(model, example, loss_of, peers, budgets, time_limit, rounds, be
     import torch
 
     methods = {"pytorch": model, **peers}
-    plans = {}
+    plans, resident = {}, {}
     for ratio in budgets:
+        held = monet.current_memory()
         try:
             fast = monet.optimize(model, example, budget=ratio + "x", optimizer="sgd-momentum",
                                   time_limit=time_limit)
@@ -71,8 +78,10 @@ def budget_curve(model, example, loss_of, peers, budgets, time_limit, rounds, be
         print(f"monet {ratio}x: {fast.plan}", flush=True)
         methods[f"monet {ratio}x"] = fast
         plans[f"monet {ratio}x"] = fast.plan
+        resident[f"monet {ratio}x"] = monet.current_memory() - held
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    peaks, seconds = measure_interleaved(methods, loss_of, opt, rounds, before, log=True)
+    peaks, seconds = measure_interleaved(methods, loss_of, opt, rounds, before, log=True,
+                                         resident=resident)
     result = {"config": config, "threads": torch.get_num_threads(), "methods": {}}
     base_peak, base_s = peaks["pytorch"], statistics.median(seconds["pytorch"])
     print("| method | step peak (B) | of PyTorch's | s/step | overhead | within budget |")
