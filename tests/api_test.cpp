@@ -162,6 +162,43 @@ TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
   }
 }
 
+// PlanOptions::loss_bytes: the caller's loss working set is charged where the loss node
+// runs, in the place of the node's own (with_loss_working_set), so the predicted peak rises
+// by at most that much, and plans for another working set are not read from the cache.
+TEST(PlannedModel, ChargesTheCallersLossWhereTheLossRuns) {
+  const std::string cache = fresh_dir("loss_bytes");
+  Model model = Model::load(activation_heavy_resnet(), 0);
+  const Graph& g = model.impl()->graph;
+  const int output = g.node(g.value(g.loss_value()).producer).inputs[0];
+  const int64_t loss_bytes = 2 * g.value(output).bytes();
+  model_costs(g, false, cache);  // profiled into the cache, which the predictions read
+  PlanOptions po = quiet_options("", cache);
+  po.planner = "storeall";
+  const PlannedModel plain(model, po);
+  po.loss_bytes = loss_bytes;
+  const PlannedModel charged(model, po);
+  EXPECT_FALSE(charged.report().from_cache) << "a plan for another loss working set was read";
+  EXPECT_EQ(charged.report().loss_bytes, loss_bytes);
+  const int64_t without = plain.report().predicted_peak_bytes;
+  const int64_t with = charged.report().predicted_peak_bytes;
+  EXPECT_GT(without, 0);
+  EXPECT_GE(with, without - 4 * g.value(output).bytes());
+  EXPECT_LE(with, without + loss_bytes);
+
+  CostModel costs;
+  costs.nodes.resize(g.nodes().size());
+  const int loss_node = g.value(g.loss_value()).producer;
+  costs.nodes[loss_node].forward["default"].workspace_bytes = 7;
+  costs.nodes[loss_node].backward["input/default"].workspace_bytes = 9;
+  costs.nodes[0].forward["default"].workspace_bytes = 5;
+  const CostModel c = with_loss_working_set(g, costs, 1000);
+  EXPECT_EQ(c.nodes[loss_node].forward.at("default").workspace_bytes, 1000);
+  EXPECT_EQ(c.nodes[loss_node].backward.at("input/default").workspace_bytes, 1000);
+  EXPECT_EQ(c.nodes[0].forward.at("default").workspace_bytes, 5);
+  EXPECT_EQ(
+      with_loss_working_set(g, costs, 0).nodes[loss_node].forward.at("default").workspace_bytes, 7);
+}
+
 // The budgets there are plans for, and the error for one below them all: it carries the
 // smallest budget with a plan (planning at it succeeds) and the proven floor.
 TEST(PlannedModel, BudgetErrorsCarryTheSmallestBudgetAndTheFloor) {
