@@ -10,6 +10,23 @@ from conftest import halfway_budget
 MIB = 1 << 20
 
 
+def tiny_gpt_and_tokens(vocab, **sizes):
+    """A maker of tools/make_import_fixtures.py's TinyGPT (seeded; called where the step's
+    memory is measured from), and a batch of tokens and targets (4 sequences of its
+    length)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.environ["MONET_SOURCE_DIR"], "tools"))
+    from make_import_fixtures import TinyGPT
+
+    def make():
+        torch.manual_seed(0)
+        return TinyGPT(vocab=vocab, **sizes)
+
+    shape = (4, sizes["length"])
+    return make, torch.randint(0, vocab, shape), torch.randint(0, vocab, shape)
+
+
 def step_peak(model_fn, x, y):
     """The tracked peak (bytes) of the second training step (the optimizer's state then
     exists), above what was alive before the model was built."""
@@ -57,18 +74,11 @@ def test_a_language_models_loss_over_large_logits_stays_within_the_budget(where,
     """The caller's cross-entropy over [N, T, V] logits holds tensors of the logits' size
     outside the plan; the planner leaves room for them where the loss runs (loss_copies),
     also at a budget near the smallest, where the plan recomputes most of the model."""
-    import os
-    import sys
-    sys.path.insert(0, os.path.join(os.environ["MONET_SOURCE_DIR"], "tools"))
-    from make_import_fixtures import TinyGPT
-
-    x = torch.randint(0, 2048, (4, 64))
-    y = torch.randint(0, 2048, (4, 64))
+    make, x, y = tiny_gpt_and_tokens(2048, dim=32, heads=4, layers=2, length=64)
     budget = {}
 
     def planned():
-        torch.manual_seed(0)
-        module = TinyGPT(vocab=2048, dim=32, heads=4, layers=2, length=64)
+        module = make()
         if where == "halfway":
             budget["bytes"] = halfway_budget(module, x, cache_dir, "sgd-momentum")
         else:
@@ -95,18 +105,11 @@ def test_the_callers_loss_over_dominant_logits_fits_store_alls_budget(cache_dir)
     slack for a plan to leave unused), the step's peak stays within it. The caller's loss
     holds the logits only while it needs them, and its gradient goes into the planned
     backward and is freed there, as the planner's memory model has them."""
-    import os
-    import sys
-    sys.path.insert(0, os.path.join(os.environ["MONET_SOURCE_DIR"], "tools"))
-    from make_import_fixtures import TinyGPT
-
-    x = torch.randint(0, 8192, (4, 64))
-    y = torch.randint(0, 8192, (4, 64))
+    make, x, y = tiny_gpt_and_tokens(8192, dim=32, heads=4, layers=1, length=64)
     budget = {}
 
     def planned():
-        torch.manual_seed(0)
-        module = TinyGPT(vocab=8192, dim=32, heads=4, layers=1, length=64)
+        module = make()
         # Cross-entropy's own two copies, no more: a logits-sized tensor held longer than
         # the model says (the output, its gradient) does not fit.
         r = monet.budget_range(module, x, cache_dir=cache_dir, time_limit=20, loss_copies=2)
