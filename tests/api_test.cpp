@@ -19,9 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ModelSpec tiny_resnet() { return {"resnet18", 4, {32, 32}, 0.125, 4, {}}; }
+ModelSpec tiny_resnet() { return {"resnet18", 4, {32, 32}, 0.125, 4, {}, ""}; }
 // Large enough in batch and image for activations to dominate (budgets below 1x fit).
-ModelSpec activation_heavy_resnet() { return {"resnet18", 32, {64, 64}, 0.125, 4, {}}; }
+ModelSpec activation_heavy_resnet() { return {"resnet18", 32, {64, 64}, 0.125, 4, {}, ""}; }
 
 std::string fresh_dir(const std::string& name) {
   const std::string d = ::testing::TempDir() + "/monet_api_" + name;

@@ -113,7 +113,9 @@ TEST_P(ChainOnTinyModel, TheProgramExpressesItsInPlaceRecomputations) {
     return count;
   };
   const int inplace = inplace_recomputations(smallest.plan);
-  if (GetParam().name == "resnet18") EXPECT_GT(inplace, 0);
+  if (GetParam().name == "resnet18") {
+    EXPECT_GT(inplace, 0);
+  }
   MonetProgramOptions po;
   po.budget_bytes = smallest.simulated.peak_bytes;
   po.exact_intermediate_min_fraction = 0;

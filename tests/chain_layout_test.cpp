@@ -30,7 +30,9 @@ int expect_valid_layout(const Graph& g, const std::vector<ChainSegment>& layout)
   for (size_t s = 0; s < layout.size(); ++s) {
     const ChainSegment& seg = layout[s];
     if (seg.side >= 0) ++interior;
-    if (s > 0 && seg.side >= 0) EXPECT_EQ(seg.stretch, layout[s - 1].stretch);
+    if (s > 0 && seg.side >= 0) {
+      EXPECT_EQ(seg.stretch, layout[s - 1].stretch);
+    }
     for (int id : seg.nodes) {
       for (int v : g.node(id).inputs) {
         const int p = g.value(v).producer;

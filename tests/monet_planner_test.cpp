@@ -159,10 +159,11 @@ TEST(MonetPlanner, SearchesSmallProgramsFromNoPlanWhenNoHeuristicFits) {
     o.small_program_first_fit = way;
     const MonetResult r = plan_monet(m.g, m.costs, o);
     // No warm start from a heuristic: none, or the elastic search's plan when it found one.
-    if (way == SmallProgramFirstFit::kBranchAndCut)
+    if (way == SmallProgramFirstFit::kBranchAndCut) {
       EXPECT_EQ(r.warm_start, "");
-    else if (!r.warm_start.empty())
+    } else if (!r.warm_start.empty()) {
       EXPECT_EQ(r.warm_start, "the elastic search's plan");
+    }
     std::cout << "unet 128x192, monet-noop at " << o.budget_bytes << " B (Chen " << chen
               << " B, floor " << floor << " B): ";
     if (!r.found) {

@@ -191,7 +191,7 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
 class ImportedTraining : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ImportedTraining, SgdMomentumAndAdamMatchAutogradInFloat64) {
-  const ModelSpec spec{kDir + "/" + GetParam() + ".pt", 8, {}, 1.0, 0, {8, 3, 64, 64}};
+  const ModelSpec spec{kDir + "/" + GetParam() + ".pt", 8, {}, 1.0, 0, {8, 3, 64, 64}, ""};
   const std::string plan = testing::write_monet_plan(Model::load(spec, 0), at::kDouble);
   for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
     int noise_only = 0;

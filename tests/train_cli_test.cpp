@@ -28,7 +28,8 @@ std::string fresh_dir(const std::string& name) {
 
 // Runs `monet ARGS`, stdout to `out`, stderr to `err`; returns the exit code.
 int monet(const std::string& args, const std::string& out, const std::string& err) {
-  const int status = std::system((std::string(MONET_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
+  const int status =
+      std::system((std::string(MONET_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
   return WEXITSTATUS(status);
 }
 
@@ -52,7 +53,8 @@ TEST(TrainCommand, LearnsShapesUnderHalfTheMemoryAndSavesForPython) {
   const std::string model = kDir + "/resnet_tiny.pt", trained = dir + "/trained.pt";
   ASSERT_EQ(monet("train --model " + model + " --input-shape 32,3,32,32 --data " + kDir +
                       "/shapes --budget 0.5x --epochs 8 --lr 0.05 --seed 1 --time-limit 20 "
-                      "--cache-dir " + dir + "/cache --save " + trained + " --json",
+                      "--cache-dir " +
+                      dir + "/cache --save " + trained + " --json",
                   dir + "/log.jsonl", dir + "/err.txt"),
             0)
       << read(dir + "/err.txt");
@@ -65,7 +67,7 @@ TEST(TrainCommand, LearnsShapesUnderHalfTheMemoryAndSavesForPython) {
               static_cast<long long>(summary.at("autograd_step_peak_bytes").get<int64_t>()));
 
   // Training accuracy of the saved model, computed by monet in eval mode.
-  Model saved = Model::load({trained, 0, {}, 1.0, 0, {32, 3, 32, 32}}, 0);
+  Model saved = Model::load({trained, 0, {}, 1.0, 0, {32, 3, 32, 32}, ""}, 0);
   PlanOptions po;
   po.planner = "storeall";
   po.use_cache = false;
@@ -104,7 +106,8 @@ TEST(TrainCommand, ResumingFromACheckpointEqualsTrainingThrough) {
   const std::string dir = fresh_dir("resume");
   const std::string common =
       "train --model resnet18 --batch 4 --image 32 --width 0.125 --classes 4 --synthetic "
-      "--planner chen --optimizer adam --lr 0.01 --cache-dir " + dir + "/cache ";
+      "--planner chen --optimizer adam --lr 0.01 --cache-dir " +
+      dir + "/cache ";
   ASSERT_EQ(monet(common + "--steps 4 --save " + dir + "/through.pt", dir + "/o1", dir + "/e1"), 0)
       << read(dir + "/e1");
   ASSERT_EQ(monet(common + "--steps 2 --checkpoint " + dir + "/c.pt", dir + "/o2", dir + "/e2"), 0)
@@ -126,9 +129,10 @@ TEST(TrainCommand, ResumingFromACheckpointEqualsTrainingThrough) {
 
 TEST(TrainCommand, BadInputExitsTwoWithOneLineAndWritesNothing) {
   const std::string dir = fresh_dir("bad");
-  const std::string common = "train --model resnet18 --batch 4 --image 32 --width 0.125 "
-                             "--classes 4 --steps 1 --planner storeall --cache-dir " + dir +
-                             "/cache --save " + dir + "/w.pt ";
+  const std::string common =
+      "train --model resnet18 --batch 4 --image 32 --width 0.125 "
+      "--classes 4 --steps 1 --planner storeall --cache-dir " +
+      dir + "/cache --save " + dir + "/w.pt ";
   std::ofstream(dir + "/truncated.pt") << "PK\x03\x04 not a whole archive";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--data " + dir + "/missing", "missing"},
@@ -148,10 +152,13 @@ TEST(TrainCommand, BadInputExitsTwoWithOneLineAndWritesNothing) {
   }
   // A checkpoint from another model.
   ASSERT_EQ(monet("train --model resnet18 --batch 4 --image 32 --width 0.125 --classes 5 "
-                  "--steps 1 --synthetic --planner storeall --checkpoint " + dir + "/c5.pt",
+                  "--steps 1 --synthetic --planner storeall --checkpoint " +
+                      dir + "/c5.pt",
                   dir + "/out", dir + "/err"),
-            0) << read(dir + "/err");
-  EXPECT_EQ(monet(common + "--synthetic --resume " + dir + "/c5.pt", dir + "/out", dir + "/err"), 2);
+            0)
+      << read(dir + "/err");
+  EXPECT_EQ(monet(common + "--synthetic --resume " + dir + "/c5.pt", dir + "/out", dir + "/err"),
+            2);
   EXPECT_NE(read(dir + "/err").find("another model"), std::string::npos) << read(dir + "/err");
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();

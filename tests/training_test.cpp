@@ -14,7 +14,7 @@ namespace {
 using testing::TinyModel;
 
 ModelSpec spec_of(const TinyModel& t) {
-  return {t.name, t.config.batch, t.config.image, t.config.width, t.config.classes, {}};
+  return {t.name, t.config.batch, t.config.image, t.config.width, t.config.classes, {}, ""};
 }
 
 // Training runs at batch 8: with the tiny models' batch of 2, the last stages' batch

@@ -127,9 +127,8 @@ Model load_model(const TrainOptions& o, DataSource& data) {
     if (!is_torchscript_path(mo.model) && mo.classes == 0) mo.classes = data.dataset->classes();
   }
   const ModelConfig config = model_config(mo);
-  ModelSpec spec{mo.model,     config.batch,   config.image,
-                 config.width, config.classes, config.input_shape};
-  spec.output = mo.output;
+  ModelSpec spec{mo.model,       config.batch,       config.image, config.width,
+                 config.classes, config.input_shape, mo.output};
   spec.loss = loss_kind_from_name(mo.loss);
   try {
     return Model::load(spec, o.seed);
