@@ -171,9 +171,9 @@ TEST(PlannedModel, ChargesTheCallersLossWhereTheLossRuns) {
   const Graph& g = model.impl()->graph;
   const int output = g.node(g.value(g.loss_value()).producer).inputs[0];
   const int64_t loss_bytes = 2 * g.value(output).bytes();
-  model_costs(g, false, cache);  // profiled into the cache, which the predictions read
   PlanOptions po = quiet_options("", cache);
   po.planner = "storeall";
+  model_costs(g, po, cache);  // profiled into the cache, which the predictions read
   const PlannedModel plain(model, po);
   po.loss_bytes = loss_bytes;
   const PlannedModel charged(model, po);

@@ -217,9 +217,15 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
                        plan_file, cache_dir, use_cache, progress)
     model = _import(module, example_input, output, lossy)
+    _leave_room_beside(model, module, loss_copies, options)
+    return Plan(_C.PlannedModel(model, options), model)
+
+
+def _leave_room_beside(model, module, loss_copies, options):
+    """Sets `options`' room for what runs beside the imported `model`: the caller's loss
+    (loss_bytes) and the module's tensors the model does not share (reserved_bytes)."""
     options["loss_bytes"] = _loss_bytes(model, loss_copies)
     options["reserved_bytes"] += _unshared_bytes(module, model)
-    return Plan(_C.PlannedModel(model, options), model)
 
 
 def _unshared_bytes(module, model):
@@ -251,8 +257,7 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
                        cache_dir, use_cache, progress)
     model = _import(module, example_input, output)
-    options["loss_bytes"] = _loss_bytes(model, loss_copies)
-    options["reserved_bytes"] += _unshared_bytes(module, model)
+    _leave_room_beside(model, module, loss_copies, options)
     return BudgetRange(*_C.budget_range(model, options))
 
 

@@ -1,4 +1,7 @@
 // budget_range: what budgets a model can be planned for, from its profiled costs.
+#include <algorithm>
+#include <utility>
+
 #include "api/model_impl.h"
 #include "base/memory_tracker.h"
 #include "cost/profiler.h"
@@ -7,14 +10,25 @@
 #include "planner/chain_checkpointing.h"
 #include "planner/lean_plans.h"
 #include "planner/memory_floor.h"
+#include "planner/minimum_budget.h"
 
 namespace monet {
 
-CostModel model_costs(const Graph& g, bool progress, const std::string& cache_dir) {
+CostModel model_costs(const Graph& g, const PlanOptions& o, const std::string& cache_dir) {
   MemoryTracker::install();  // the profiler measures memory through it
   ProfileOptions po;
-  po.progress = progress;
-  return cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, cache_dir);
+  po.progress = o.progress;
+  return with_loss_working_set(
+      g, cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, cache_dir),
+      o.loss_bytes);
+}
+
+bool cached_model_costs(const Graph& g, const PlanOptions& o, const std::string& cache_dir,
+                        CostModel* costs) {
+  CostModel c;
+  if (cache_dir.empty() || !read_cached_costs(g, cache_dir, &c)) return false;
+  *costs = with_loss_working_set(g, std::move(c), o.loss_bytes);
+  return true;
 }
 
 std::string cache_dir_of(const PlanOptions& o) {
@@ -27,13 +41,9 @@ BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOp
   // The leanest plan: of the lean checkpointing plans, and of chain checkpointing's
   // schedules lowered towards nothing (as the MONeT planner lowers them when none fits).
   int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
-  ChainCheckpointingOptions chain;
-  chain.budget_bytes = 1;
-  chain.time_limit_seconds = chain.first_fit_time_limit_seconds = o.time_limit_seconds / 4;
-  chain.rematerialized_plans = 0;
-  const ChainCheckpointingPlans c = chain_checkpointing_plans(g, costs, chain);
-  if (!c.smallest.plan.program.empty())
-    smallest = std::min(smallest, c.smallest.simulated.peak_bytes);
+  const SimulatedPlan chain =
+      leanest_chain_schedule(g, costs, o.time_limit_seconds * kMinimumBudgetChainShare);
+  if (!chain.plan.program.empty()) smallest = std::min(smallest, chain.simulated.peak_bytes);
   const int64_t others = optimizer_bytes + o.reserved_bytes;
   BudgetRange r;
   r.smallest_bytes = smallest + others;
@@ -44,8 +54,7 @@ BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOp
 
 BudgetRange budget_range(const Model& model, const PlanOptions& o) {
   const Graph& g = model.impl()->graph;
-  const CostModel costs =
-      with_loss_working_set(g, model_costs(g, o.progress, cache_dir_of(o)), o.loss_bytes);
+  const CostModel costs = model_costs(g, o, cache_dir_of(o));
   return budget_range_of(g, costs, o, optimizer_memory(model, o.optimizer, o.weight_decay).total());
 }
 

@@ -39,9 +39,13 @@ ImportOptions import_options(const std::string& output, LossKind loss);
 /// for an unknown zoo model.
 ModelConfig model_config(const ModelSpec& spec);
 
-/// The graph's profiled costs, read from `cache_dir`'s cost cache or profiled now (and
-/// cached); no cache when `cache_dir` is empty.
-CostModel model_costs(const Graph& graph, bool progress, const std::string& cache_dir);
+/// The graph's profiled costs as the planner sees them (options.loss_bytes charged to the
+/// loss node: with_loss_working_set), read from `cache_dir`'s cost cache or profiled now
+/// (and cached); no cache when `cache_dir` is empty.
+CostModel model_costs(const Graph& graph, const PlanOptions& options, const std::string& cache_dir);
+/// The same from the cost cache alone: false (and `costs` unchanged) when it has none.
+bool cached_model_costs(const Graph& graph, const PlanOptions& options,
+                        const std::string& cache_dir, CostModel* costs);
 /// budget_range() for profiled `costs`, with `optimizer_bytes` (state and update) and
 /// options.reserved_bytes beside each iteration peak.
 BudgetRange budget_range_of(const Graph& graph, const CostModel& costs, const PlanOptions& options,

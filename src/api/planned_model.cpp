@@ -142,7 +142,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
     }
   }
   if (planner_needs_costs(o.planner) || budget > 0) {
-    *costs = with_loss_working_set(g, model_costs(g, o.progress, cache_dir), o.loss_bytes);
+    *costs = model_costs(g, o, cache_dir);
     *have_costs = true;
   }
   PlannerRequest request;
@@ -213,10 +213,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
                           : m.spec.model;
   impl_->plan.config = model_config(m.spec);
   r.lossy_forwards = lossy_forwards(m.graph, impl_->plan);
-  if (!have_costs && !cache_dir.empty() && read_cached_costs(m.graph, cache_dir, &costs)) {
-    costs = with_loss_working_set(m.graph, std::move(costs), o.loss_bytes);
-    have_costs = true;
-  }
+  if (!have_costs) have_costs = cached_model_costs(m.graph, o, cache_dir, &costs);
   if (have_costs) {
     const SimulationResult sim = simulate(m.graph, impl_->plan, costs);
     r.predicted_peak_bytes = sim.peak_bytes;

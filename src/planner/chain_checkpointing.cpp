@@ -566,4 +566,13 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostMode
   return out;
 }
 
+SimulatedPlan leanest_chain_schedule(const Graph& g, const CostModel& costs,
+                                     double time_limit_seconds) {
+  ChainCheckpointingOptions chain;
+  chain.budget_bytes = 1;  // lowered towards nothing
+  chain.time_limit_seconds = chain.first_fit_time_limit_seconds = time_limit_seconds;
+  chain.rematerialized_plans = 0;
+  return chain_checkpointing_plans(g, costs, chain).smallest;
+}
+
 }  // namespace monet

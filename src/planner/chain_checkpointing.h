@@ -76,4 +76,10 @@ struct ChainCheckpointingPlans {
 ChainCheckpointingPlans chain_checkpointing_plans(const Graph& graph, const CostModel& costs,
                                                   const ChainCheckpointingOptions& options);
 
+/// The chain's schedule of smallest simulated peak, searched for at most `time_limit_seconds`
+/// (seconds) with no rematerialization (empty program when the graph has none): where the
+/// smallest budgets (minimum_budget, budget_range) start.
+SimulatedPlan leanest_chain_schedule(const Graph& graph, const CostModel& costs,
+                                     double time_limit_seconds);
+
 }  // namespace monet

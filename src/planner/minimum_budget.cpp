@@ -46,12 +46,8 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   const auto t0 = std::chrono::steady_clock::now();
   SimulatedPlan leanest;
   if (mode == MonetMode::kAll) {
-    ChainCheckpointingOptions chain;
-    chain.budget_bytes = 1;
-    chain.time_limit_seconds = chain.first_fit_time_limit_seconds =
-        solver.time_limit_seconds * kMinimumBudgetChainShare;
-    chain.rematerialized_plans = 0;
-    leanest = chain_checkpointing_plans(g, costs, chain).smallest;
+    leanest =
+        leanest_chain_schedule(g, costs, solver.time_limit_seconds * kMinimumBudgetChainShare);
     o.time_limit_seconds = std::max(
         1.0, solver.time_limit_seconds -
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

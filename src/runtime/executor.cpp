@@ -144,16 +144,15 @@ at::Tensor PendingIteration::take_output() {
 
 ExecutionResult PendingIteration::finish(at::Tensor grad_output) {
   if (state_->finished) throw std::logic_error("PendingIteration::finish called twice");
-  const TensorIds ids = State::tensor_ids(executor_.graph_);
   if (!state_->output_taken)
-    state_->output_type = state_->tensors[ids.activation(executor_.output_)].scalar_type();
+    throw std::logic_error("PendingIteration::finish called before take_output");
+  const TensorIds ids = State::tensor_ids(executor_.graph_);
   const std::vector<int64_t>& shape = executor_.graph_.value(executor_.output_).shape;
   if (!grad_output.defined() || grad_output.sizes() != at::IntArrayRef(shape))
     throw std::invalid_argument("the output's gradient must have the output's shape");
   state_->tensors[ids.grad(executor_.output_)] = grad_output.to(state_->output_type).contiguous();
   grad_output.reset();  // a copy (another dtype or layout) leaves the caller's at once
-  executor_.execute(*state_, executor_.loss_forward_ + (state_->output_taken ? 1 : 0),
-                    executor_.plan_.program.size());
+  executor_.execute(*state_, executor_.loss_forward_ + 1, executor_.plan_.program.size());
   return executor_.finish(*state_);
 }
 

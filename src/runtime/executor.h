@@ -58,7 +58,7 @@ class PendingIteration {
   /// memory model frees it after that forward). Call once, before finish().
   at::Tensor take_output();
   /// Runs the rest of the plan (the planned backward) from `grad_output`, d loss / d
-  /// output(), in place of the built-in loss's backward. Call at most once. Pass the
+  /// output(), in place of the built-in loss's backward. Call once, after take_output(). Pass the
   /// caller's last reference (std::move): the plan then frees the gradient where its
   /// memory model does, not when the caller drops it.
   ExecutionResult finish(at::Tensor grad_output);
