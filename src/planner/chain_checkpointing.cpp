@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "plan/unread_recomputations.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/rematerialization.h"
@@ -498,7 +499,8 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
       int64_t peak = std::numeric_limits<int64_t>::max();
       for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
         SimulatedPlan p;
-        p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
+        p.plan = without_unread_recomputations(
+            g, schedule_plan(g, segments, choices, needs_backward, steps, r));
         p.simulated = simulate(g, p.plan, costs);
         peak = std::min(peak, p.simulated.peak_bytes);
         if (out->smallest.plan.program.empty() ||
