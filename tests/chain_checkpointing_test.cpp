@@ -7,11 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "cost/simulator.h"
 #include "gradient_check.h"
 #include "graph/model_zoo.h"
+#include "plan/unread_recomputations.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/memory_floor.h"
@@ -192,6 +194,34 @@ TEST(ChainCheckpointing, SmallestScheduleIsNearTheFloor) {
       << "smallest " << smallest << " B above the start, floor " << floor << " B";
   testing::expect_runs_as_simulated(g, t.state, t.batch, chain.smallest.plan,
                                     chain.smallest.simulated);
+}
+
+// The tiny UNet's segments end with a transposed convolution and a concatenation whose
+// backward passes read no activation: a segment recomputed whole recomputes them for
+// nothing. With them kept, some schedules hold such recomputations, and dropping them
+// makes those faster and no higher; by default no schedule holds one, the smallest is no
+// higher, and a schedule that lost some runs as simulated.
+TEST(ChainCheckpointing, DropsRecomputationsNothingReads) {
+  MemoryTracker::install();
+  const TinySetUp t("unet");
+  ChainCheckpointingOptions o;
+  o.budget_bytes = std::numeric_limits<int64_t>::max();  // every schedule fits
+  const ChainCheckpointingPlans dropped = chain_checkpointing_plans(t.g, t.costs, o);
+  o.unread_recomputations = UnreadRecomputations::kKeep;
+  const ChainCheckpointingPlans kept = chain_checkpointing_plans(t.g, t.costs, o);
+  EXPECT_LE(dropped.smallest.simulated.peak_bytes, kept.smallest.simulated.peak_bytes);
+  for (const SimulatedPlan& p : dropped.within_budget)
+    EXPECT_EQ(without_unread_recomputations(t.g, p.plan).program.size(), p.plan.program.size());
+  int pruned = 0;
+  for (const SimulatedPlan& p : kept.within_budget) {
+    const Plan without = without_unread_recomputations(t.g, p.plan);
+    if (without.program.size() == p.plan.program.size()) continue;
+    const SimulationResult after = simulate(t.g, without, t.costs);
+    EXPECT_LE(after.peak_bytes, p.simulated.peak_bytes);
+    EXPECT_LT(after.seconds, p.simulated.seconds);
+    if (pruned++ == 0) testing::expect_runs_as_simulated(t.g, t.state, t.batch, without, after);
+  }
+  EXPECT_GT(pruned, 0);
 }
 
 // Multi-level recomputation goes below checkpointing at articulation points, and the

@@ -75,7 +75,7 @@ TEST_P(RematerializationOnTinyModel, RecomputesInputsNoLongerAliveAndRunsAsSimul
   o.budget_bytes = start.simulated.start_bytes;  // out of reach: as low as the moves get
   o.recomputed_input_depth = 0;
   const SimulatedPlan alone = rematerialize(g, costs, start, o);
-  o.recomputed_input_depth = 3;
+  o.recomputed_input_depth = kRecomputedInputDepth;
   const SimulatedPlan chained = rematerialize(g, costs, start, o);
   EXPECT_LT(chained.simulated.peak_bytes, alone.simulated.peak_bytes);
   validate_plan(g, chained.plan);

@@ -72,8 +72,10 @@ class PlannedBackward : public torch::autograd::Node {
 // shared by views once; 4: recomputations that emit an intermediate for the backward; 5:
 // the default convolution input gradient costs as ATen's on the real input; 6:
 // rematerialization recomputes the inputs of a recomputation that are no longer alive; 8:
-// chain checkpointing drops the recomputations nothing reads), so that no cached plan of an earlier planner is run in its place. Profiles measured another
-// way have another implementation_set_key, which the path holds.
+// chain checkpointing drops the recomputations nothing reads, and its rematerialization
+// recomputes inputs up to 8 producers back), so that no cached plan of an earlier planner is run in
+// its place. Profiles measured another way have another implementation_set_key, which the path
+// holds.
 constexpr int kPlanCacheVersion = 8;
 
 std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,

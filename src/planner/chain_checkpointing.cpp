@@ -410,6 +410,7 @@ void rematerialize_towards_budget(const Graph& g, const CostModel& costs,
   });
   RematerializationOptions r;
   r.budget_bytes = o.budget_bytes;
+  r.recomputed_input_depth = o.recomputed_input_depth;
   const auto lower = [&](const SimulatedPlan& start, double seconds) {
     r.time_limit_seconds = seconds;
     SimulatedPlan lowered = rematerialize(g, costs, start, r);
@@ -499,8 +500,9 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
       int64_t peak = std::numeric_limits<int64_t>::max();
       for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
         SimulatedPlan p;
-        p.plan = without_unread_recomputations(
-            g, schedule_plan(g, segments, choices, needs_backward, steps, r));
+        p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
+        if (o.unread_recomputations == UnreadRecomputations::kDrop)
+          p.plan = without_unread_recomputations(g, std::move(p.plan));
         p.simulated = simulate(g, p.plan, costs);
         peak = std::min(peak, p.simulated.peak_bytes);
         if (out->smallest.plan.program.empty() ||

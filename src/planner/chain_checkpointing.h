@@ -33,8 +33,17 @@
 #include "cost/simulator.h"
 #include "graph/graph.h"
 #include "planner/chain_layout.h"
+#include "planner/rematerialization.h"
 
 namespace monet {
+
+/// What a schedule does with the recomputations nothing reads (a segment is recomputed
+/// whole; the backward of a concatenation or a transposed convolution at its end reads no
+/// activation).
+enum class UnreadRecomputations {
+  kDrop,  // without_unread_recomputations (plan/unread_recomputations.h)
+  kKeep,  // every node of the segment runs again
+};
 
 struct ChainCheckpointingOptions {
   int64_t budget_bytes = 0;  // simulated peak allowed (bytes)
@@ -59,6 +68,9 @@ struct ChainCheckpointingOptions {
   double rematerialization_reach = 0.25;
   /// Rematerialization stops once this many schedules were lowered into the budget.
   int rematerialized_plans = 3;
+  /// RematerializationOptions::recomputed_input_depth of that lowering.
+  int recomputed_input_depth = kRecomputedInputDepth;
+  UnreadRecomputations unread_recomputations = UnreadRecomputations::kDrop;
 };
 
 struct ChainCheckpointingPlans {

@@ -22,13 +22,18 @@
 
 namespace monet {
 
+/// The default of RematerializationOptions::recomputed_input_depth: deeper than 3 lowers
+/// UNet b1 416x608's leanest chain schedule further (618.4 MiB against
+/// 649.3 MiB) and gives faster plans on ResNet-50 b32 at 0.26x and 0.27x (docs/RESULTS.md).
+inline constexpr int kRecomputedInputDepth = 8;
+
 struct RematerializationOptions {
   int64_t budget_bytes = 0;        // simulated peak to reach (bytes)
   double time_limit_seconds = 10;  // wall-clock limit of the whole pass (seconds)
   int candidates_per_move = 96;    // tensors tried at each move: the largest alive at the peak
   /// How many producers back a move recomputes the inputs of a tensor's recomputation that
   /// are not alive where it runs (0: only tensors whose inputs are alive there).
-  int recomputed_input_depth = 3;
+  int recomputed_input_depth = kRecomputedInputDepth;
 };
 
 /// The plan reached from `start` (its simulated peak within the budget, or as low as the
