@@ -35,6 +35,18 @@ Plan forward_run_twice(const Graph& g) {
   return plan;
 }
 
+// The same with an explicit free of the loss's output right after its recomputation.
+Plan forward_run_twice_with_frees(const Graph& g) {
+  Plan plan = forward_run_twice(g);
+  size_t at = plan.program.size();
+  while (plan.program[at - 1].kind != InstrKind::kForward ||
+         plan.program[at - 1].node != g.value(g.loss_value()).producer)
+    --at;
+  plan.program.insert(plan.program.begin() + at, {InstrKind::kFree, plan.program[at - 1].node, "",
+                                                  BackwardPart::kAll, Slot::kOutput});
+  return plan;
+}
+
 TEST_P(UnreadRecomputationsOnTinyModel, DropsWhatNothingReadsAndRunsAsSimulated) {
   const testing::ProfiledTinyModel p(GetParam());
   const auto& [g, state, batch, costs] = p;
@@ -52,6 +64,14 @@ TEST_P(UnreadRecomputationsOnTinyModel, DropsWhatNothingReadsAndRunsAsSimulated)
   EXPECT_LE(after.peak_bytes, before.peak_bytes);
   EXPECT_LT(after.seconds, before.seconds);
   testing::expect_runs_as_simulated(g, state, batch, pruned, after);
+
+  // The loss's recomputation goes, and with it the free of its output.
+  const Plan with_free = forward_run_twice_with_frees(g);
+  validate_plan(g, with_free);
+  const Plan pruned_with_free = without_unread_recomputations(g, with_free);
+  for (const Instruction& in : pruned_with_free.program) EXPECT_NE(in.kind, InstrKind::kFree);
+  EXPECT_EQ(pruned_with_free.program.size(), pruned.program.size());
+  validate_plan(g, pruned_with_free);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, UnreadRecomputationsOnTinyModel,

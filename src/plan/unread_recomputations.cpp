@@ -1,5 +1,6 @@
 #include "plan/unread_recomputations.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "plan/liveness.h"
@@ -36,31 +37,39 @@ std::vector<bool> unread_recomputations(const Graph& g, const Plan& plan, const 
   return unread;
 }
 
+// `program` without its explicit frees of tensors that are not alive there (their last
+// write was removed, or they died after their last reader before it).
+std::vector<Instruction> without_frees_of_the_dead(const Graph& g,
+                                                   std::vector<Instruction> program) {
+  Plan plan;
+  plan.program = std::move(program);
+  const Liveness l = analyze_liveness(g, plan);
+  std::vector<bool> alive(l.ids.count(), false);
+  std::vector<Instruction> kept;
+  kept.reserve(plan.program.size());
+  for (size_t i = 0; i < plan.program.size(); ++i) {
+    const InstrEffects& e = l.effects[i];
+    bool dead_free = plan.program[i].kind == InstrKind::kFree;
+    for (int t : e.kills) dead_free = dead_free && !alive[t];
+    if (!dead_free) kept.push_back(plan.program[i]);
+    for (int t : e.kills) alive[t] = false;
+    for (int t : e.writes) alive[t] = true;
+    for (int t : l.free_after[i]) alive[t] = false;
+  }
+  return kept;
+}
+
 }  // namespace
 
 Plan without_unread_recomputations(const Graph& g, Plan plan) {
   for (;;) {
-    const Liveness l = analyze_liveness(g, plan);
-    std::vector<bool> drop = unread_recomputations(g, plan, l);
-    bool any = false;
-    for (bool d : drop) any = any || d;
-    if (!any) return plan;
-    // An explicit free of a tensor whose last write was removed frees nothing now.
-    std::vector<bool> made(l.ids.count(), false);
-    for (size_t i = 0; i < plan.program.size(); ++i) {
-      const InstrEffects& e = l.effects[i];
-      if (plan.program[i].kind == InstrKind::kFree) {
-        for (int t : e.kills) drop[i] = drop[i] || !made[t];
-      }
-      if (drop[i]) continue;
-      for (int t : e.kills) made[t] = false;
-      for (int t : e.writes) made[t] = true;
-    }
+    const std::vector<bool> drop = unread_recomputations(g, plan, analyze_liveness(g, plan));
+    if (std::find(drop.begin(), drop.end(), true) == drop.end()) return plan;
     std::vector<Instruction> kept;
     kept.reserve(plan.program.size());
     for (size_t i = 0; i < plan.program.size(); ++i)
       if (!drop[i]) kept.push_back(plan.program[i]);
-    plan.program = std::move(kept);
+    plan.program = without_frees_of_the_dead(g, std::move(kept));
   }
 }
 
