@@ -477,7 +477,8 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
                           const ChainCheckpointingOptions& o,
                           const std::vector<ChainSegment>& layout,
                           const std::vector<bool>& needs_backward, const Elapsed& elapsed,
-                          std::vector<SimulatedPlan>* over, ChainCheckpointingPlans* out) {
+                          int families_left, std::vector<SimulatedPlan>* over,
+                          ChainCheckpointingPlans* out) {
   std::vector<int> cuts;
   for (const ChainSegment& c : layout)
     if (c.output >= 0) cuts.push_back(c.output);
@@ -518,6 +519,11 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
       return peak;
     };
     const auto time_left = [&] { return elapsed() <= o.time_limit_seconds; };
+    // The levels around the fit get an equal share of the time left with the families
+    // after this one (what one leaves goes to the next): on GPT-2-small, searched to its
+    // end, the memory-lean family would leave the fastest one no time.
+    const double share_end =
+        elapsed() + (o.time_limit_seconds - elapsed()) / std::max(1, families_left--);
     // The leanest schedule first (so that it is simulated however short the time); then
     // the highest level whose schedule fits, by bisection (peaks grow with the level,
     // roughly); then the levels around it, nearest first: the fastest schedules that fit
@@ -535,7 +541,8 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
           above = middle - 1;
       }
     }
-    for (int d = 1; time_left() && (fits + d <= program.levels() || fits - d >= leanest); ++d) {
+    for (int d = 1; elapsed() <= share_end && (fits + d <= program.levels() || fits - d >= leanest);
+         ++d) {
       if (fits + d <= program.levels()) visit(fits + d);
       if (fits - d >= leanest) visit(fits - d);
     }
@@ -553,13 +560,16 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostMode
   ChainCheckpointingPlans out;
   const auto needs_backward = nodes_needing_backward(g);
   std::vector<SimulatedPlan> over;  // schedules above the budget (recomputing as forward)
+  // Layouts times implementation families still to search.
+  int families_left = 2 * static_cast<int>(o.layouts.size());
   for (ChainCuts cut_kind : o.layouts) {
     ChainLayoutOptions layout_options;
     layout_options.max_segments = o.max_segments;
     layout_options.cuts = cut_kind;
     const std::vector<ChainSegment> layout = chain_layout(g, layout_options);
     out.segments = std::max(out.segments, static_cast<int>(layout.size()));
-    add_layout_schedules(g, costs, o, layout, needs_backward, elapsed, &over, &out);
+    add_layout_schedules(g, costs, o, layout, needs_backward, elapsed, families_left, &over, &out);
+    families_left -= 2;
   }
   rematerialize_towards_budget(g, costs, o, std::move(over), elapsed, &out);
   std::sort(out.within_budget.begin(), out.within_budget.end(),
