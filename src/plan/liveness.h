@@ -42,4 +42,8 @@ InstrEffects instruction_effects(const Graph& graph, const TensorIds& ids,
 /// Liveness of the whole program. Parameter gradients are results and never die.
 Liveness analyze_liveness(const Graph& graph, const Plan& plan);
 
+/// Whether each tensor (TensorIds numbering) is alive right before instruction `at` of the
+/// program `live` analyses.
+std::vector<bool> alive_before(const Liveness& live, int at);
+
 }  // namespace monet

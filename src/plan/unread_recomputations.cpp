@@ -44,17 +44,16 @@ std::vector<Instruction> without_frees_of_the_dead(const Graph& g,
   Plan plan;
   plan.program = std::move(program);
   const Liveness l = analyze_liveness(g, plan);
-  std::vector<bool> alive(l.ids.count(), false);
   std::vector<Instruction> kept;
   kept.reserve(plan.program.size());
   for (size_t i = 0; i < plan.program.size(); ++i) {
-    const InstrEffects& e = l.effects[i];
-    bool dead_free = plan.program[i].kind == InstrKind::kFree;
-    for (int t : e.kills) dead_free = dead_free && !alive[t];
-    if (!dead_free) kept.push_back(plan.program[i]);
-    for (int t : e.kills) alive[t] = false;
-    for (int t : e.writes) alive[t] = true;
-    for (int t : l.free_after[i]) alive[t] = false;
+    if (plan.program[i].kind == InstrKind::kFree) {
+      const std::vector<bool> alive = alive_before(l, static_cast<int>(i));
+      bool any_alive = false;
+      for (int t : l.effects[i].kills) any_alive = any_alive || alive[t];
+      if (!any_alive) continue;
+    }
+    kept.push_back(plan.program[i]);
   }
   return kept;
 }

@@ -477,7 +477,7 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
                           const ChainCheckpointingOptions& o,
                           const std::vector<ChainSegment>& layout,
                           const std::vector<bool>& needs_backward, const Elapsed& elapsed,
-                          int families_left, std::vector<SimulatedPlan>* over,
+                          int* families_left, std::vector<SimulatedPlan>* over,
                           ChainCheckpointingPlans* out) {
   std::vector<int> cuts;
   for (const ChainSegment& c : layout)
@@ -523,7 +523,7 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
     // after this one (what one leaves goes to the next): on GPT-2-small, searched to its
     // end, the memory-lean family would leave the fastest one no time.
     const double share_end =
-        elapsed() + (o.time_limit_seconds - elapsed()) / std::max(1, families_left--);
+        elapsed() + (o.time_limit_seconds - elapsed()) / std::max(1, (*families_left)--);
     // The leanest schedule first (so that it is simulated however short the time); then
     // the highest level whose schedule fits, by bisection (peaks grow with the level,
     // roughly); then the levels around it, nearest first: the fastest schedules that fit
@@ -568,8 +568,7 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostMode
     layout_options.cuts = cut_kind;
     const std::vector<ChainSegment> layout = chain_layout(g, layout_options);
     out.segments = std::max(out.segments, static_cast<int>(layout.size()));
-    add_layout_schedules(g, costs, o, layout, needs_backward, elapsed, families_left, &over, &out);
-    families_left -= 2;
+    add_layout_schedules(g, costs, o, layout, needs_backward, elapsed, &families_left, &over, &out);
   }
   rematerialize_towards_budget(g, costs, o, std::move(over), elapsed, &out);
   std::sort(out.within_budget.begin(), out.within_budget.end(),

@@ -96,21 +96,6 @@ int peak_instruction(const SimulationResult& s) {
   return peak;
 }
 
-// Whether each activation is alive right before instruction `at`.
-std::vector<bool> alive_before(const Liveness& live, int at) {
-  std::vector<bool> alive(live.ids.values, false);
-  const auto set = [&](const std::vector<int>& tensors, bool value) {
-    for (int t : tensors)
-      if (t < live.ids.values) alive[t] = value;
-  };
-  for (int i = 0; i < at; ++i) {
-    set(live.effects[i].kills, false);
-    set(live.effects[i].writes, true);
-    set(live.free_after[i], false);
-  }
-  return alive;
-}
-
 // Appends to `order` the forward instructions that recompute node `n`'s output where the
 // activations `alive` holds are alive: first its inputs that are not (their producers,
 // recursively, at most `depth` producers back), then `n`. `made` marks the values the
