@@ -2,6 +2,8 @@
 // compact encodings they keep (bit masks, 8-bit argmax offsets) against their sizes.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "base/memory_tracker.h"
 #include "graph/graph_builder.h"
 #include "ops/bit_mask.h"
@@ -54,6 +56,38 @@ TEST(OpKernels, ConvolutionForwardAlgorithmsAgree) {
     (bw.part == BackwardPart::kWeight ? weight_algos : input_algos)++;
   EXPECT_GE(weight_algos, 2);
   EXPECT_GE(input_algos, 2);
+}
+
+// A loss's gradient is LibTorch autograd's to the last bit, so that training under any
+// plan starts its backward from exactly autograd's logits gradient.
+TEST(OpKernels, LossGradientsEqualAutogradsBitForBit) {
+  GraphBuilder b("losses");
+  const int logits = b.input("logits", {4, 10});
+  const int map = b.input("map", {4, 1, 6, 6});
+  const int classes = b.class_target("classes", 4);
+  const int mask = b.mask_target("mask", {4, 1, 6, 6});
+  Graph& g = b.graph();
+  const int ce = b.cross_entropy(logits, classes, "ce");
+  const int bce = b.bce_with_logits(map, mask, "bce");
+  const int mse = g.add_node(OpKind::kMSELoss, "mse", {map, mask});
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({4, 10}, at::kDouble), m = at::randn({4, 1, 6, 6}, at::kDouble);
+  const at::Tensor t = at::randint(10, {4}, at::kLong);
+  const at::Tensor mt = at::rand({4, 1, 6, 6}, at::kDouble);
+  for (const auto& [loss, prediction, target] :
+       {std::tuple{ce, x, t}, std::tuple{bce, m, mt}, std::tuple{mse, m, mt}}) {
+    const Node& n = g.node(g.value(loss).producer);
+    const at::Tensor grad_output = at::full({}, 0.75, at::kDouble);
+    const at::Tensor leaf = prediction.clone().requires_grad_(true);
+    reference_forward(n, {leaf, target}, true).backward(grad_output);
+    BackwardArgs a;
+    a.inputs = {prediction, target};
+    a.grad_output = grad_output;
+    a.needs_grad = {true, false};
+    NodeState state;
+    const at::Tensor got = run_backward(g, n, backward_impls(g, n).at(0), a, state)[0];
+    EXPECT_TRUE(at::equal(got, leaf.grad())) << n.name;
+  }
 }
 
 // A shape stand-in is a contiguous tensor of zeros that allocates nothing, and a

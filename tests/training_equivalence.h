@@ -161,6 +161,15 @@ inline Batch test_batch(const Model& model, uint64_t seed, at::ScalarType dtype)
   return b;
 }
 
+/// Writes `plan` of `g`, with convolutions comparable in `dtype`, for PlanOptions::plan_file;
+/// returns the path.
+inline std::string write_plan(const Graph& g, const Plan& plan, at::ScalarType dtype) {
+  const std::string path =
+      ::testing::TempDir() + "/training_" + g.fingerprint() + "_" + plan.planner + ".json";
+  std::ofstream(path) << plan_to_json(g, comparable_plan(g, plan, dtype)).dump();
+  return path;
+}
+
 /// A MONeT plan of `model` at a budget halfway between the leanest heuristic plan and
 /// store-all, written for PlanOptions::plan_file, with convolutions comparable in `dtype`.
 inline std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
@@ -172,10 +181,7 @@ inline std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
   o.solver.time_limit_seconds = 10;
   const MonetResult r = plan_monet(g, costs, o);
   EXPECT_TRUE(r.found);
-  const Plan plan = comparable_plan(g, r.plan, dtype);
-  const std::string path = ::testing::TempDir() + "/training_" + g.fingerprint() + ".json";
-  std::ofstream(path) << plan_to_json(g, plan).dump();
-  return path;
+  return write_plan(g, r.plan, dtype);
 }
 
 /// Loads `spec` (seed 0) in `dtype`, plans it with `plan`, and returns training_error over

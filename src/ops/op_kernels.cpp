@@ -3,6 +3,7 @@
 #include "ops/op_kernels.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include "ops/reference_forward.h"
 
@@ -134,6 +135,16 @@ std::vector<at::Tensor> run_backward(const Graph& g, const Node& n, const Backwa
 
 namespace {
 
+// A loss's gradient with respect to its prediction by LibTorch's own backward (on what
+// it saves, recomputed from the prediction), so it rounds exactly as autograd's does.
+at::Tensor loss_backward(const Node& n, const std::vector<at::Tensor>& inputs,
+                         const at::Tensor& grad_output) {
+  const at::Tensor prediction = inputs[0].detach().requires_grad_(true);
+  at::AutoGradMode grad_mode(true);
+  const at::Tensor loss = reference_forward(n, {prediction, inputs[1]}, /*training=*/true);
+  return torch::autograd::grad({loss}, {prediction}, {grad_output}).at(0);
+}
+
 std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
                                           const BackwardImplInfo& impl, const BackwardArgs& a,
                                           NodeState& state) {
@@ -201,27 +212,14 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
       }
       return grads;
     }
-    case OpKind::kCrossEntropyLoss: {
-      // Mean over the targets (samples, or samples x positions).
-      const at::Tensor& logits = a.inputs[0];
-      const at::Tensor index = a.inputs[1].unsqueeze(1);
-      at::Tensor d = at::softmax(logits, 1);
-      d.scatter_add_(1, index, at::full(index.sizes(), -1.0, logits.options()));
-      grads[0] = d.mul_(go / static_cast<double>(a.inputs[1].numel()));
-      return grads;
-    }
+    case OpKind::kCrossEntropyLoss:
+    case OpKind::kBCEWithLogitsLoss:
     case OpKind::kMSELoss:
-      if (a.needs_grad[0])
-        grads[0] = (a.inputs[0] - a.inputs[1]).mul_(go * (2.0 / a.inputs[0].numel()));
+      if (a.needs_grad[0]) grads[0] = loss_backward(n, a.inputs, go);
       return grads;
     case OpKind::kSumLoss:
       if (a.needs_grad[0]) grads[0] = go.expand(g.value(n.inputs[0]).shape).contiguous();
       return grads;
-    case OpKind::kBCEWithLogitsLoss: {
-      const at::Tensor& logits = a.inputs[0];
-      grads[0] = (at::sigmoid(logits) - a.inputs[1]).mul_(go / static_cast<double>(logits.numel()));
-      return grads;
-    }
     case OpKind::kAten:
       return kernels::aten_backward(g, n, impl, a, state);
     case OpKind::kAttention:
