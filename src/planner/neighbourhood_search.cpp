@@ -14,8 +14,11 @@ namespace monet {
 namespace {
 
 // The windows of positions the sub-programs free: consecutive positions, swept with
-// half-overlap from the first position to the last; a sweep without a better solution
-// doubles the width, until a window spans every position twice.
+// half-overlap from the first position to the last and on from the first again. Once
+// every window of a width has been solved without a better solution since the last one,
+// the incumbent is optimal in all of them and the width doubles, until a window spans
+// every position twice. (Sweeping again after a sweep that improved, from its first
+// window, solved once more the windows already solved from the same incumbent.)
 class WindowSequence {
  public:
   WindowSequence(const std::vector<int>& positions, int initial_windows) : positions_(positions) {
@@ -37,23 +40,27 @@ class WindowSequence {
   void restart() {
     width_ = initial_width_;
     start_ = 0;
-    improved_in_sweep_ = false;
+    unimproved_ = 0;
   }
 
   /// Moves on after a sub-program solved with (`improved`) or without a better solution.
   void advance(bool improved) {
-    improved_in_sweep_ = improved_in_sweep_ || improved;
-    start_ += std::max(1, width_ / 2);
-    if (start_ < places_) return;
+    unimproved_ = improved ? 0 : unimproved_ + 1;
+    start_ += step();
+    if (start_ >= places_) start_ = 0;
+    if (unimproved_ < windows_per_sweep()) return;
+    width_ *= 2;  // every window of this width is solved from the incumbent
     start_ = 0;
-    if (!improved_in_sweep_) width_ *= 2;
-    improved_in_sweep_ = false;
+    unimproved_ = 0;
   }
 
  private:
+  int step() const { return std::max(1, width_ / 2); }
+  int windows_per_sweep() const { return (places_ + step() - 1) / step(); }
+
   std::vector<int> positions_;
   int places_ = 0, width_ = 0, initial_width_ = 0, start_ = 0;
-  bool improved_in_sweep_ = false;
+  int unimproved_ = 0;  // windows solved since the last better solution
 };
 
 }  // namespace

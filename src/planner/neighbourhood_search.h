@@ -3,10 +3,11 @@
 // column outside a window of consecutive model positions keeps the incumbent's value;
 // the columns those fixings determine are removed as well, and CBC's branch and cut
 // solves what remains (a few thousand binaries, about a second), started from the
-// incumbent. Windows sweep the model with half-overlap; a sweep without a better
-// solution doubles their width. Freeing the columns where the LP relaxation disagrees
-// with the incumbent (RINS) was measured too: it needs the relaxation first (22 s of
-// the 60 on ResNet-50) and improved less per second.
+// incumbent. Windows sweep the model with half-overlap, cyclically; once every window of
+// a width has been solved since the last better solution, their width doubles. Freeing
+// the columns where the LP relaxation disagrees with the incumbent (RINS) was measured
+// too: it needs the relaxation first (22 s of the 60 on ResNet-50) and improved less per
+// second.
 //
 // One relaxation neighbourhood (RENS) once the LP relaxation is solved, when the
 // incumbent is still more than relaxation_neighbourhood_gap above its bound: every
