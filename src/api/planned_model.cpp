@@ -73,10 +73,10 @@ class PlannedBackward : public torch::autograd::Node {
 // the default convolution input gradient costs as ATen's on the real input; 6:
 // rematerialization recomputes the inputs of a recomputation that are no longer alive; 8:
 // chain checkpointing drops the recomputations nothing reads, and its rematerialization
-// recomputes inputs up to 8 producers back; 9: a loss's backward is LibTorch's own, with
-// its workspace, and the neighbourhood search widens its windows once each is solved from
-// the incumbent), so that no cached plan of an earlier planner is run in its place.
-// Profiles measured another way have another implementation_set_key, which the path holds.
+// recomputes inputs up to 8 producers back; 9: the neighbourhood search widens its
+// windows once each is solved from the incumbent), so that no cached plan of an earlier
+// planner is run in its place. Profiles measured another way have another
+// implementation_set_key, which the path holds.
 constexpr int kPlanCacheVersion = 9;
 
 std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
