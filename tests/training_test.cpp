@@ -35,9 +35,9 @@ class TrainingEquivalence : public ::testing::TestWithParam<TinyModel> {};
 // absolute rounding (~5e-17 on these sums) by lr / eps = 1e5. GoogLeNet's and
 // MobileNetV2's batch-norm shifts have such entries, so autograd on inputs one unit in the
 // last place away ends 5 Adam steps 6.3e-9 (GoogLeNet) and 2.3e-10 (MobileNetV2) from
-// autograd. A plan that runs another kernel somewhere (another convolution algorithm, an
-// output-activated batch norm) rounds differently there and ends up to 3.4e-10 from it;
-// one that runs autograd's kernels ends on it (StoreAllPlanTrainsAsAutogradToTheLastBit).
+// autograd. A plan with an output-activated batch norm (x-hat from the output) rounds
+// differently there and ends up to 3.4e-10 from it; one that runs autograd's kernels ends
+// on it (StoreAllPlanTrainsAsAutogradToTheLastBit).
 double float64_tolerance(const ModelSpec& spec, OptimizerKind kind,
                          const testing::UserLoss& user_loss = nullptr) {
   const double rounding = testing::autograd_rounding_error(spec, kind, at::kDouble, user_loss);
