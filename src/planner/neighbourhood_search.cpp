@@ -17,8 +17,7 @@ namespace {
 // half-overlap from the first position to the last and on from the first again. Once
 // every window of a width has been solved without a better solution since the last one,
 // the incumbent is optimal in all of them and the width doubles, until a window spans
-// every position twice. (Sweeping again after a sweep that improved, from its first
-// window, solved once more the windows already solved from the same incumbent.)
+// every position twice.
 class WindowSequence {
  public:
   WindowSequence(const std::vector<int>& positions, int initial_windows) : positions_(positions) {
