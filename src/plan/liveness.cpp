@@ -68,12 +68,14 @@ Liveness analyze_liveness(const Graph& g, const Plan& plan) {
 
 std::vector<bool> alive_before(const Liveness& live, int at) {
   std::vector<bool> alive(live.ids.count(), false);
-  for (int i = 0; i < at; ++i) {
-    for (int t : live.effects[i].kills) alive[t] = false;
-    for (int t : live.effects[i].writes) alive[t] = true;
-    for (int t : live.free_after[i]) alive[t] = false;
-  }
+  for (int i = 0; i < at; ++i) advance_alive(live, i, &alive);
   return alive;
+}
+
+void advance_alive(const Liveness& live, int i, std::vector<bool>* alive) {
+  for (int t : live.effects[i].kills) (*alive)[t] = false;
+  for (int t : live.effects[i].writes) (*alive)[t] = true;
+  for (int t : live.free_after[i]) (*alive)[t] = false;
 }
 
 }  // namespace monet

@@ -46,4 +46,7 @@ Liveness analyze_liveness(const Graph& graph, const Plan& plan);
 /// program `live` analyses.
 std::vector<bool> alive_before(const Liveness& live, int at);
 
+/// Moves `alive` (as alive_before gives it for instruction `i`) past instruction `i`.
+void advance_alive(const Liveness& live, int i, std::vector<bool>* alive);
+
 }  // namespace monet

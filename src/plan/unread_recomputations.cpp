@@ -46,14 +46,12 @@ std::vector<Instruction> without_frees_of_the_dead(const Graph& g,
   const Liveness l = analyze_liveness(g, plan);
   std::vector<Instruction> kept;
   kept.reserve(plan.program.size());
+  std::vector<bool> alive(l.ids.count(), false);  // before instruction i
   for (size_t i = 0; i < plan.program.size(); ++i) {
-    if (plan.program[i].kind == InstrKind::kFree) {
-      const std::vector<bool> alive = alive_before(l, static_cast<int>(i));
-      bool any_alive = false;
-      for (int t : l.effects[i].kills) any_alive = any_alive || alive[t];
-      if (!any_alive) continue;
-    }
-    kept.push_back(plan.program[i]);
+    bool keep = plan.program[i].kind != InstrKind::kFree;  // or a free of a live tensor
+    for (int t : l.effects[i].kills) keep = keep || alive[t];
+    if (keep) kept.push_back(plan.program[i]);
+    advance_alive(l, static_cast<int>(i), &alive);  // a dropped free changes nothing
   }
   return kept;
 }
