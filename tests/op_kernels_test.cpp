@@ -90,6 +90,46 @@ TEST(OpKernels, LossGradientsEqualAutogradsBitForBit) {
   }
 }
 
+// A batch norm recomputed in the backward gives its first forward's output to the last bit
+// and leaves the running statistics alone; the output-activated backward (from the output
+// and the batch statistics) gives the input-activated one's bias gradient to the last bit
+// and its other gradients to rounding.
+TEST(OpKernels, BatchNormRecomputationAndOutputBackwardRoundAsAtens) {
+  GraphBuilder b("bn");
+  const int y = b.batch_norm(b.input("input", {4, 6, 7, 5}), "bn");
+  Graph& g = b.graph();
+  const Node& n = g.node(g.value(y).producer);
+  at::manual_seed(0);
+  const auto d = at::kDouble;
+  const std::vector<at::Tensor> in = {at::randn({4, 6, 7, 5}, d) * 3 + 1, at::randn({6}, d),
+                                      at::randn({6}, d), at::zeros({6}, d), at::ones({6}, d)};
+  NodeState state;
+  const ForwardImplInfo forward = forward_impls(g, n).at(0);
+  const at::Tensor first = run_forward(g, n, forward, in, state, true).output;
+  const at::Tensor running_mean = in[3].clone(), running_var = in[4].clone();
+  EXPECT_TRUE(at::equal(run_forward(g, n, forward, in, state, true).output, first));
+  EXPECT_TRUE(at::equal(in[3], running_mean));
+  EXPECT_TRUE(at::equal(in[4], running_var));
+
+  BackwardArgs a;
+  a.grad_output = at::randn({4, 6, 7, 5}, d);
+  a.needs_grad = {true, true, true, false, false};
+  std::vector<at::Tensor> from_input, from_output;
+  for (const auto& impl : backward_impls(g, n)) {
+    a.inputs = in;
+    a.output = first;
+    if (impl.name == "output") a.inputs[0] = at::Tensor();
+    (impl.name == "output" ? from_output : from_input) = run_backward(g, n, impl, a, state);
+  }
+  ASSERT_EQ(from_output.size(), 5u);
+  ASSERT_EQ(from_input.size(), 5u);
+  EXPECT_TRUE(at::equal(from_output[2], from_input[2]));
+  for (int i : {0, 1})
+    EXPECT_LE((from_output[i] - from_input[i]).abs().max().item<double>(),
+              1e-13 * from_input[i].abs().max().item<double>())
+        << i;
+}
+
 // A shape stand-in is a contiguous tensor of zeros that allocates nothing, and a
 // convolution's input gradient computed on it ("aten_shape") equals ATen's on the real
 // input ("aten", what autograd runs) and needs no more memory than it.

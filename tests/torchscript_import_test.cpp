@@ -194,11 +194,14 @@ TEST_P(ImportedTraining, SgdMomentumAndAdamMatchAutogradInFloat64) {
   const ModelSpec spec{kDir + "/" + GetParam() + ".pt", 8, {}, 1.0, 0, {8, 3, 64, 64}, ""};
   const std::string plan = testing::write_monet_plan(Model::load(spec, 0), at::kDouble);
   for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
-    int noise_only = 0;
-    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise_only);
+    testing::NoiseCounts noise;
+    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise);
     EXPECT_LE(err, 1e-10) << optimizer_kind_name(kind);
-    std::printf("imported %s %s float64: largest relative error %.3g (%d of noise only)\n",
-                GetParam().c_str(), optimizer_kind_name(kind), err, noise_only);
+    std::printf(
+        "imported %s %s float64: largest relative error %.3g (%lld noise gradient entries set to "
+        "zero, %d noise-only buffers left out)\n",
+        GetParam().c_str(), optimizer_kind_name(kind), err,
+        static_cast<long long>(noise.gradient_entries_zeroed), noise.buffers_left_out);
   }
 }
 
@@ -227,11 +230,14 @@ TEST(TorchscriptImport, TinyGptTrainsAsAutogradWithTokenInputsAndTiedWeights) {
   EXPECT_TRUE(model.named_buffers().empty()) << "the causal mask should be a constant";
   const std::string plan = testing::write_monet_plan(model, at::kDouble);
   for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
-    int noise_only = 0;
-    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise_only);
+    testing::NoiseCounts noise;
+    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise);
     EXPECT_LE(err, 1e-10) << optimizer_kind_name(kind);
-    std::printf("gpt_tiny %s float64: largest relative error %.3g (%d of noise only)\n",
-                optimizer_kind_name(kind), err, noise_only);
+    std::printf(
+        "gpt_tiny %s float64: largest relative error %.3g (%lld noise gradient entries set to "
+        "zero, %d noise-only buffers left out)\n",
+        optimizer_kind_name(kind), err, static_cast<long long>(noise.gradient_entries_zeroed),
+        noise.buffers_left_out);
   }
 }
 

@@ -49,28 +49,51 @@ inline void convert_model(Model& model, at::ScalarType dtype) {
 /// A loss of the caller's own: (model output, target) -> scalar, differentiable.
 using UserLoss = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
 
-/// Parameters whose first autograd gradient is mathematically zero (at most 1e-10 of the
-/// largest: a batch-norm shift that the next batch norm cancels, as after MobileNetV2's
-/// projections) hold rounding noise, which Adam normalises into full-size steps in any two
-/// runs that round differently; they cannot change the loss. Returns their value ids, and
-/// those of the batch-norm running means that are mathematically zero after the first
-/// step, which those parameters then set. `reference`: the state after the first
-/// autograd iteration (gradients present, running statistics updated).
-inline std::set<int> noise_only_values(const Graph& g, const std::vector<torch::Tensor>& params,
-                                       ModelState& reference) {
+/// Gradient entries that are mathematically zero (a batch-norm shift's channel that a
+/// later batch norm cancels, as after MobileNetV2's projections or behind a ReLU that
+/// passes the whole channel) come out of any computation as rounding noise of about 1e-17,
+/// which differs between two runs that round differently. Adam turns such an entry into a
+/// step of lr * g / (|g| + eps), about 1e-12, as different in the two runs as the noise
+/// itself, and the parameter then carries it into the batch statistics after it. Entries
+/// at most 1e-10 of the largest gradient entry on both sides (`reference`: autograd's
+/// parameters, `planned`: the plan's) are set to the zero they are, on both sides, before
+/// the optimizer steps; an entry that is larger on either side is left as it is, so a
+/// real difference shows. Returns how many entries were set that were not zero already.
+inline int64_t zero_rounding_noise(const std::vector<torch::Tensor>& reference,
+                                   const std::vector<torch::Tensor>& planned) {
+  double largest = 0;
+  for (const auto& p : reference) largest = std::max(largest, p.grad().abs().max().item<double>());
+  const double noise = 1e-10 * largest;
+  int64_t zeroed = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const at::Tensor both = reference[i].grad().abs().le(noise) & planned[i].grad().abs().le(noise);
+    zeroed += (both & (reference[i].grad().ne(0) | planned[i].grad().ne(0))).sum().item<int64_t>();
+    reference[i].grad().masked_fill_(both, 0);
+    planned[i].grad().masked_fill_(both, 0);
+  }
+  return zeroed;
+}
+
+/// What training_error set aside as rounding noise.
+struct NoiseCounts {
+  int64_t gradient_entries_zeroed = 0;  // over all steps (zero_rounding_noise)
+  int buffers_left_out = 0;             // noise_only_buffers
+};
+
+/// Batch-norm running means that are mathematically zero after the first step (their
+/// largest entry at most 1e-10 of the largest buffer entry: the mean of a batch norm's
+/// output through a convolution into the next batch norm) hold rounding noise only; they
+/// are left out of the comparison. `reference`: the state after the first autograd
+/// iteration.
+inline std::set<int> noise_only_buffers(const Graph& g, ModelState& reference) {
   std::set<int> noise;
   double largest = 0;
-  for (const auto& p : params) largest = std::max(largest, p.grad().abs().max().item<double>());
-  const auto ids = g.parameters();
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (params[i].grad().abs().max().item<double>() <= 1e-10 * largest) noise.insert(ids[i]);
-  double largest_buffer = 0;
   for (int id : g.values_of_kind(ValueKind::kBuffer))
     if (reference.tensor(id).is_floating_point())
-      largest_buffer = std::max(largest_buffer, reference.tensor(id).abs().max().item<double>());
+      largest = std::max(largest, reference.tensor(id).abs().max().item<double>());
   for (int id : g.values_of_kind(ValueKind::kBuffer))
     if (reference.tensor(id).is_floating_point() &&
-        reference.tensor(id).abs().max().item<double>() <= 1e-10 * largest_buffer)
+        reference.tensor(id).abs().max().item<double>() <= 1e-10 * largest)
       noise.insert(id);
   return noise;
 }
@@ -88,7 +111,7 @@ inline double state_error(const Graph& g, ModelState& got, ModelState& want,
     const double err = (got.tensor(v.id) - w).abs().max().item<double>() / scale;
     worst = std::max(worst, err);
     if (err > 1e-10 && std::getenv("MONET_TRAINING_DEBUG"))
-      std::printf("step %d %s: %.3g\n", step, v.name.c_str(), err);
+      std::printf("step %d %s: %.3g (largest entry %.3g)\n", step, v.name.c_str(), err, scale);
   }
   return worst;
 }
@@ -102,10 +125,11 @@ inline double relative_difference(double got, double want) {
 /// `user_loss`, both sides compute it from the model's output (PlannedModel::forward and
 /// loss.backward() against autograd's forward to the same output); else both use the
 /// model's built-in loss (PlannedModel::step against AutogradBaseline::run_iteration).
-/// noise_only_values are left out of the comparison (their count goes to `noise_only`).
+/// Gradient entries of rounding noise are set to zero on both sides (zero_rounding_noise)
+/// and noise_only_buffers left out of the comparison; `counts` gets how many.
 inline double training_error(Model& model, PlannedModel& planned, OptimizerKind kind, int steps,
-                             const std::function<Batch(int)>& batch_at, int* noise_only = nullptr,
-                             const UserLoss& user_loss = nullptr) {
+                             const std::function<Batch(int)>& batch_at,
+                             NoiseCounts* counts = nullptr, const UserLoss& user_loss = nullptr) {
   Model::Impl& m = *model.impl();
   ModelState reference = m.state.clone();
   AutogradBaseline autograd(m.graph, reference);
@@ -132,10 +156,9 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
       ref_loss = autograd.run_iteration(batch, io).loss;
     }
     if (s == 0) {
-      noise = noise_only_values(m.graph, ref_params, reference);
-      if (noise_only) *noise_only = static_cast<int>(noise.size());
+      noise = noise_only_buffers(m.graph, reference);
+      if (counts) counts->buffers_left_out = static_cast<int>(noise.size());
     }
-    ref_opt->step();
     zero_grad(model.parameters());
     if (user_loss) {
       at::Tensor l = user_loss(planned.forward(batch.at(m.input_value)), target);
@@ -144,6 +167,9 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
     } else {
       loss = planned.step(batch.at(m.input_value), target).loss;
     }
+    const int64_t zeroed = zero_rounding_noise(ref_params, model.parameters());
+    if (counts) counts->gradient_entries_zeroed += zeroed;
+    ref_opt->step();
     opt->step();
     if (std::getenv("MONET_TRAINING_DEBUG"))
       std::printf("step %d loss %.17g %.17g\n", s, loss, ref_loss);
@@ -187,7 +213,7 @@ inline std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
 /// Loads `spec` (seed 0) in `dtype`, plans it with `plan`, and returns training_error over
 /// 5 steps of reproducible batches.
 inline double train_and_compare(const ModelSpec& spec, const std::string& plan, OptimizerKind kind,
-                                at::ScalarType dtype, int* noise_only = nullptr,
+                                at::ScalarType dtype, NoiseCounts* counts = nullptr,
                                 const UserLoss& user_loss = nullptr) {
   Model model = Model::load(spec, 0);
   convert_model(model, dtype);
@@ -197,7 +223,7 @@ inline double train_and_compare(const ModelSpec& spec, const std::string& plan, 
   po.progress = false;
   PlannedModel planned(model, po);
   return training_error(
-      model, planned, kind, 5, [&](int s) { return test_batch(model, 100 + s, dtype); }, noise_only,
+      model, planned, kind, 5, [&](int s) { return test_batch(model, 100 + s, dtype); }, counts,
       user_loss);
 }
 
@@ -244,7 +270,8 @@ inline double autograd_rounding_error(const ModelSpec& spec, OptimizerKind kind,
     };
     const double loss = run(plain_run, batch);
     const double moved_loss = run(nudged_run, moved);
-    if (s == 0) noise = noise_only_values(m.graph, plain_params, plain);
+    if (s == 0) noise = noise_only_buffers(m.graph, plain);
+    zero_rounding_noise(plain_params, nudged_params);
     plain_opt->step();
     nudged_opt->step();
     worst = std::max({worst, relative_difference(moved_loss, loss),

@@ -41,7 +41,7 @@ std::string implementation_set_key(const Graph& g) {
     h = (h ^ 0xff) * 1099511628211ull;
   };
   // The kernels', profiler's and allocator's version: profiles of an earlier one are stale.
-  mix("gradient-layouts-2/zero-page-stand-ins/heap-reuse/autograd-losses");
+  mix("gradient-layouts-2/zero-page-stand-ins/heap-reuse/autograd-losses/aten-batch-norm");
   for (const auto& n : g.nodes()) {
     for (const auto& f : forward_impls(g, n)) mix(f.name);
     for (const auto& b : backward_impls(g, n)) mix(backward_cost_key(b.part, b.name));

@@ -218,7 +218,7 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
       return {make_backward_impl("input", P::kAll, {0}, false, false,
                                  "from the input (native backward)"),
               make_backward_impl("output", P::kAll, {}, true, false,
-                                 "from the output (x_hat = (y - b) / w)")};
+                                 "from the output (x - mean = (y - b) / (w invstd))")};
     case OpKind::kReLU:
     case OpKind::kReLU6: {
       auto out = make_backward_impl("output", P::kAll, {}, true, false, "from the output");
