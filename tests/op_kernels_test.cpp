@@ -110,6 +110,13 @@ TEST(OpKernels, BatchNormRecomputationAndOutputBackwardRoundAsAtens) {
   EXPECT_TRUE(at::equal(run_forward(g, n, forward, in, state, true).output, first));
   EXPECT_TRUE(at::equal(in[3], running_mean));
   EXPECT_TRUE(at::equal(in[4], running_var));
+  {  // in float32 too
+    std::vector<at::Tensor> in32;
+    for (const auto& t : in) in32.push_back(t.to(at::kFloat));
+    NodeState s32;
+    const at::Tensor first32 = run_forward(g, n, forward, in32, s32, true).output;
+    EXPECT_TRUE(at::equal(run_forward(g, n, forward, in32, s32, true).output, first32));
+  }
 
   BackwardArgs a;
   a.grad_output = at::randn({4, 6, 7, 5}, d);

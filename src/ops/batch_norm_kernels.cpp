@@ -21,9 +21,15 @@ ForwardOutput batch_norm_forward(const Node& n, const std::vector<at::Tensor>& i
   }
   // Recomputation: ATen's own kernel on the same input computes the same statistics and
   // output bit for bit (an expression of the saved statistics would round differently
-  // from its fused multiply-adds); the running statistics are not passed, so they are
-  // updated once per iteration.
-  return {std::get<0>(at::native_batch_norm(x, w, b, {}, {}, true, a.momentum, a.eps)), {}};
+  // from its fused multiply-adds). The saved statistics are released first and the new
+  // ones kept in their place, so the call needs no more memory than the first forward;
+  // no running statistics are passed, so those are updated once per iteration.
+  state.save_mean.reset();
+  state.save_invstd.reset();
+  auto r = at::native_batch_norm(x, w, b, {}, {}, true, a.momentum, a.eps);
+  state.save_mean = std::get<1>(r);
+  state.save_invstd = std::get<2>(r);
+  return {std::get<0>(r), {}};
 }
 
 std::vector<at::Tensor> batch_norm_backward(const Node& n, const BackwardImplInfo& impl,
