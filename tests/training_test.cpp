@@ -69,6 +69,33 @@ TEST_P(TrainingEquivalence, StoreAllPlanTrainsAsAutogradToTheLastBit) {
   EXPECT_EQ(testing::train_and_compare(spec, plan, OptimizerKind::kAdam, at::kDouble), 0.0);
 }
 
+// Every batch norm's backward output-activated (x - mean from the output, the paper's
+// Appendix E), whatever plan the profiled times would choose: the one backward formula of
+// the plans that rounds differently from autograd's, everywhere at once. Its operators run
+// out of place, so that each batch norm's output is there for its backward.
+TEST_P(TrainingEquivalence, OutputActivatedBatchNormsTrainAsAutogradInFloat64) {
+  const ModelSpec spec = training_spec_of(GetParam());
+  const Model model = Model::load(spec, 0);
+  const Graph& g = model.impl()->graph;
+  Plan plan = store_all_plan(g);
+  int output_activated = 0;
+  for (Instruction& in : plan.program) {
+    if (in.kind == InstrKind::kForward && in.impl == "inplace") in.impl = "default";
+    if (in.kind == InstrKind::kBackward && g.node(in.node).op == OpKind::kBatchNorm) {
+      in.impl = "output";
+      ++output_activated;
+    }
+  }
+  ASSERT_GT(output_activated, 0);
+  const std::string path = testing::write_plan(g, plan, at::kDouble);
+  for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
+    const double err = testing::train_and_compare(spec, path, kind, at::kDouble);
+    EXPECT_LE(err, 1e-10) << optimizer_kind_name(kind);
+    std::printf("%s %s float64, %d batch norms output-activated: largest relative error %.3g\n",
+                GetParam().name.c_str(), optimizer_kind_name(kind), output_activated, err);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, TrainingEquivalence,
                          ::testing::ValuesIn(testing::tiny_models_named({"resnet18", "googlenet",
                                                                          "mobilenet_v2", "unet"})),
