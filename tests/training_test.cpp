@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "ops/op_impl.h"
 #include "tiny_models.h"
 #include "training_equivalence.h"
 
@@ -80,7 +81,7 @@ TEST_P(TrainingEquivalence, OutputActivatedBatchNormsTrainAsAutogradInFloat64) {
   Plan plan = store_all_plan(g);
   int output_activated = 0;
   for (Instruction& in : plan.program) {
-    if (in.kind == InstrKind::kForward && in.impl == "inplace") in.impl = "default";
+    if (in.kind == InstrKind::kForward) in.impl = out_of_place(in.impl);
     if (in.kind == InstrKind::kBackward && g.node(in.node).op == OpKind::kBatchNorm) {
       in.impl = "output";
       ++output_activated;
