@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "cost/simulator.h"
 #include "runtime/autograd_baseline.h"
@@ -46,19 +48,62 @@ inline Plan comparable_plan(const Graph& g, Plan plan, at::ScalarType dtype) {
   return plan;
 }
 
+constexpr uint64_t kComparisonSeed = 7;  // dropout's seed in gradient comparisons
+
+// Per parameter, how far LibTorch autograd's own gradients move (measured as
+// compare_gradients measures an error) when its input moves by one unit in the last place
+// of `dtype`: rounding alone, PyTorch against itself. A gradient that is zero
+// mathematically (a batch-norm shift that a later batch norm cancels) holds only rounding,
+// and moves by as much as it is.
+inline std::vector<double> autograd_rounding(const Graph& g, at::ScalarType dtype) {
+  const Batch batch = make_batch(g, 1);
+  std::vector<std::vector<at::Tensor>> runs;
+  for (double nudge : {0.0, 1.0}) {
+    ModelState state = ModelState::initialize(g, 0);
+    convert(state, g, dtype);
+    Batch b = batch;
+    for (auto& [id, t] : b)
+      if (t.is_floating_point()) t = t.to(dtype);
+    const int input = g.values_of_kind(ValueKind::kInput).at(0);
+    if (b.at(input).is_floating_point())
+      b[input] = b.at(input) * (1 + nudge * (dtype == at::kDouble
+                                                 ? std::numeric_limits<double>::epsilon()
+                                                 : std::numeric_limits<float>::epsilon()));
+    IterationOptions io;
+    io.iteration_seed = kComparisonSeed;
+    runs.push_back(AutogradBaseline(g, state).run_iteration(b, io).gradients);
+  }
+  double largest = 0;
+  for (const at::Tensor& t : runs[0])
+    if (t.defined()) largest = std::max(largest, t.abs().max().item<double>());
+  std::vector<double> out;
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    const at::Tensor &a = runs[0][i], &b = runs[1][i];
+    out.push_back(!a.defined() ? 0
+                               : (a - b).abs().max().item<double>() /
+                                     std::max({a.abs().max().item<double>(), 1e-3 * largest,
+                                               1e-300}));
+  }
+  return out;
+}
+
 // Largest relative error over all parameters between the executor under `plan` and the
 // autograd baseline (compare_gradients), both from the same weights and batch, computed
-// in `dtype`; expects each parameter's within `tolerance`.
+// in `dtype`; expects each parameter's within `tolerance`, or in float32 within ten times
+// what rounding alone moves autograd's gradient by (autograd_rounding) where that is more.
 inline double max_gradient_error(const Graph& g, const Plan& plan,
                                  at::ScalarType dtype = at::kDouble, double tolerance = 1e-9) {
   const GradientComparison c =
       compare_gradients(g, comparable_plan(g, plan, dtype), ModelState::initialize(g, 0),
-                        make_batch(g, 1), dtype, /*iteration_seed=*/7);
+                        make_batch(g, 1), dtype, kComparisonSeed);
   EXPECT_NEAR(c.loss, c.autograd_loss, tolerance * std::abs(c.autograd_loss));
   const auto params = g.parameters();
+  std::vector<double> rounding(params.size(), 0);
+  if (dtype == at::kFloat) rounding = autograd_rounding(g, dtype);
   for (size_t i = 0; i < params.size(); ++i) {
     EXPECT_GE(c.relative_errors[i], 0) << "no gradient for " << g.value(params[i]).name;
-    EXPECT_LE(c.relative_errors[i], tolerance) << g.value(params[i]).name;
+    EXPECT_LE(c.relative_errors[i], std::max(tolerance, 10 * rounding[i]))
+        << g.value(params[i]).name << " (autograd against itself: " << rounding[i] << ")";
   }
   return c.max_relative_error;
 }

@@ -29,13 +29,13 @@ TEST_P(LeanOnTinyModel, SavesMemoryFitsBudgetsAndMatchesAutograd) {
   const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
   const Plan lean_all = build_schedule(g, lean_choices(g, costs), "lean");
   const SimulationResult lean_all_sim = simulate(g, lean_all, costs);
-  // Lean choices never hold more than the defaults (in the tiny configurations the peak
-  // often sits where parameters and gradients dominate, so they may not hold less).
-  EXPECT_LE(lean_all_sim.peak_above_start(), store_all.peak_above_start());
-
+  // Lean choices minimise each operator's own bytes, not the peak: where the peak sits
+  // elsewhere they can raise it a little (tiny VGG-19: 608 B above store-all's). The lean
+  // planner also offers store-all, so its smallest plan holds no more than either.
   const Plan smallest = best_lean_plan(g, costs, -1);
   const SimulationResult smallest_sim = simulate(g, smallest, costs);
   EXPECT_LE(smallest_sim.peak_bytes, lean_all_sim.peak_bytes);
+  EXPECT_LE(smallest_sim.peak_bytes, store_all.peak_bytes);
   for (int64_t budget : {smallest_sim.peak_bytes, store_all.peak_bytes}) {
     const Plan plan = best_lean_plan(g, costs, budget);
     const SimulationResult sim = simulate(g, plan, costs);

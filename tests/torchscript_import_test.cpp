@@ -10,9 +10,11 @@
 
 #include "gradient_check.h"
 #include "graph/torchscript_import.h"
+#include "halfway_budget.h"
 #include "planner/baseline_plans.h"
 #include "planner/lean_plans.h"
 #include "planner/monet_planner.h"
+#include "planner/named_planner.h"
 #include "quick_profile.h"
 #include "runtime/executor.h"
 #include "runtime/torchscript_weights.h"
@@ -36,7 +38,8 @@ ImportOptions import_options(const std::string& name) {
   if (name == "fcn_resnet50" || name == "deeplabv3_mobilenet_v3_large")
     return {"out", OpKind::kCrossEntropyLoss};
   if (name == "unet_gn") return {"", OpKind::kMSELoss};
-  if (name == "gpt_tiny") return {"", OpKind::kCrossEntropyLoss, ClassDim::kLast};
+  if (name == "gpt_tiny" || name == "gpt_tied_matmul")
+    return {"", OpKind::kCrossEntropyLoss, ClassDim::kLast};
   return {};
 }
 
@@ -182,7 +185,8 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                                            "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
                                            "swin_t", "vit_tiny", "generic_ops", "unet_gn",
                                            "fcn_resnet50", "deeplabv3_mobilenet_v3_large",
-                                           "gpt_tiny", "first_outputs", "integer_results",
+                                           "gpt_tiny", "gpt_tied_matmul", "first_outputs",
+                                           "integer_results",
                                            "encoder_tiny"),
                          [](const auto& info) { return info.param; });
 
@@ -209,11 +213,29 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTraining,
                          ::testing::Values("resnet18", "mobilenet_v3_small"),
                          [](const auto& info) { return info.param; });
 
-// A GPT-2-style decoder (tools/make_import_fixtures.py, TinyGPT): token ids as input
-// (int64, because the trace feeds them to an embedding), the causal mask buffer a
-// constant of the trace, the head's weight tied to the token embedding (one parameter),
-// cross-entropy over [N, T, V] logits; trained through the public API under a MONeT plan
-// as LibTorch autograd trains it.
+// 5 steps of SGD with momentum and of Adam of a traced GPT-2-style decoder (token ids
+// in, int64; cross-entropy over [N, T, V] logits) through the public API under a MONeT
+// plan, against LibTorch autograd in float64.
+void expect_gpt_trains_as_autograd(const std::string& name) {
+  ModelSpec spec;
+  spec.model = kDir + "/" + name + ".pt";
+  spec.input_shape = {8, 16};
+  spec.loss = LossKind::kSequenceCrossEntropy;
+  const std::string plan = testing::write_monet_plan(Model::load(spec, 0), at::kDouble);
+  for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
+    testing::NoiseCounts noise;
+    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise);
+    EXPECT_LE(err, 1e-10) << name << " " << optimizer_kind_name(kind);
+    std::printf(
+        "%s %s float64: largest relative error %.3g (%lld noise gradient entries set to "
+        "zero, %d noise-only buffers left out)\n",
+        name.c_str(), optimizer_kind_name(kind), err,
+        static_cast<long long>(noise.gradient_entries_zeroed), noise.buffers_left_out);
+  }
+}
+
+// TinyGPT (tools/make_import_fixtures.py): the causal mask buffer a constant of the
+// trace, the head's weight tied to the token embedding (one parameter).
 TEST(TorchscriptImport, TinyGptTrainsAsAutogradWithTokenInputsAndTiedWeights) {
   ModelSpec spec;
   spec.model = kDir + "/gpt_tiny.pt";
@@ -228,17 +250,38 @@ TEST(TorchscriptImport, TinyGptTrainsAsAutogradWithTokenInputsAndTiedWeights) {
   EXPECT_TRUE(names.count("wte.weight"));
   EXPECT_FALSE(names.count("head.weight")) << "the tied head weight is a second parameter";
   EXPECT_TRUE(model.named_buffers().empty()) << "the causal mask should be a constant";
-  const std::string plan = testing::write_monet_plan(model, at::kDouble);
-  for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
-    testing::NoiseCounts noise;
-    const double err = testing::train_and_compare(spec, plan, kind, at::kDouble, &noise);
-    EXPECT_LE(err, 1e-10) << optimizer_kind_name(kind);
-    std::printf(
-        "gpt_tiny %s float64: largest relative error %.3g (%lld noise gradient entries set to "
-        "zero, %d noise-only buffers left out)\n",
-        optimizer_kind_name(kind), err, static_cast<long long>(noise.gradient_entries_zeroed),
-        noise.buffers_left_out);
+  expect_gpt_trains_as_autograd("gpt_tiny");
+}
+
+// The decoder with its logits computed as `h @ wte.weight.t()`: one parameter read by the
+// embedding and, through a view of it (a transpose), by a matmul. Every planner plans it;
+// each plan runs with the peak the simulator predicts and gives PyTorch's loss and
+// gradients in float64; training equals autograd's.
+TEST(TorchscriptImport, HeadTiedThroughAViewOfTheEmbeddingPlansWithEveryPlanner) {
+  MemoryTracker::install();
+  const Imported m = import("gpt_tied_matmul");
+  EXPECT_EQ(m.graph.parameters().size(), 28u) << "wte.weight is one parameter";
+  const CostModel costs = testing::quick_profile(m.graph, m.state, m.batch, testing::Timing::kModelled);
+  const int64_t budget = testing::halfway_budget(m.graph, costs);
+  for (const std::string& planner : planner_names()) {
+    if (planner == "gist-fp16") continue;  // lossy: its gradients are not autograd's
+    PlannerRequest request;
+    request.planner = planner;
+    if (planner_uses_budget(planner)) request.budget_bytes = budget;
+    request.solver.time_limit_seconds = 5;
+    const PlannerOutcome out = make_plan(m.graph, &costs, request);
+    ASSERT_TRUE(out.found) << planner;
+    const SimulationResult sim = simulate(m.graph, out.plan, costs);
+    if (planner_uses_budget(planner)) {
+      EXPECT_LE(sim.peak_bytes, budget) << planner;
+    }
+    ModelState state = m.state.clone();
+    Executor executor(m.graph, state, out.plan);
+    const ExecutionResult run = executor.run(m.batch);
+    EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start()) << planner;
+    EXPECT_LE(worst_error_against_pytorch(m, out.plan), 1e-9) << planner;
   }
+  expect_gpt_trains_as_autograd("gpt_tied_matmul");
 }
 
 // The attention of the GPT (matmul, scaling, causal masked_fill, softmax, dropout,

@@ -54,13 +54,14 @@ OTHERS = {
         num_classes=CLASSES), 32, True),
     "unet_gn": (lambda: UNetGN(), 32, True),
     "gpt_tiny": (lambda: TinyGPT(), 16, True),
+    "gpt_tied_matmul": (lambda: TinyGPT(head="matmul"), 16, True),
     "encoder_tiny": (lambda: EncoderClassifier(), 10, True),
     "first_outputs": (lambda: FirstOutputs(), 16, True),
     "integer_results": (lambda: IntegerResults(), 16, True),
 }
 # Language models: name -> vocabulary size. Their input is BATCH x image token ids, and
 # they are trained with cross-entropy over the logits [N, T, V] ("sequence_cross_entropy").
-TOKENS = {"gpt_tiny": 64}
+TOKENS = {"gpt_tiny": 64, "gpt_tied_matmul": 64}
 # Models fed sequences of feature vectors [N, T, F]: name -> F (T is the size above).
 SEQUENCES = {"encoder_tiny": 8}
 # Segmentation models (a dict output, {"out": [N, classes, H, W]}): name -> input size.
@@ -71,7 +72,7 @@ MSE = {"unet_gn"}
 # Models whose reference runs the traced module (in float64) rather than the Python one:
 # Swin's and the GPT's traces compute their attention scale from a size as a float32
 # tensor, so the trace and the Python module differ by ~1e-8 in float64.
-TRACE_REFERENCE = {"swin_t", "gpt_tiny"}
+TRACE_REFERENCE = {"swin_t", "gpt_tiny", "gpt_tied_matmul"}
 BATCH = 2
 CLASSES = 10
 LARGE = 1 << 21
@@ -303,9 +304,11 @@ class CausalSelfAttention(torch.nn.Module):
 class TinyGPT(torch.nn.Module):
     """A GPT-2-style decoder: token and learned position embeddings, pre-norm blocks of
     causal self-attention and a GELU MLP, a final layer norm, the head tied to the token
-    embedding."""
+    embedding: a Linear sharing its weight (head="linear"), or the logits computed as
+    `h @ wte.weight.t()` (head="matmul": the parameter read by the embedding and, through
+    a view of it, by a matmul)."""
 
-    def __init__(self, vocab=64, dim=32, heads=4, layers=2, length=16):
+    def __init__(self, vocab=64, dim=32, heads=4, layers=2, length=16, head="linear"):
         super().__init__()
         self.wte = torch.nn.Embedding(vocab, dim)
         self.wpe = torch.nn.Embedding(length, dim)
@@ -319,12 +322,15 @@ class TinyGPT(torch.nn.Module):
         self.ln = torch.nn.LayerNorm(dim)
         self.head = torch.nn.Linear(dim, vocab, bias=False)
         self.head.weight = self.wte.weight
+        self.matmul_head = head == "matmul"
 
     def forward(self, idx):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         for b in self.blocks:
             x = x + b.attn(b.ln1(x))
             x = x + b.out(F.gelu(b.fc(b.ln2(x))))
+        if self.matmul_head:
+            return self.ln(x) @ self.wte.weight.t()
         return self.head(self.ln(x))
 
 

@@ -9,6 +9,7 @@ features before the classifier (dropout makes train-mode logits random).
 Uses Debian's python3-torch and python3-torchvision; downloads nothing.
 Usage: make_torchvision_fixtures.py OUTDIR
 """
+import copy
 import os
 import sys
 
@@ -45,9 +46,11 @@ def write(outdir, name, batch, image):
         traced = torch.jit.trace(model, x)
         traced.save(os.path.join(outdir, name + ".pt"))
         logits_eval = model(x)
+        # Train-mode features in float64: in float32 the batch statistics' rounding moves
+        # them by ~1e-4 relative, differently on different CPUs.
+        feats_train64 = features(name, copy.deepcopy(model).double().train(), x.double())
         model.train()
-        feats_train = features(name, model, x)
-    tensors = {"input": x, "logits_eval": logits_eval, "features_train": feats_train}
+    tensors = {"input": x, "logits_eval": logits_eval, "features_train64": feats_train64}
     if name.startswith("resnet"):
         # A training iteration's loss and gradients, in float64: ResNet-50's float32
         # gradients at this size differ from float64 ones by ~1e-2 (relative), so only a

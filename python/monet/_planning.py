@@ -35,11 +35,31 @@ def _budget_text(budget):
     return str(budget)
 
 
+def _number(name, value, minimum, integer=False):
+    """`value` as a finite number (an int when `integer`) of at least `minimum`."""
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise TypeError(f"{name} must be {'an integer' if integer else 'a number'}, "
+                        f"not {type(value).__name__}")
+    if not math.isfinite(value) or value < minimum:
+        raise ValueError(f"{name} must be a finite number >= {minimum}, not {value}")
+    return value
+
+
 def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_decay=0.0,
              reserved_bytes=0, time_limit=60.0, plan_file="", cache_dir=None,
              use_cache=True, progress=True):
-    if optimizer not in OPTIMIZERS:
+    if not isinstance(planner, str):
+        raise TypeError(f"planner must be a name (str), not {type(planner).__name__}")
+    if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r} (known: {', '.join(OPTIMIZERS)})")
+    _number("weight_decay", weight_decay, 0)
+    _number("reserved_bytes", reserved_bytes, 0, integer=True)
+    _number("time_limit", time_limit, 0)
+    if time_limit == 0:
+        raise ValueError("time_limit must be more than 0 seconds")
+    if cache_dir is not None and os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
+        raise ValueError(f"cache_dir {str(cache_dir)!r} is not a directory")
     return {"planner": planner, "budget": _budget_text(budget), "optimizer": optimizer,
             "weight_decay": float(weight_decay), "reserved_bytes": int(reserved_bytes),
             "loss_bytes": 0,
@@ -94,6 +114,11 @@ def _import(module, example_input, output, lossy=False):
     `lossy`: whether its lossy implementations are offered to the planner."""
     if not isinstance(example_input, torch.Tensor):
         raise TypeError("example_input must be one tensor (the batch the model is planned for)")
+    if example_input.device.type != "cpu":
+        raise ValueError(f"monet runs on CPU tensors; example_input is on "
+                         f"{example_input.device}")
+    if example_input.numel() == 0:
+        raise ValueError(f"example_input has no elements (shape {list(example_input.shape)})")
     traced = _traced(*_float32_twin(module, example_input))
     fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")
     os.close(fd)

@@ -112,7 +112,9 @@ int run_plan(PlanOptions o) {
   request.solver.progress = true;
   const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
   const MonetResult& r = outcome.solve;
-  if (!outcome.found) explain_infeasible(g, costs, o, budget, r, baseline_peak);
+  // (The lean and chain planners return their smallest plan instead, refused below.)
+  if (!outcome.found && planner_requires_budget(o.planner))
+    explain_infeasible(g, costs, o, budget, r, baseline_peak);
   Plan plan = outcome.plan;
   // A traced model's plan names its file absolutely, so `monet run --plan` works from
   // any directory.

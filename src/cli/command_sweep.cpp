@@ -225,8 +225,9 @@ int run_sweep(const SweepOptions& o) {
         if (out.solved) record_solve(out, &row);
         row.checkmate_model_peak = out.model_peak_bytes;
         if (!out.found) {
-          row.status = out.solve.solve.status == MilpStatus::kNoSolution ? "no plan in time"
-                                                                         : "no plan fits";
+          row.status = out.solved && out.solve.solve.status == MilpStatus::kNoSolution
+                           ? "no plan in time"
+                           : "no plan fits";
         } else {
           Plan plan = out.plan;
           plan.model = is_torchscript_path(o.model.model)

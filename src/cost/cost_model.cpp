@@ -1,5 +1,6 @@
 #include "cost/cost_model.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace monet {
@@ -59,12 +60,30 @@ nlohmann::json cost_json(const ImplCost& c) {
           {"result_bytes", c.result_bytes}};
 }
 
-ImplCost cost_from(const nlohmann::json& j) {
+// Bytes of one call are at most 2^50 (1 PiB): a larger count is not a measurement, and
+// sums of such counts must not overflow.
+constexpr int64_t kMaxCallBytes = int64_t{1} << 50;
+
+int64_t bytes_field(const nlohmann::json& j, const char* field, const std::string& where) {
+  const nlohmann::json& v = j.at(field);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxCallBytes)
+    throw CostError("malformed cost file: " + where + ": \"" + field +
+                    "\" must be a byte count from 0 to 2^50, not " + v.dump());
+  return v.get<int64_t>();
+}
+
+// `where`: the node and implementation, for errors.
+ImplCost cost_from(const nlohmann::json& j, const std::string& where) {
   ImplCost c;
-  c.seconds = j.at("seconds").get<double>();
-  c.workspace_bytes = j.at("workspace_bytes").get<int64_t>();
-  c.result_bytes = j.at("result_bytes").get<int64_t>();
-  if (c.seconds < 0 || c.workspace_bytes < 0) throw CostError("negative cost");
+  const nlohmann::json& seconds = j.at("seconds");
+  if (!seconds.is_number() || !(seconds.get<double>() >= 0) ||
+      !std::isfinite(seconds.get<double>()))
+    throw CostError("malformed cost file: " + where +
+                    ": \"seconds\" must be a finite number of seconds >= 0, not " +
+                    seconds.dump());
+  c.seconds = seconds.get<double>();
+  c.workspace_bytes = bytes_field(j, "workspace_bytes", where);
+  c.result_bytes = bytes_field(j, "result_bytes", where);
   return c;
 }
 
@@ -107,8 +126,10 @@ CostModel cost_model_from_json(const Graph& g, const nlohmann::json& j) {
     for (const auto& n : g.nodes()) {
       const auto& jn = nodes.at(n.id);
       NodeCosts nc;
-      for (const auto& [k, v] : jn.at("forward").items()) nc.forward[k] = cost_from(v);
-      for (const auto& [k, v] : jn.at("backward").items()) nc.backward[k] = cost_from(v);
+      for (const auto& [k, v] : jn.at("forward").items())
+        nc.forward[k] = cost_from(v, "node " + n.name + " forward '" + k + "'");
+      for (const auto& [k, v] : jn.at("backward").items())
+        nc.backward[k] = cost_from(v, "node " + n.name + " backward '" + k + "'");
       c.nodes.push_back(std::move(nc));
     }
   } catch (const nlohmann::json::exception& e) {

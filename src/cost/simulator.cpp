@@ -24,13 +24,13 @@ class StorageModel {
     }
     return static_cast<int>(storages_.size()) - 1;
   }
-  void hold(int s) { ++storages_[s].holders; }
+  void hold(int s) { ++storages_.at(s).holders; }
   void release(int s) {
-    if (--storages_[s].holders > 0) return;
+    if (--storages_.at(s).holders > 0) return;
     current_ -= storages_[s].bytes;
     if (storages_[s].gradient) gradient_current_ -= storages_[s].bytes;
   }
-  int holders(int s) const { return storages_[s].holders; }
+  int holders(int s) const { return storages_.at(s).holders; }
   void add_untracked(int64_t bytes) {
     current_ += bytes;
     peak_ = std::max(peak_, current_);
@@ -99,9 +99,14 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
       if (!computed[n.id]) mem.add_untracked(node_state_bytes(g, n));
       computed[n.id] = true;
       const int input0 = n.inputs.empty() ? -1 : ids.activation(n.inputs[0]);
-      const int out_storage = f.inplace || f.output_aliases_input
-                                  ? tensor.at(input0)
-                                  : mem.allocate(g.value(n.output).bytes());
+      int out_storage = -1;
+      if (f.inplace || f.output_aliases_input) {
+        // A view of a parameter, a buffer or the batch aliases bytes counted in start_bytes:
+        // it holds a storage of no bytes of its own.
+        out_storage = input0 >= 0 && tensor.at(input0) >= 0 ? tensor.at(input0) : mem.allocate(0);
+      } else {
+        out_storage = mem.allocate(g.value(n.output).bytes());
+      }
       const int inter_storage =
           f.emits_intermediate ? mem.allocate(intermediate_bytes(g, n, f.name)) : -1;
       mem.hold(out_storage);  // the returned output

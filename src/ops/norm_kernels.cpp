@@ -44,7 +44,7 @@ std::array<int64_t, 3> group_sizes(const at::Tensor& x) {
 at::Tensor normalise(const Norm& m, const at::Tensor& x, const NodeState& s) {
   if (m.layer) return (x - s.save_mean).mul_(s.save_invstd);
   const auto [n, c, hw] = group_sizes(x);
-  return (x.view({n, m.groups, -1}) - s.save_mean.view({n, m.groups, 1}))
+  return (x.reshape({n, m.groups, -1}) - s.save_mean.view({n, m.groups, 1}))
       .mul_(s.save_invstd.view({n, m.groups, 1}))
       .view(x.sizes());
 }
@@ -71,8 +71,9 @@ ForwardOutput norm_forward(const Node& n, const std::vector<at::Tensor>& in, Nod
   if (m.layer) {
     r = at::native_layer_norm(x, m.normalized, m.weight, m.bias, m.eps);
   } else {
+    // ATen's kernel takes a contiguous input (torch.group_norm makes it one first).
     const auto [b, c, hw] = group_sizes(x);
-    r = at::native_group_norm(x, m.weight, m.bias, b, c, hw, m.groups, m.eps);
+    r = at::native_group_norm(x.contiguous(), m.weight, m.bias, b, c, hw, m.groups, m.eps);
   }
   state.save_mean = std::get<1>(r);
   state.save_invstd = std::get<2>(r);
@@ -102,8 +103,8 @@ std::vector<at::Tensor> norm_backward(const Node& n, const BackwardImplInfo& imp
                                        mask);
   } else {
     const auto [b, c, hw] = group_sizes(x);
-    r = at::native_group_norm_backward(a.grad_output, x, mean, rstd, m.weight, b, c, hw, m.groups,
-                                       mask);
+    r = at::native_group_norm_backward(a.grad_output.contiguous(), x.contiguous(), mean, rstd,
+                                       m.weight, b, c, hw, m.groups, mask);
   }
   std::vector<at::Tensor> grads(n.inputs.size());
   grads[0] = std::get<0>(r);

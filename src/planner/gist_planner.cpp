@@ -41,7 +41,12 @@ ScheduleChoices gist_choices(const Graph& g, const GistOptions& o) {
   for (const auto& n : g.nodes()) {
     if (!is_relu(n)) continue;
     const Value& in = g.value(n.inputs[0]);
-    const bool sole_reader = in.kind == ValueKind::kActivation && in.consumers.size() == 1;
+    // In place where the input has no other reader and the node offers it (not where the
+    // input's storage is shared with a view).
+    const auto impls = forward_impls(g, n);
+    const bool sole_reader =
+        in.kind == ValueKind::kActivation && in.consumers.size() == 1 &&
+        std::any_of(impls.begin(), impls.end(), [](const auto& f) { return f.inplace; });
     const auto& readers = g.value(n.output).consumers;
     auto count = [&](auto pred) {
       return static_cast<int>(std::count_if(readers.begin(), readers.end(), pred));

@@ -38,8 +38,9 @@ std::vector<size_t> checkpoint_counts(const Graph& graph);
 std::vector<Plan> checkpoint_family(const Graph& graph, const ScheduleChoices& choices,
                                     const std::string& planner);
 
-/// The `lean` planner: of checkpoint_family(graph, lean_choices(...)), the fastest whose simulated
-/// peak fits `budget_bytes`; when none fits (or budget_bytes < 0), the one with the smallest peak.
+/// The `lean` planner: of checkpoint_family(graph, lean_choices(...)) and store_all_plan(graph),
+/// the fastest whose simulated peak fits `budget_bytes`; when none fits (or budget_bytes < 0),
+/// the one with the smallest peak.
 Plan best_lean_plan(const Graph& graph, const CostModel& costs, int64_t budget_bytes);
 
 }  // namespace monet

@@ -103,6 +103,11 @@ PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRe
   } else {
     out.plan = random_plan(g, r.seed);
   }
+  // Whatever a planner's own model of memory says, its plan fits the budget by the
+  // simulator (the executor's exact replay), or it is not a plan for that budget.
+  if (out.found && costs && r.budget_bytes > 0 && planner_uses_budget(r.planner) &&
+      simulate(g, out.plan, *costs).peak_bytes > r.budget_bytes)
+    out.found = false;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -37,7 +37,9 @@ struct PlannerRequest {
 };
 
 struct PlannerOutcome {
-  bool found = false;  // a plan exists (program-based: within the budget, in its model)
+  /// A plan exists; for a planner given a budget, its simulated peak is within it (the
+  /// lean and chain planners then return their smallest plan with found false).
+  bool found = false;
   Plan plan;
   bool solved = false;  // a 0-1 program was solved: `solve` is filled in
   MonetResult solve;

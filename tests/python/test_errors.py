@@ -83,3 +83,44 @@ def test_bad_arguments(cache_dir, tmp_path):
     fast = monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)
     with pytest.raises(ValueError, match="not the input's"):
         fast(x.clone().requires_grad_())
+
+
+BAD_CALLS = [  # (description, arguments of monet.optimize beside the module)
+    ("input not a tensor", ([1.0, 2.0],), {}),
+    ("input of no elements", (torch.empty(0, 3, 16, 16),), {}),
+    ("input of the wrong rank", (torch.randn(3, 16, 16),), {}),
+    ("input of too few channels", (torch.randn(2, 1, 16, 16),), {}),
+    ("integer input to a convolution", (torch.ones(2, 3, 16, 16, dtype=torch.int64),), {}),
+    ("meta-device input", (torch.empty(2, 3, 16, 16, device="meta"),), {}),
+    ("budget negative", (), {"budget": -5}),
+    ("budget zero", (), {"budget": 0}),
+    ("budget of no bytes", (), {"budget": "0x"}),
+    ("budget negative ratio", (), {"budget": "-1x"}),
+    ("budget not a number", (), {"budget": "nanx"}),
+    ("budget beyond any size", (), {"budget": "1e400GiB"}),
+    ("budget a list", (), {"budget": [1]}),
+    ("time limit negative", (), {"budget": "0.9x", "time_limit": -1}),
+    ("time limit not a number", (), {"budget": "0.9x", "time_limit": float("nan")}),
+    ("time limit a string", (), {"budget": "0.9x", "time_limit": "soon"}),
+    ("planner None", (), {"planner": None}),
+    ("optimizer a number", (), {"optimizer": 3}),
+    ("weight decay a string", (), {"weight_decay": "a"}),
+    ("loss copies negative", (), {"loss_copies": -1}),
+    ("reserved bytes negative", (), {"reserved_bytes": -5}),
+    ("cache directory a file", (), {"cache_dir": __file__}),
+    ("plan file missing", (), {"plan": "/nonexistent/plan.json"}),
+    ("output of a module with one", (), {"output": "logits"}),
+]
+
+
+@pytest.mark.parametrize("what,args,kwargs", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
+def test_bad_arguments_raise_one_line_errors(what, args, kwargs, cache_dir):
+    """Every bad argument raises a Python exception with a one-line message; none reaches
+    the interpreter as a crash."""
+    x = args[0] if args else torch.randn(2, 3, 16, 16)
+    kwargs.setdefault("cache_dir", cache_dir)
+    kwargs.setdefault("progress", False)
+    with pytest.raises((TypeError, ValueError, RuntimeError, OSError, monet.MonetError)) as e:
+        monet.optimize(SmallNet(), x, **kwargs)
+    message = str(e.value)
+    assert message and "\n" not in message.strip(), f"{what}: {message!r}"

@@ -19,7 +19,7 @@ STEPS = 5
 TOLERANCE = 1e-10
 # The trained models' logits: the GPT's states agree to 1e-10, and its two attention
 # blocks amplify that to 1.1e-10 in the logits.
-LOGITS_TOLERANCE = {"gpt": 1e-9}
+LOGITS_TOLERANCE = {"gpt": 1e-9, "gpt_tied_matmul": 1e-9}
 
 
 class SmallNet(torch.nn.Module):
@@ -53,6 +53,9 @@ CASES = {
     # A GPT-2-style decoder: token ids in, logits [N, T, V] out, head tied to the token
     # embedding, attention dropout off (its noise is not PyTorch's).
     "gpt": (lambda: without_dropout(TinyGPT()), (4, 16)),
+    # The same with its logits computed as `h @ wte.weight.t()` (the tied parameter read
+    # through a view of it).
+    "gpt_tied_matmul": (lambda: without_dropout(TinyGPT(head="matmul")), (4, 16)),
 }
 
 
@@ -75,7 +78,7 @@ def make_optimizer(name, params):
 
 def batches(case, shape):
     g = torch.Generator().manual_seed(1)
-    if case == "gpt":
+    if case.startswith("gpt"):
         xs = [torch.randint(0, 64, shape, generator=g) for _ in range(STEPS)]
         ys = [torch.randint(0, 64, shape, generator=g) for _ in range(STEPS)]
         return xs, ys, sequence_cross_entropy

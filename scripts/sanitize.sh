@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The sanitizer job: builds libmonet, the CLI, the Python extension and two test programs
+# with AddressSanitizer and UndefinedBehaviorSanitizer under build-sanitize/ (or
+# $MONET_SANITIZE_BUILD_DIR), then runs a subset of the suite with them, where memory
+# errors would show: every planner on the tiny zoo models and on imported fixtures (the
+# tied decoder among them), the executor's random and rotated plans, the simulator's
+# byte-exact checks, plan-file parsing and its mutations, the fuzzed models, and the
+# Python tests that load the extension (the ASan runtime preloaded into python3). Any
+# sanitizer report fails the job.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${MONET_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
+"$root/scripts/install-deps.sh"
+MONET_BUILD_DIR="$build" "$root/scripts/build.sh" -DMONET_SANITIZE=ON \
+  "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -g1 -DNDEBUG" \
+  --target monet --target monet_python --target monet_sanitize_tests
+
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:detect_odr_violation=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+start=$(date +%s)
+status=0
+run() {  # run NAME COMMAND...: one part of the job; its failure fails the job
+  echo "sanitize: $1" >&2
+  shift
+  "$@" || status=1
+}
+
+# Fixtures: imported models (the tied decoder among them) and the generated models.
+run "import fixtures" /usr/bin/python3 "$root/tools/make_import_fixtures.py" \
+  "$build/fixtures/import" gpt_tied_matmul gpt_tiny resnet18 mobilenet_v3_small generic_ops
+run "fuzz fixtures" /usr/bin/python3 "$root/tools/make_fuzz_models.py" "$build/fixtures/fuzz" 300
+
+# The C++ subset: all of monet_sanitize_tests but the imported fixtures not made above.
+run "monet_sanitize_tests" "$build/tests/monet_sanitize_tests" --gtest_brief=1 \
+  --gtest_filter="-Torchvision/Imported*:TorchscriptImport.*"
+run "monet_sanitize_tests (imported)" "$build/tests/monet_sanitize_tests" --gtest_brief=1 \
+  --gtest_filter="$(tr -d ' \n' <<'FILTER'
+TorchscriptImport.HeadTiedThroughAViewOfTheEmbeddingPlansWithEveryPlanner:
+TorchscriptImport.BadFileAndBadShapeGiveClearErrors:
+Torchvision/ImportedTorchvision.*/resnet18:Torchvision/ImportedTorchvision.*/gpt_tiny:
+Torchvision/ImportedTorchvision.*/gpt_tied_matmul:Torchvision/ImportedTorchvision.*/generic_ops:
+Torchvision/ImportedTorchvision.*/mobilenet_v3_small
+FILTER
+)"
+
+# The Python tests that load the extension, with the sanitizer runtimes loaded first.
+preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+for part in errors shared_parameters; do
+  run "python_$part" env LD_PRELOAD="$preload" PYTHONPATH="$build/python" \
+    MONET_SOURCE_DIR="$root" MONET_BINARY="$build/src/monet" \
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python/test_$part.py"
+done
+echo "sanitize: $( [ $status -eq 0 ] && echo clean || echo FAILED ) in $(( $(date +%s) - start )) s" >&2
+exit $status
