@@ -106,7 +106,8 @@ TEST(Fuzz, GeneratedModelsPlanAndRunOrAreRefusedInOneLine) {
   }
   std::cout << models << " generated models: " << models - refused << " imported (" << plans
             << " plans run), " << refused << " refused\n";
-  for (const auto& [what, count] : refusals) std::cout << "  refused " << count << "x: " << what << "\n";
+  for (const auto& [what, count] : refusals)
+    std::cout << "  refused " << count << "x: " << what << "\n";
   EXPECT_GE(models, 300);
 }
 

@@ -44,14 +44,22 @@ class JsonMutator {
 
   nlohmann::json random_value(const std::vector<nlohmann::json>& pool) {
     switch (below(8)) {
-      case 0: return nullptr;
-      case 1: return -1;
-      case 2: return 1e300;
-      case 3: return "";
-      case 4: return nlohmann::json::array();
-      case 5: return nlohmann::json::object();
-      case 6: return static_cast<int64_t>(rng_() % 1000000) - 500000;
-      default: return pool.empty() ? nlohmann::json("x") : pool[below(pool.size())];
+      case 0:
+        return nullptr;
+      case 1:
+        return -1;
+      case 2:
+        return 1e300;
+      case 3:
+        return "";
+      case 4:
+        return nlohmann::json::array();
+      case 5:
+        return nlohmann::json::object();
+      case 6:
+        return static_cast<int64_t>(rng_() % 1000000) - 500000;
+      default:
+        return pool.empty() ? nlohmann::json("x") : pool[below(pool.size())];
     }
   }
 
@@ -66,9 +74,15 @@ class JsonMutator {
     if (j.is_array() && !j.empty()) {
       const int a = below(j.size()), b = below(j.size());
       switch (below(3)) {
-        case 0: j.erase(j.begin() + a); return;
-        case 1: j.insert(j.begin() + a, j[b]); return;
-        default: std::swap(j[a], j[b]); return;
+        case 0:
+          j.erase(j.begin() + a);
+          return;
+        case 1:
+          j.insert(j.begin() + a, j[b]);
+          return;
+        default:
+          std::swap(j[a], j[b]);
+          return;
       }
     }
     if (j.is_object() && !j.empty() && below(2) == 0) {
@@ -85,9 +99,13 @@ class JsonMutator {
     if (text.empty()) return text;
     const size_t at = rng_() % text.size();
     switch (below(3)) {
-      case 0: return text.substr(0, at);
-      case 1: text[at] = static_cast<char>(rng_() % 256); return text;
-      default: return text.insert(at, std::string(1 + below(16), static_cast<char>(rng_() % 256)));
+      case 0:
+        return text.substr(0, at);
+      case 1:
+        text[at] = static_cast<char>(rng_() % 256);
+        return text;
+      default:
+        return text.insert(at, std::string(1 + below(16), static_cast<char>(rng_() % 256)));
     }
   }
 
@@ -156,9 +174,8 @@ TEST(Fuzz, MutatedPlanFilesAreRunOrRefusedInOneLine) {
 TEST(Fuzz, MutatedCostFilesAreUsedOrRefusedInOneLine) {
   MemoryTracker::install();
   const Graph g = tiny_graph("mobilenet_v2");
-  const CostModel costs =
-      testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1),
-                            testing::Timing::kModelled);
+  const CostModel costs = testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1),
+                                                 testing::Timing::kModelled);
   const nlohmann::json original = cost_model_to_json(g, costs);
   std::vector<nlohmann::json> pool;
   collect_strings(original, &pool);

@@ -66,9 +66,9 @@ inline std::vector<double> autograd_rounding(const Graph& g, at::ScalarType dtyp
       if (t.is_floating_point()) t = t.to(dtype);
     const int input = g.values_of_kind(ValueKind::kInput).at(0);
     if (b.at(input).is_floating_point())
-      b[input] = b.at(input) * (1 + nudge * (dtype == at::kDouble
-                                                 ? std::numeric_limits<double>::epsilon()
-                                                 : std::numeric_limits<float>::epsilon()));
+      b[input] = b.at(input) *
+                 (1 + nudge * (dtype == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                                    : std::numeric_limits<float>::epsilon()));
     IterationOptions io;
     io.iteration_seed = kComparisonSeed;
     runs.push_back(AutogradBaseline(g, state).run_iteration(b, io).gradients);
@@ -79,10 +79,10 @@ inline std::vector<double> autograd_rounding(const Graph& g, at::ScalarType dtyp
   std::vector<double> out;
   for (size_t i = 0; i < runs[0].size(); ++i) {
     const at::Tensor &a = runs[0][i], &b = runs[1][i];
-    out.push_back(!a.defined() ? 0
-                               : (a - b).abs().max().item<double>() /
-                                     std::max({a.abs().max().item<double>(), 1e-3 * largest,
-                                               1e-300}));
+    out.push_back(!a.defined()
+                      ? 0
+                      : (a - b).abs().max().item<double>() /
+                            std::max({a.abs().max().item<double>(), 1e-3 * largest, 1e-300}));
   }
   return out;
 }

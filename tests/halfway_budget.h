@@ -1,8 +1,8 @@
 // lean_budget: the smallest simulated peak of the memory-lean checkpointing plans (bytes),
 // a tight budget that has a plan (store-all with default implementations, which the lean
-// planner also offers, is left out: on tiny models its peak can be the smaller one). halfway_budget: a budget that leaves a planner real work
-// on a tiny model, halfway between that and store-all's peak. Both plans fit it, and so
-// do better ones.
+// planner also offers, is left out: on tiny models its peak can be the smaller one).
+// halfway_budget: a budget that leaves a planner real work on a tiny model, halfway between that
+// and store-all's peak. Both plans fit it, and so do better ones.
 #pragma once
 
 #include <algorithm>

@@ -186,8 +186,7 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                                            "swin_t", "vit_tiny", "generic_ops", "unet_gn",
                                            "fcn_resnet50", "deeplabv3_mobilenet_v3_large",
                                            "gpt_tiny", "gpt_tied_matmul", "first_outputs",
-                                           "integer_results",
-                                           "encoder_tiny"),
+                                           "integer_results", "encoder_tiny"),
                          [](const auto& info) { return info.param; });
 
 // Training through the public API on traced torchvision models: 5 steps of SGD with
@@ -261,7 +260,8 @@ TEST(TorchscriptImport, HeadTiedThroughAViewOfTheEmbeddingPlansWithEveryPlanner)
   MemoryTracker::install();
   const Imported m = import("gpt_tied_matmul");
   EXPECT_EQ(m.graph.parameters().size(), 28u) << "wte.weight is one parameter";
-  const CostModel costs = testing::quick_profile(m.graph, m.state, m.batch, testing::Timing::kModelled);
+  const CostModel costs =
+      testing::quick_profile(m.graph, m.state, m.batch, testing::Timing::kModelled);
   const int64_t budget = testing::halfway_budget(m.graph, costs);
   for (const std::string& planner : planner_names()) {
     if (planner == "gist-fp16") continue;  // lossy: its gradients are not autograd's

@@ -79,8 +79,7 @@ ImplCost cost_from(const nlohmann::json& j, const std::string& where) {
   if (!seconds.is_number() || !(seconds.get<double>() >= 0) ||
       !std::isfinite(seconds.get<double>()))
     throw CostError("malformed cost file: " + where +
-                    ": \"seconds\" must be a finite number of seconds >= 0, not " +
-                    seconds.dump());
+                    ": \"seconds\" must be a finite number of seconds >= 0, not " + seconds.dump());
   c.seconds = seconds.get<double>();
   c.workspace_bytes = bytes_field(j, "workspace_bytes", where);
   c.result_bytes = bytes_field(j, "result_bytes", where);
