@@ -21,11 +21,16 @@ namespace monet {
 namespace {
 
 const std::string kDir = MONET_FUZZ_FIXTURE_DIR;
-// Program-based planners (CBC under a time limit) plan every this-many-th model; the
-// others plan every model.
+// How often the program-based planners (CBC under a time limit) plan a model.
 constexpr int kProgramPlannerEvery = 25;
 
-bool program_based(const std::string& planner) { return planner_requires_budget(planner); }
+// Whether `planner` plans model `index`: the program-based ones (CBC) only monet and
+// checkmate, each on every kProgramPlannerEvery-th model; the others every model.
+bool plans_model(const std::string& planner, int index) {
+  if (!planner_requires_budget(planner)) return true;
+  if (planner == "monet") return index % kProgramPlannerEvery == 0;
+  return planner == "checkmate" && index % kProgramPlannerEvery == 1;
+}
 
 // Plans `g` with every planner and checks each plan; returns how many plans ran.
 int plan_with_every_planner(const Graph& g, const ModelState& state, const Batch& batch, int index,
@@ -35,9 +40,7 @@ int plan_with_every_planner(const Graph& g, const ModelState& state, const Batch
   int ran = 0;
   for (const std::string& planner : planner_names()) {
     if (planner == "gist-fp16") continue;  // lossy: its gradients are not autograd's
-    if (program_based(planner) && (index % kProgramPlannerEvery != 0 || planner != "monet") &&
-        !(planner == "checkmate" && index % kProgramPlannerEvery == 1))
-      continue;
+    if (!plans_model(planner, index)) continue;
     PlannerRequest request;
     request.planner = planner;
     if (planner_uses_budget(planner)) request.budget_bytes = budget;
@@ -63,7 +66,7 @@ int plan_with_every_planner(const Graph& g, const ModelState& state, const Batch
         EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start())
             << where << ": " << planner;
       // Gradients against autograd's for the plans that choose most (in float64).
-      if (planner == "random" || planner == "lean" || program_based(planner))
+      if (planner == "random" || planner == "lean" || planner_requires_budget(planner))
         EXPECT_LE(testing::max_gradient_error(g, out.plan), 1e-9) << where << ": " << planner;
       ++ran;
     } catch (const std::exception& e) {
