@@ -9,7 +9,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${MONET_BUILD_DIR:-$root/build}"
 "$root/scripts/install-deps.sh"
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" --target monet  # the library and the CLI only
 data="$build/demo-data"
 [ -d "$data/shapes" ] || /usr/bin/python3 "$root/tools/make_training_fixtures.py" "$data" >&2
 "$build/src/monet" train --model resnet50 --batch 8 --image 224 --data "$data/shapes" \

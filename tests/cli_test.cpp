@@ -134,6 +134,24 @@ TEST(Cli, PlanRunVerify) {
   }
 }
 
+// Progress written to a file rather than a terminal (a CI log) is one line per event,
+// without the carriage returns that redraw it in place on a terminal.
+TEST(Cli, ProgressToAFileIsOneLinePerEvent) {
+  const std::string costs = temp_path("progress_costs.json");
+  const CliRun r = monet(std::string("profile ") + kTinyModel + " --no-cache -o " + costs);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  std::istringstream lines(r.err);
+  int progress_lines = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("profiling: ", 0) != 0) continue;
+    ++progress_lines;
+    EXPECT_EQ(line.find("profiling: ", 1), std::string::npos) << line;
+    EXPECT_NE(line.back(), ' ') << line;
+  }
+  EXPECT_GT(progress_lines, 10) << r.err;
+}
+
 // `show --plan`: the plan's model, with each operator's first forward, recomputations
 // and backward implementations.
 TEST(Cli, ShowWithAPlanListsWhatThePlanChoseForEachOperator) {

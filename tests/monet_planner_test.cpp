@@ -141,7 +141,8 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
 
 // Tiny UNet with larger images (activations dominate, as in the paper's regime) in
 // monet-noop (the recomputation-first plan's mode), at a budget 60% of the way from the
-// floor to Chen's peak: no heuristic plan with default implementations fits. Under
+// floor to Chen's peak, the heuristics off (HeuristicPlansSource::kWarmPlansOnly and no
+// warm plans) so that no heuristic plan fits whatever the costs. Under
 // SmallProgramFirstFit::kBranchAndCut the small program is searched from no plan; under
 // kElastic from the elastic search's plan. A plan either finds fits the budget and matches
 // autograd; CBC's branch and cut usually finds one 2.5 s in, but with two tests at once
@@ -156,6 +157,7 @@ TEST(MonetPlanner, SearchesSmallProgramsFromNoPlanWhenNoHeuristicFits) {
   MonetOptions o;
   o.mode = MonetMode::kNoOp;
   o.budget_bytes = floor + (chen - floor) * 6 / 10;
+  o.heuristics = HeuristicPlansSource::kWarmPlansOnly;
   o.solver.time_limit_seconds = 20;
   for (SmallProgramFirstFit way :
        {SmallProgramFirstFit::kBranchAndCut, SmallProgramFirstFit::kElastic}) {

@@ -147,7 +147,7 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
 // ReLUs' 1-bit masks), and accepts the nearest plan instead. The MONeT planner starts
 // from segment keeping's plan, and returns no slower a plan.
 TEST(MonetProgram, ExactAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
-  const TinyElasticProgram t("googlenet", testing::Timing::kMeasured);
+  const TinyElasticProgram t("googlenet", testing::Timing::kModelled);
   const auto& [g, costs, budget, program] = t;
   MonetProgramOptions every_option{MonetMode::kAll, BudgetRows::kElastic, budget};
   every_option.exact_intermediate_min_fraction = 0;

@@ -1,4 +1,13 @@
-"""Exceptions raised by monet, with the details a caller acts on."""
+"""Exceptions raised by monet, with the details a caller acts on.
+
+Every failure inside monet's C++ library reaches Python as an exception; none ends the
+interpreter. Besides the classes below: a bad argument raises TypeError (wrong type) or
+ValueError (wrong value: a budget, a shape, a planner or optimizer name, an input on
+another device, a plan file that cannot be read); anything else (an ATen error while
+running a plan) raises RuntimeError with LibTorch's message. A solve
+whose child process fails is retried, then planned without the solver's optimum (its
+plan is still checked against the budget); it does not raise.
+"""
 
 
 class MonetError(Exception):

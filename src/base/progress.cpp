@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <string>
 
 namespace monet {
 
@@ -25,6 +26,39 @@ std::shared_ptr<const ProgressSink>& installed_sink() {
 
 std::atomic<int> child_fd{-1};  // write_progress_to_fd's descriptor; -1: none
 
+std::string formatted(const char* format, va_list args) {
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string text(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(text.data(), text.size() + 1, format, args);
+  return text;
+}
+
+// On a terminal, a status line ('\r' first, no newline) replaces the one before it.
+// Anywhere else (a file, a pipe, a CI log) each status line becomes a line of its own,
+// without its padding, and the lone "\n" that ends a run of them is dropped.
+void write_to_stderr(const char* format, va_list args) {
+  static const bool terminal = isatty(STDERR_FILENO) == 1;
+  if (terminal) {
+    std::vfprintf(stderr, format, args);
+    return;
+  }
+  static std::atomic<bool> status_line_open{false};
+  std::string text = formatted(format, args);
+  if (text == "\n" && status_line_open.exchange(false)) return;
+  if (!text.empty() && text.front() == '\r') {
+    text.erase(0, 1);
+    text.erase(text.find_last_not_of(' ') + 1);
+    text += '\n';
+    status_line_open = true;
+  } else {
+    status_line_open = false;
+  }
+  std::fputs(text.c_str(), stderr);
+}
+
 void emit(ProgressLevel level, const char* format, va_list args) {
   const int fd = child_fd.load();
   if (fd >= 0) {
@@ -41,17 +75,11 @@ void emit(ProgressLevel level, const char* format, va_list args) {
     std::lock_guard<std::mutex> lock(sink_mutex());
     sink = installed_sink();
   }
-  if (!sink) {
-    std::vfprintf(stderr, format, args);
-    return;
+  if (sink) {
+    (*sink)(level, formatted(format, args));
+  } else {
+    write_to_stderr(format, args);
   }
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  std::string text(n > 0 ? static_cast<size_t>(n) : 0, '\0');
-  if (n > 0) std::vsnprintf(text.data(), text.size() + 1, format, args);
-  (*sink)(level, text);
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ enum class ProgressLevel {
 /// without a newline; a lone "\n" ends it). Called from whichever thread reports.
 using ProgressSink = std::function<void(ProgressLevel level, const std::string& text)>;
 
-/// Installs `sink` for every later report; an empty sink restores stderr.
+/// Installs `sink` for every later report; an empty sink restores stderr, where status
+/// lines are redrawn in place only on a terminal (elsewhere each is a line of its own).
 void set_progress_sink(ProgressSink sink);
 
 /// Formats like printf and hands the text to the sink (stderr when none is installed).
