@@ -19,8 +19,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 # ccache caches translation units that include the precompiled header only with these,
-# and a clone in another directory hits what this one cached with the base directory.
+# and a clone in another directory hits what this one cached with the base directory
+# (and, for builds with debug information such as the sanitizer's, without hashing the
+# working directory: their line tables then name the directory that compiled first).
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 export CCACHE_BASEDIR="$root"
+export CCACHE_NOHASHDIR=1
 cmake -S "$root" -B "$build" "${defines[@]}" >/dev/null
 cmake --build "$build" -j "$jobs" "${targets[@]}"
