@@ -35,7 +35,7 @@ bool plans_model(const std::string& planner, int index) {
 // Plans `g` with every planner and checks each plan; returns how many plans ran.
 int plan_with_every_planner(const Graph& g, const ModelState& state, const Batch& batch, int index,
                             const std::string& where) {
-  const CostModel costs = testing::quick_profile(g, state, batch, testing::Timing::kModelled);
+  const CostModel costs = testing::quick_profile(g, state, batch);
   const int64_t budget = testing::halfway_budget(g, costs);
   int ran = 0;
   for (const std::string& planner : planner_names()) {

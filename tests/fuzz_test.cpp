@@ -134,7 +134,7 @@ TEST(Fuzz, MutatedPlanFilesAreRunOrRefusedInOneLine) {
     const Graph g = tiny_graph(model);
     const ModelState state = ModelState::initialize(g, 0);
     const Batch batch = make_batch(g, 1);
-    const CostModel costs = testing::quick_profile(g, state, batch, testing::Timing::kModelled);
+    const CostModel costs = testing::quick_profile(g, state, batch);
     const nlohmann::json original = plan_to_json(g, random_plan(g, 3));
     std::vector<nlohmann::json> pool;
     collect_strings(original, &pool);
@@ -174,8 +174,7 @@ TEST(Fuzz, MutatedPlanFilesAreRunOrRefusedInOneLine) {
 TEST(Fuzz, MutatedCostFilesAreUsedOrRefusedInOneLine) {
   MemoryTracker::install();
   const Graph g = tiny_graph("mobilenet_v2");
-  const CostModel costs = testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1),
-                                                 testing::Timing::kModelled);
+  const CostModel costs = testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1));
   const nlohmann::json original = cost_model_to_json(g, costs);
   std::vector<nlohmann::json> pool;
   collect_strings(original, &pool);

@@ -112,16 +112,15 @@ INSTANTIATE_TEST_SUITE_P(Zoo, MonetOnTinyModel, ::testing::ValuesIn(plannable())
 TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
   MemoryTracker::install();
   const testing::ProfiledTinyModel m("unet");
-  const CostModel costs = testing::quick_profile(m.g, m.state, m.batch, testing::Timing::kModelled);
-  const SimulationResult store_all = simulate(m.g, store_all_plan(m.g), costs);
-  const SimulationResult chen = simulate(m.g, chen_plan(m.g), costs);
+  const SimulationResult store_all = simulate(m.g, store_all_plan(m.g), m.costs);
+  const SimulationResult chen = simulate(m.g, chen_plan(m.g), m.costs);
   ASSERT_LT(chen.peak_bytes, store_all.peak_bytes);
   MonetOptions o;
   o.budget_bytes = (chen.peak_bytes + store_all.peak_bytes) / 2;
   o.solver.time_limit_seconds = o.small_program_neighbourhood_min_seconds;
   o.solver.relative_gap = 0.02;
   o.recomputation_first_share = 0.5;
-  const MonetResult r = plan_monet(m.g, costs, o);
+  const MonetResult r = plan_monet(m.g, m.costs, o);
   ASSERT_TRUE(r.found);
   EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
   ASSERT_GT(r.recomputation_first_seconds, 0);
@@ -133,10 +132,10 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
             << plan_source_name(r.source) << " (warm start " << r.warm_start << ")\n";
   // Without it, and under a shorter limit (branch and cut): no recomputation-first plan.
   o.recomputation_first_share = 0;
-  EXPECT_EQ(plan_monet(m.g, costs, o).recomputation_first_seconds, -1);
+  EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
   o.recomputation_first_share = 0.25;
   o.solver.time_limit_seconds = 4;
-  EXPECT_EQ(plan_monet(m.g, costs, o).recomputation_first_seconds, -1);
+  EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
 }
 
 // Tiny UNet with larger images (activations dominate, as in the paper's regime) in

@@ -1,7 +1,7 @@
 // quick_profile: the costs of a tiny test model: the workspace bytes the profiler measures
 // (one call per implementation, no warm-up) and seconds from a deterministic model of the
-// bytes each call moves (Timing::kModelled, the default: what a test plans is then the
-// same on every machine and under any load) or measured (Timing::kMeasured);
+// bytes each call moves (with_modelled_seconds: what a test plans is then the same on
+// every machine and under any load);
 // ProfiledTinyModel: a tiny model with what its tests need beside it.
 #pragma once
 
@@ -69,19 +69,11 @@ inline CostModel with_faster_convolution_algorithms(const Graph& g, CostModel co
   return costs;
 }
 
-/// Where the seconds of quick_profile's costs come from.
-enum class Timing {
-  kMeasured,  // one timed call per implementation, no warm-up
-  kModelled,  // with_modelled_seconds: the same on every machine and under any load
-};
-
-inline CostModel quick_profile(const Graph& g, const ModelState& state, const Batch& batch,
-                               Timing timing = Timing::kModelled) {
+inline CostModel quick_profile(const Graph& g, const ModelState& state, const Batch& batch) {
   ProfileOptions po;
   po.warmup = 0;
   po.repeats = 1;
-  CostModel costs = profile_costs(g, state, batch, po);
-  return timing == Timing::kModelled ? with_modelled_seconds(g, std::move(costs)) : costs;
+  return with_modelled_seconds(g, profile_costs(g, state, batch, po));
 }
 
 /// A tiny zoo model, its initial weights, one batch and its quick profile.

@@ -88,9 +88,9 @@ INSTANTIATE_TEST_SUITE_P(Zoo, SegmentKeepingOnTinyModel,
 // (The program leaves out implementations another one dominates in time and memory, so
 // its rows depend on the seconds: modelled ones make them the same on every machine.)
 struct TinyElasticProgram {
-  TinyElasticProgram(const std::string& name, testing::Timing timing)
+  explicit TinyElasticProgram(const std::string& name)
       : g(graph_of(name)),
-        costs(testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1), timing)),
+        costs(testing::quick_profile(g, ModelState::initialize(g, 0), make_batch(g, 1))),
         budget(testing::halfway_budget(g, costs)),
         program(g, costs, {MonetMode::kAll, BudgetRows::kElastic, budget}) {}
   static Graph graph_of(const std::string& name) {
@@ -105,7 +105,7 @@ struct TinyElasticProgram {
 };
 
 TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
-  const TinyElasticProgram t("unet", testing::Timing::kModelled);
+  const TinyElasticProgram t("unet");
   const auto& [g, costs, budget, program] = t;
 
   // Store-all is above the budget: feasible, with excess.
@@ -147,7 +147,7 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
 // ReLUs' 1-bit masks), and accepts the nearest plan instead. The MONeT planner starts
 // from segment keeping's plan, and returns no slower a plan.
 TEST(MonetProgram, ExactAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
-  const TinyElasticProgram t("googlenet", testing::Timing::kModelled);
+  const TinyElasticProgram t("googlenet");
   const auto& [g, costs, budget, program] = t;
   MonetProgramOptions every_option{MonetMode::kAll, BudgetRows::kElastic, budget};
   every_option.exact_intermediate_min_fraction = 0;

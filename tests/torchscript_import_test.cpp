@@ -260,8 +260,7 @@ TEST(TorchscriptImport, HeadTiedThroughAViewOfTheEmbeddingPlansWithEveryPlanner)
   MemoryTracker::install();
   const Imported m = import("gpt_tied_matmul");
   EXPECT_EQ(m.graph.parameters().size(), 28u) << "wte.weight is one parameter";
-  const CostModel costs =
-      testing::quick_profile(m.graph, m.state, m.batch, testing::Timing::kModelled);
+  const CostModel costs = testing::quick_profile(m.graph, m.state, m.batch);
   const int64_t budget = testing::halfway_budget(m.graph, costs);
   for (const std::string& planner : planner_names()) {
     if (planner == "gist-fp16") continue;  // lossy: its gradients are not autograd's
