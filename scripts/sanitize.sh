@@ -60,7 +60,7 @@ cat "$fuzz_log" >&2
 
 # The Python tests that load the extension, with the sanitizer runtimes loaded first.
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-for part in errors shared_parameters; do
+for part in errors shared_parameters model_corpus; do
   run "python_$part" env LD_PRELOAD="$preload" PYTHONPATH="$build/python" \
     MONET_SOURCE_DIR="$root" MONET_BINARY="$build/src/monet" \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python/test_$part.py"

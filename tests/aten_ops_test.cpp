@@ -222,6 +222,30 @@ TEST(AtenCall, IntegerResultsKeepTheirTypeAndUnknownOperatorsAreRefused) {
   }
 }
 
+// A list of tensors as an argument: each element is a node input at the list's slot, in
+// list order (einsum's operands); a float32 constant follows float64 inputs.
+TEST(AtenCall, ListArgumentsTakeTheirElementsFromTheNodeInputs) {
+  const auto einsum =
+      make_aten_call("aten::einsum", "", {std::string("ij,jk->ik"), c10::IValue(), c10::IValue()},
+                     {1, 1}, {{2, 3}, {3, 4}}, {true, true}, {}, {},
+                     /*result_index=*/0, /*list_indices=*/{0, 1});
+  EXPECT_EQ(einsum->output_shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(einsum->saves_input[0] && einsum->saves_input[1]);
+  EXPECT_NE(describe_aten_call(*einsum).find("'ij,jk->ik', [%0, %1]"), std::string::npos)
+      << describe_aten_call(*einsum);
+  const at::Tensor a = at::randn({2, 3}, at::kDouble), b = at::randn({3, 4}, at::kDouble);
+  EXPECT_TRUE(at::allclose(call_aten(*einsum, {a, b}), at::matmul(a, b)));
+  // Reversed list order: the same operands, given as node inputs the other way round.
+  const auto reversed =
+      make_aten_call("aten::einsum", "", {std::string("ij,jk->ik"), c10::IValue(), c10::IValue()},
+                     {1, 1}, {{3, 4}, {2, 3}}, {true, true}, {}, {}, 0, {1, 0});
+  EXPECT_TRUE(at::allclose(call_aten(*reversed, {b, a}), at::matmul(a, b)));
+  const auto with_constant =
+      make_aten_call("aten::matmul", "", {c10::IValue(), at::ones({3, 2})}, {0}, {{2, 3}}, {true});
+  EXPECT_TRUE(
+      at::allclose(call_aten(*with_constant, {a}), at::matmul(a, at::ones({3, 2}, at::kDouble))));
+}
+
 TEST(AtenOps, EveryImplementationMatchesAutograd) {
   MemoryTracker::install();
   const Graph g = activations_graph();

@@ -73,6 +73,11 @@ class DistributedError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Whether `e`, thrown by DataParallel's constructor on a rank other than 0, is rank 0's
+/// planning error passed on (its message then begins "rank 0 could not plan: "): a launcher
+/// of ranks prints it once, from rank 0.
+bool is_rank_zero_planning_error(const std::exception& e);
+
 /// A model planned once (on rank 0) and trained data-parallel on every rank.
 class DataParallel {
  public:

@@ -89,7 +89,8 @@ def _traced(module, example_input):
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
     with _state_kept(module), torch.no_grad():
-        return torch.jit.trace(module, example_input, check_trace=False)
+        # strict=False: a module returning a dict (torchvision's segmentation models).
+        return torch.jit.trace(module, example_input, check_trace=False, strict=False)
 
 
 def _float32_twin(module, example_input):

@@ -28,6 +28,8 @@ struct DataParallel::Impl {
 
 namespace {
 
+constexpr char kRankZeroCouldNotPlan[] = "rank 0 could not plan: ";
+
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -81,7 +83,7 @@ nlohmann::json plan_on_rank_zero(const Model& model, const PlanOptions& options,
 std::unique_ptr<PlannedModel> follow_rank_zero(const Model& model, PlanOptions options,
                                                const nlohmann::json& made, int rank) {
   if (made.contains("error")) {
-    const std::string what = "rank 0 could not plan: " + made.at("what").get<std::string>();
+    const std::string what = kRankZeroCouldNotPlan + made.at("what").get<std::string>();
     if (made.at("error") == "budget")
       throw BudgetError(what, made.at("smallest"), made.at("bound"));
     if (made.at("error") == "argument") throw std::invalid_argument(what);
@@ -126,6 +128,10 @@ void broadcast_state(const Model& model, c10d::ProcessGroup& group,
 }
 
 }  // namespace
+
+bool is_rank_zero_planning_error(const std::exception& e) {
+  return std::string(e.what()).rfind(kRankZeroCouldNotPlan, 0) == 0;
+}
 
 std::string DataParallel::Impl::peers_report(int64_t step) const {
   if (!pg.store) return "";

@@ -11,8 +11,8 @@
 //
 // install() also has the C library keep freed memory for reuse (mallopt: no block gets a
 // mapping of its own, the heap is never trimmed), for every allocation of the process,
-// tracked or not: glibc otherwise maps each block above 32 MiB afresh, and each 4 KiB page
-// of it faults on first touch (docs/RESULTS.md, "The allocator").
+// tracked or not: glibc otherwise maps each block above its mmap threshold afresh, and each
+// page of it faults on first touch.
 #pragma once
 
 #include <cstdint>

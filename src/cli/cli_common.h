@@ -26,6 +26,12 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// An error another process has already printed (a data-parallel rank's copy of rank 0's
+/// planning error): main() exits with `exit_code` and prints nothing.
+struct ReportedElsewhere {
+  int exit_code = 1;
+};
+
 /// One subcommand: its CLI11 app and what to run when it was chosen (returns exit code).
 struct Command {
   CLI::App* app = nullptr;

@@ -177,20 +177,25 @@ Trainer make_trainer(const TrainOptions& o, const Model& model, const PlanOption
     dpo.timeout_seconds = o.timeout;
     t.parallel =
         std::make_unique<DataParallel>(model, po, ProcessGroup::gloo(rc.where, o.timeout), dpo);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  } catch (const BudgetError& e) {
-    throw UsageError(e.what());
+  } catch (const std::exception& e) {
+    // Rank 0 prints its planning error; the other ranks get the same one.
+    const bool usage = dynamic_cast<const std::invalid_argument*>(&e) != nullptr ||
+                       dynamic_cast<const BudgetError*>(&e) != nullptr;
+    if (rc.distributed && !rc.primary() && is_rank_zero_planning_error(e))
+      throw ReportedElsewhere{usage ? 2 : 1};
+    if (usage) throw UsageError(e.what());
+    throw;
   }
   return t;
 }
 
 void print_plan(const PlanReport& r, const DataSource& data, const RankContext& rc,
-                const Trainer& t) {
+                const Trainer& t, int64_t batch) {
   if (data.dataset) std::cerr << data.dataset->describe() << "\n";
   if (rc.distributed)
     std::cerr << "data parallel: " << rc.where.world_size << " ranks (Gloo, rendezvous at "
-              << rc.where.master_addr << ":" << rc.where.master_port << "), gradient buckets "
+              << rc.where.master_addr << ":" << rc.where.master_port << "), batch " << batch
+              << " per rank, " << batch * rc.where.world_size << " in all; gradient buckets "
               << format_bytes(t.parallel->bucket_buffer_bytes()) << " per rank\n";
   std::cerr << "plan: " << r.planner << (r.from_cache ? " (cached)" : "");
   if (r.budget_bytes > 0) std::cerr << ", budget " << format_bytes(r.budget_bytes);
@@ -362,7 +367,7 @@ int run_train(TrainOptions o) {
                    static_cast<long long>(first), static_cast<long long>(total));
     return 0;
   }
-  if (!o.json && rc.primary()) print_plan(r, data, rc, trainer);
+  if (!o.json && rc.primary()) print_plan(r, data, rc, trainer, model.input_shape()[0]);
   const TrainTotals totals = train_loop(o, model, trainer, *optimizer, data, first, total, rc);
   if (rc.primary()) {
     if (!o.checkpoint.empty()) save_checkpoint(o.checkpoint, model, *optimizer, o.seed);

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
     if (!c.app->parsed()) continue;
     try {
       return c.run();
+    } catch (const monet::cli::ReportedElsewhere& e) {
+      return e.exit_code;
     } catch (const monet::cli::UsageError& e) {
       std::cerr << "monet: error: " << e.what() << "\n";
       return 2;

@@ -95,8 +95,14 @@ int launch_ranks(const LaunchOptions& o, const std::vector<std::string>& argv) {
     const int rank = it->second;
     running.erase(it);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-    std::fprintf(stderr, "monet: error: rank %d (pid %d) %s; stopping the other %zu rank(s) here\n",
-                 rank, static_cast<int>(pid), how_it_ended(status).c_str(), running.size());
+    // A rank that exits with 1 or 2 has printed its error (main()); one that ended
+    // otherwise (a signal, an abort) has not.
+    const bool reported =
+        WIFEXITED(status) && (WEXITSTATUS(status) == 1 || WEXITSTATUS(status) == 2);
+    if (!reported)
+      std::fprintf(stderr,
+                   "monet: error: rank %d (pid %d) %s; stopping the other %zu rank(s) here\n", rank,
+                   static_cast<int>(pid), how_it_ended(status).c_str(), running.size());
     stop_all(running, o.stop_grace_seconds);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   }

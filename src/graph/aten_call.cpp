@@ -5,6 +5,7 @@
 #include <ATen/core/stack.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -40,6 +41,28 @@ void describe_value(std::ostream& s, const c10::IValue& v) {
   }
 }
 
+// Floating-point constants of the trace (float32: monet traces a float32 twin of the
+// model) in the floating type of the inputs, as the model's own constants are when it runs
+// in float64 (a recurrent layer's initial state, a matmul's constant operand).
+void match_constants_to_inputs(torch::jit::Stack* stack, const std::vector<at::Tensor>& inputs) {
+  const auto floating = std::find_if(inputs.begin(), inputs.end(),
+                                     [](const at::Tensor& t) { return t.is_floating_point(); });
+  if (floating == inputs.end() || floating->scalar_type() == at::kFloat) return;
+  const at::ScalarType type = floating->scalar_type();
+  const auto converted = [type](const at::Tensor& t) {
+    return t.defined() && t.scalar_type() == at::kFloat ? t.to(type) : t;
+  };
+  for (c10::IValue& v : *stack) {
+    if (v.isTensor()) {
+      v = converted(v.toTensor());
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list = v.toTensorList().copy();
+      for (size_t i = 0; i < list.size(); ++i) list.set(i, converted(list.get(i)));
+      v = std::move(list);
+    }
+  }
+}
+
 }  // namespace
 
 at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
@@ -49,7 +72,19 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
   const auto op = c10::Dispatcher::singleton().findSchema({c.name, c.overload});
   if (!op) throw AtenCallError(qualified(c) + " is not an operator of the ATen dispatcher");
   torch::jit::Stack stack(c.arguments.begin(), c.arguments.end());
-  for (size_t k = 0; k < inputs.size(); ++k) stack[c.tensor_slots[k]] = inputs[k];
+  match_constants_to_inputs(&stack, inputs);
+  std::map<int, c10::List<at::Tensor>> lists;  // by slot
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const int list_index = c.list_indices.empty() ? -1 : c.list_indices[k];
+    if (list_index < 0) {
+      stack[c.tensor_slots[k]] = inputs[k];
+      continue;
+    }
+    c10::List<at::Tensor>& list = lists[c.tensor_slots[k]];
+    if (static_cast<int>(list.size()) <= list_index) list.resize(list_index + 1);
+    list.set(list_index, inputs[k]);
+  }
+  for (auto& [slot, list] : lists) stack[slot] = std::move(list);
   op->callBoxed(&stack);
   if (c.several_results && c.result_index < static_cast<int>(stack.size()))
     stack = {std::move(stack[c.result_index])};
@@ -172,12 +207,18 @@ std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
     const std::vector<bool>& differentiable, const std::vector<std::vector<int64_t>>& input_strides,
-    const std::vector<at::ScalarType>& input_dtypes, int result_index) {
+    const std::vector<at::ScalarType>& input_dtypes, int result_index,
+    std::vector<int> list_indices) {
   auto call = std::make_shared<AtenCall>();
   call->name = std::move(name);
   call->overload = std::move(overload);
   call->arguments = std::move(arguments);
   call->tensor_slots = std::move(tensor_slots);
+  if (!list_indices.empty() && list_indices.size() != call->tensor_slots.size())
+    throw AtenCallError(call->name + ": a list index for each tensor input is needed");
+  if (std::all_of(list_indices.begin(), list_indices.end(), [](int i) { return i < 0; }))
+    list_indices.clear();
+  call->list_indices = std::move(list_indices);
   // Several results (values and indices): the node is one of them.
   if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload}))
     call->several_results = op->schema().returns().size() > 1;
@@ -288,7 +329,7 @@ std::shared_ptr<const AtenCall> probed_again(const Graph& g, int id) {
   const AtenInputs in = aten_inputs_of(g, n.inputs);
   try {
     return make_aten_call(c.name, c.overload, c.arguments, c.tensor_slots, in.shapes,
-                          in.differentiable, in.strides, in.dtypes, c.result_index);
+                          in.differentiable, in.strides, in.dtypes, c.result_index, c.list_indices);
   } catch (const AtenCallError& e) {
     throw AtenCallError(n.name + ": " + e.what());
   }
@@ -325,11 +366,20 @@ std::string describe_aten_call(const AtenCall& c) {
   s << qualified(c) << '(';
   for (size_t i = 0; i < c.arguments.size(); ++i) {
     if (i) s << ", ";
-    const auto slot = std::find(c.tensor_slots.begin(), c.tensor_slots.end(), static_cast<int>(i));
-    if (slot != c.tensor_slots.end())
-      s << '%' << (slot - c.tensor_slots.begin());
-    else
+    std::vector<size_t> here;  // the node inputs at argument i
+    for (size_t k = 0; k < c.tensor_slots.size(); ++k)
+      if (c.tensor_slots[k] == static_cast<int>(i)) here.push_back(k);
+    if (here.empty()) {
       describe_value(s, c.arguments[i]);
+    } else if (c.list_indices.empty() || c.list_indices[here[0]] < 0) {
+      s << '%' << here[0];
+    } else {  // a list of node inputs, in list order
+      std::sort(here.begin(), here.end(),
+                [&](size_t a, size_t b) { return c.list_indices[a] < c.list_indices[b]; });
+      s << '[';
+      for (size_t j = 0; j < here.size(); ++j) s << (j ? ", %" : "%") << here[j];
+      s << ']';
+    }
   }
   s << ") saves=[";
   for (size_t k = 0; k < c.saves_input.size(); ++k) s << (k ? "," : "") << c.saves_input[k];

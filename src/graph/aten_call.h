@@ -28,6 +28,10 @@ struct AtenCall {
   std::vector<c10::IValue> arguments;
   /// Argument position of each node input, ordered as node.inputs.
   std::vector<int> tensor_slots;
+  /// By node input: its index in the tensor list the argument at its slot takes (einsum's
+  /// operands, stack's, a recurrent layer's weights), or -1 where that argument is the
+  /// tensor itself. Empty: no list arguments.
+  std::vector<int> list_indices;
   /// By node input: PyTorch's derivative keeps it (its values matter to the backward).
   std::vector<bool> saves_input;
   /// PyTorch's derivative keeps the output (tanh, exp): every input then matters, since a
@@ -90,13 +94,15 @@ void point_storage_at(const at::Tensor& t, const c10::Storage& storage);
 /// what its derivative keeps and whether its output is a view. Throws AtenCallError when
 /// the call fails, its result is not a tensor, or a floating-point result has no
 /// derivative. An operator with several results (torch.max(x, dim): values, indices) is
-/// called for its result `result_index` (AtenCall::several_results).
+/// called for its result `result_index` (AtenCall::several_results). `list_indices`: as
+/// AtenCall::list_indices (the slot's argument in `arguments` is then ignored).
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
     const std::vector<bool>& differentiable,
     const std::vector<std::vector<int64_t>>& input_strides = {},
-    const std::vector<at::ScalarType>& input_dtypes = {}, int result_index = 0);
+    const std::vector<at::ScalarType>& input_dtypes = {}, int result_index = 0,
+    std::vector<int> list_indices = {});
 
 /// Whether `node` always returns a view of its first input's storage (flatten, a generic
 /// operator probed as a view).

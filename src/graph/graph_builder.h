@@ -21,6 +21,11 @@ struct LayerInit {
 /// nn.Conv2d / nn.Linear default initialisation.
 inline LayerInit default_init() { return {}; }
 
+/// torchvision's ResNet and MobileNetV2 convolutions: Kaiming normal (fan out), zero bias.
+inline LayerInit kaiming_fan_out_init() {
+  return {{InitKind::kKaimingNormalFanOut}, {InitKind::kZeros}};
+}
+
 struct ConvSpec {
   int64_t out_channels = 0;
   std::vector<int64_t> kernel;  // one entry per spatial dimension, or one for all

@@ -94,7 +94,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
                      "the model with the out-of-place operator");
     name.pop_back();
   }
-  std::vector<int> inputs;
+  std::vector<int> inputs, list_indices;
   std::string module;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     if (const auto o = overrides.find(i); o != overrides.end()) {
@@ -106,14 +106,18 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
       arguments.push_back(argument_constant(node, i, e.constant));
       continue;
     }
-    if (e.kind == Entry::kTensorList)
-      fail(node, "unsupported operator '" + kind + "': a list of tensors as argument");
-    const int v = tensor(node, i);
-    const Value& value = graph_.value(v);
-    if (value.kind == ValueKind::kParameter && module.empty()) module = parent(value.name);
     arguments.emplace_back();
-    slots.push_back(static_cast<int>(i));
-    inputs.push_back(v);
+    // A list of tensors (einsum's operands, a recurrent layer's weights): each element is
+    // a node input at this argument.
+    const std::vector<int> values =
+        e.kind == Entry::kTensorList ? e.values : std::vector<int>{tensor(node, i)};
+    for (size_t j = 0; j < values.size(); ++j) {
+      const Value& value = graph_.value(values[j]);
+      if (value.kind == ValueKind::kParameter && module.empty()) module = parent(value.name);
+      slots.push_back(static_cast<int>(i));
+      list_indices.push_back(e.kind == Entry::kTensorList ? static_cast<int>(j) : -1);
+      inputs.push_back(values[j]);
+    }
   }
   if (inputs.empty())
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
@@ -123,7 +127,8 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     OpAttrs a;
     try {
       a.aten = make_aten_call(name, schema->overload_name(), arguments, slots, in.shapes,
-                              in.differentiable, in.strides, in.dtypes, static_cast<int>(i));
+                              in.differentiable, in.strides, in.dtypes, static_cast<int>(i),
+                              list_indices);
     } catch (const AtenCallError& err) {
       fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
     }

@@ -21,6 +21,7 @@ Graph Importer::run() {
   }
   torch::jit::Inline(*jit);
   torch::jit::EliminateDeadCode(jit);
+  keep_trained_output(*jit);
   const auto inputs = jit->inputs();
   if (inputs.size() != 2)
     throw ImportError("'" + path_ + "': forward takes " + std::to_string(inputs.size() - 1) +
@@ -33,11 +34,10 @@ Graph Importer::run() {
                              input_is_token_ids(inputs[1]) ? at::kLong : at::kFloat);
   entries_[inputs[1]] = x;
   for (JitNode* node : jit->nodes()) translate(node);
-  const auto outputs = jit->outputs();
-  if (outputs.size() != 1)
-    throw ImportError("'" + path_ + "': the traced forward returns " +
-                      std::to_string(outputs.size()) + " values");
-  add_loss(trained_output(outputs[0]));
+  const Entry& output = entry(jit->outputs()[0]);
+  if (output.kind != Entry::kTensor)
+    throw ImportError("'" + path_ + "': the model's output is not a tensor it computes");
+  add_loss(output.value);
   if (!generic_path()) graph_ = fuse_attention(graph_);
   copy_views_where_needed(graph_);
   graph_.validate();
@@ -62,34 +62,39 @@ std::set<const JitValue*> Importer::norm_arguments(const torch::jit::Graph& jit)
   return args;
 }
 
-int Importer::trained_output(const JitValue* output) const {
-  const JitNode* node = output->node();
+void Importer::keep_trained_output(torch::jit::Graph& jit) const {
+  if (jit.outputs().size() != 1)
+    throw ImportError("'" + path_ + "': the traced forward returns " +
+                      std::to_string(jit.outputs().size()) + " values");
+  JitNode* node = jit.outputs()[0]->node();
   const std::string kind = node->kind().toQualString();
-  std::vector<std::pair<std::string, const JitValue*>> named;  // the outputs, by name
+  std::vector<std::pair<std::string, JitValue*>> named;  // the outputs, by name
   if (kind == "prim::TupleConstruct") {
     for (size_t i = 0; i < node->inputs().size(); ++i)
       named.emplace_back(std::to_string(i), node->inputs()[i]);
   } else if (kind == "prim::DictConstruct") {
     for (size_t i = 0; i + 1 < node->inputs().size(); i += 2) {
-      const Entry& key = entry(node->inputs()[i]);
-      if (key.kind != Entry::kConstant || !key.constant.isString())
-        fail(node, "a dict output needs string keys");
-      named.emplace_back(key.constant.toStringRef(), node->inputs()[i + 1]);
+      const auto key = torch::jit::toIValue(node->inputs()[i]);
+      if (!key || !key->isString()) fail(node, "a dict output needs string keys");
+      named.emplace_back(key->toStringRef(), node->inputs()[i + 1]);
     }
   } else {
     if (!options_.output.empty())
       throw ImportError("'" + path_ + "': the model returns one tensor; output '" +
                         options_.output + "' names none");
-    named.emplace_back("", output);
+    return;
   }
   std::string names;
   for (const auto& [name, value] : named) {
     names += (names.empty() ? "" : ", ") + name;
     if (!options_.output.empty() && name != options_.output) continue;
-    const Entry& e = entry(value);
-    if (e.kind != Entry::kTensor)
+    if (!value->type()->cast<c10::TensorType>())
       throw ImportError("'" + path_ + "': the output '" + name + "' is not a tensor");
-    return e.value;
+    // The other outputs, and what only they read, are not computed.
+    jit.eraseOutput(0);
+    jit.registerOutput(value);
+    torch::jit::EliminateDeadCode(jit.block());
+    return;
   }
   throw ImportError("'" + path_ + "': no output '" + options_.output + "' (the model returns " +
                     names + ")");
@@ -152,7 +157,11 @@ void Importer::translate(JitNode* node) {
                 (!state_.at(path).second && !norm_arguments_.count(node->output())))) {
       // A buffer other than a norm's running statistics (Swin's relative position index,
       // a causal attention mask) is a constant of the trace.
-      entries_[node->output()] = constant_entry(state_.at(path).first);
+      // A float one an operator takes as a tensor argument (through a Linear) is a buffer
+      // value of the graph there (tensor()).
+      Entry e = constant_entry(state_.at(path).first);
+      e.path = path;
+      entries_[node->output()] = e;
     } else if (state_.count(path)) {
       Entry e;
       e.kind = Entry::kState;
@@ -183,7 +192,10 @@ void Importer::translate(JitNode* node) {
       fail(node, "list mixing tensors and other values");
     }
   } else if (kind == "prim::TupleConstruct" || kind == "prim::DictConstruct") {
-    return;  // the model's outputs (trained_output)
+    return;  // the model's outputs (trained_output), or unpacked and indexed (below)
+  } else if (kind == "prim::TupleUnpack" || kind == "prim::TupleIndex" ||
+             kind == "aten::__getitem__" || kind == "prim::DictIndex") {
+    translate_element(node, kind);
   } else if (kind == "aten::size") {
     const auto& s = shape_of(tensor(node, 0));
     int64_t d = int_arg(node, 1, "dim");
@@ -285,9 +297,51 @@ void Importer::translate_conv(JitNode* node, const std::string& kind) {
        parent(graph_.value(w).name));
 }
 
+void Importer::translate_element(JitNode* node, const std::string& kind) {
+  const JitNode* made = node->input(0)->node();
+  const std::string maker = made->kind().toQualString();
+  if (kind == "prim::TupleUnpack") {
+    if (maker != "prim::TupleConstruct" || made->inputs().size() != node->outputs().size())
+      fail(node, "unpacking of a tuple the trace does not build");
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      Entry e = entry(made->inputs()[i]);
+      entries_[node->outputs()[i]] = std::move(e);
+    }
+    return;
+  }
+  if (maker == "prim::TupleConstruct" || maker == "prim::ListConstruct") {
+    if (maker == "prim::ListConstruct" && kind != "aten::__getitem__")
+      return translate_aten(node, kind);
+    int64_t i = int_arg(node, 1, "index");
+    if (i < 0) i += static_cast<int64_t>(made->inputs().size());
+    if (i < 0 || i >= static_cast<int64_t>(made->inputs().size()))
+      fail(node, "index " + std::to_string(i) + " out of range");
+    Entry e = entry(made->inputs()[i]);
+    entries_[node->output()] = std::move(e);
+    return;
+  }
+  if (maker == "prim::DictConstruct") {
+    const c10::IValue key = constant(node, 1, "key");
+    for (size_t i = 0; i + 1 < made->inputs().size(); i += 2) {
+      const Entry& k = entry(made->inputs()[i]);
+      if (k.kind == Entry::kConstant && k.constant == key) {
+        Entry e = entry(made->inputs()[i + 1]);
+        entries_[node->output()] = std::move(e);
+        return;
+      }
+    }
+    fail(node, "a key the dict does not hold");
+  }
+  if (kind == "aten::__getitem__") return translate_aten(node, kind);
+  fail(node, "indexing of a tuple the trace does not build");
+}
+
 void Importer::translate_pool(JitNode* node, const std::string& kind) {
   const int x = tensor(node, 0);
   const size_t spatial = shape_of(x).size() - 2;
+  // The specialised pooling runs 2-D and 3-D windows; 1-D pooling, max pooling that
+  // returns its indices or is dilated, and a divisor override run on the generic path.
+  if (shape_of(x).size() < 4 || spatial > 3) return translate_aten(node, kind);
   OpAttrs a;
   if (kind == "aten::mean") {
     // Global average pooling written as x.mean((2, 3)) (EfficientNet-style heads); any
@@ -316,20 +370,18 @@ void Importer::translate_pool(JitNode* node, const std::string& kind) {
     return emit(node, OpKind::kAdaptiveAvgPool, {x}, a);
   }
   const bool max = kind.rfind("aten::max_pool", 0) == 0;
-  if (kind.find("with_indices") != std::string::npos)
-    fail(node, "max pooling that returns its indices is not supported");
+  if (kind.find("with_indices") != std::string::npos) return translate_aten(node, kind);
   a.kernel = per_dim(ints_arg(node, 1, "kernel_size"), spatial);
   a.stride = per_dim(ints_arg(node, 2, "stride"), spatial, a.kernel);
   a.padding = per_dim(ints_arg(node, 3, "padding"), spatial, std::vector<int64_t>(spatial, 0));
   if (max) {
     for (auto d : ints_arg(node, 4, "dilation"))
-      if (d != 1) fail(node, "dilated max pooling is not supported");
+      if (d != 1) return translate_aten(node, kind);
     a.ceil_mode = bool_arg(node, 5, "ceil_mode");
   } else {
     a.ceil_mode = bool_arg(node, 4, "ceil_mode");
     a.count_include_pad = bool_arg(node, 5, "count_include_pad");
-    if (node->inputs().size() > 6 && !is_none(node, 6))
-      fail(node, "average pooling with divisor_override is not supported");
+    if (node->inputs().size() > 6 && !is_none(node, 6)) return translate_aten(node, kind);
   }
   emit(node, max ? OpKind::kMaxPool : OpKind::kAvgPool, {x}, a);
 }

@@ -38,7 +38,8 @@ struct Entry {
     kPieces,
     kIgnored
   } kind = kIgnored;
-  std::string path;              // kModule: module path ("" = root); kState: tensor path
+  /// kModule: module path ("" = root); kState, and kConstant made of a buffer: tensor path
+  std::string path;
   int value = -1;                // kTensor, kGroupedChannels, kPieces: graph value id
   c10::IValue constant;          // kConstant
   std::vector<int> values;       // kTensorList
@@ -186,6 +187,9 @@ class Importer {
     const Entry& e = arg(node, i);
     if (e.kind == Entry::kTensor) return e.value;
     if (e.kind == Entry::kState) return state_value(node, e.path);
+    if (e.kind == Entry::kConstant && !e.path.empty() && e.constant.isTensor() &&
+        e.constant.toTensor().is_floating_point())
+      return state_value(node, e.path);  // a buffer kept as a constant elsewhere
     if (e.kind == Entry::kGroupedChannels)
       fail(node,
            "a view of the channels in groups is supported only as a channel shuffle "
@@ -263,8 +267,9 @@ class Importer {
   const std::vector<int64_t>& shape_of(int v) const { return graph_.value(v).shape; }
 
   void translate(JitNode* node);
-  // The graph value of the output trained (options_.output of a tuple or dict).
-  int trained_output(const JitValue* output) const;
+  // Makes the output trained (options_.output of a tuple or dict) the traced graph's only
+  // output, and drops what only the others read (their nodes are not imported).
+  void keep_trained_output(torch::jit::Graph& jit) const;
   // Appends options_.loss and its target.
   void add_loss(int output);
   // [N, T, C] logits as [N, C, T] (a transposed view node), for cross-entropy.
@@ -275,6 +280,10 @@ class Importer {
   // stay state; any other buffer is a constant of the trace).
   static std::set<const JitValue*> norm_arguments(const torch::jit::Graph& jit);
   void translate_conv(JitNode* node, const std::string& kind);
+  // prim::TupleUnpack, prim::TupleIndex, aten::__getitem__ and prim::DictIndex of a
+  // tuple, list or dict the trace builds (prim::TupleConstruct, ListConstruct,
+  // DictConstruct): the element's entry.
+  void translate_element(JitNode* node, const std::string& kind);
   void translate_pool(JitNode* node, const std::string& kind);
   void translate_elementwise(JitNode* node, const std::string& kind);
   void translate_reshape(JitNode* node, const std::string& kind);

@@ -5,8 +5,6 @@
 namespace monet::zoo {
 namespace {
 
-const LayerInit kConvInit{{InitKind::kKaimingNormalFanOut}, {InitKind::kZeros}};
-
 // torchvision's _make_divisible: round to a multiple of 8, never more than 10% down.
 int64_t make_divisible(double v, int64_t divisor = 8) {
   int64_t out = std::max<int64_t>(divisor, int64_t(v + divisor / 2.0) / divisor * divisor);
@@ -17,7 +15,7 @@ int64_t make_divisible(double v, int64_t divisor = 8) {
 // Conv2dNormActivation: conv (no bias) + batch norm + ReLU6 in place, names p.0 / p.1.
 int conv_bn_relu6(GraphBuilder& b, int x, const std::string& p, int64_t out, int64_t k,
                   int64_t stride, int64_t groups) {
-  x = b.conv(x, p + ".0", {out, {k}, stride, (k - 1) / 2, groups, false, kConvInit});
+  x = b.conv(x, p + ".0", {out, {k}, stride, (k - 1) / 2, groups, false, kaiming_fan_out_init()});
   x = b.batch_norm(x, p + ".1");
   return b.relu6(x, p + ".2", true);
 }
@@ -31,7 +29,8 @@ int inverted_residual(GraphBuilder& b, int x, const std::string& p, int64_t out,
   int layer = 0;
   if (expand != 1) y = conv_bn_relu6(b, y, p + ".conv." + std::to_string(layer++), hidden, 1, 1, 1);
   y = conv_bn_relu6(b, y, p + ".conv." + std::to_string(layer++), hidden, 3, stride, hidden);
-  y = b.conv(y, p + ".conv." + std::to_string(layer++), {out, {1}, 1, 0, 1, false, kConvInit});
+  y = b.conv(y, p + ".conv." + std::to_string(layer++),
+             {out, {1}, 1, 0, 1, false, kaiming_fan_out_init()});
   y = b.batch_norm(y, p + ".conv." + std::to_string(layer++));
   return residual ? b.add(x, y, p + ".add", false) : y;
 }

@@ -5,11 +5,9 @@
 namespace monet::zoo {
 namespace {
 
-const LayerInit kConvInit{{InitKind::kKaimingNormalFanOut}, {InitKind::kZeros}};
-
 int conv_bn(GraphBuilder& b, int x, const std::string& conv_name, const std::string& bn_name,
             int64_t out, int64_t k, int64_t stride, int64_t pad) {
-  x = b.conv(x, conv_name, {out, {k}, stride, pad, 1, false, kConvInit});
+  x = b.conv(x, conv_name, {out, {k}, stride, pad, 1, false, kaiming_fan_out_init()});
   return b.batch_norm(x, bn_name);
 }
 

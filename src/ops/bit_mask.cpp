@@ -10,7 +10,7 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 14;  // bytes of packed bits per parallel task
 
-void check_cpu(const at::Tensor& t, const char* what) {
+void check_cpu_mask(const at::Tensor& t, const char* what) {
   if (!t.is_cpu()) throw std::invalid_argument(std::string(what) + ": CPU tensors only");
 }
 
@@ -19,7 +19,7 @@ void check_cpu(const at::Tensor& t, const char* what) {
 // Plain loops: ATen's multiply-and-sum over groups of 8 took 8-10x the time of the ReLU
 // itself (ResNet-50's first ReLU at batch 4: 8 ms against 0.9 ms).
 at::Tensor pack_bits(const at::Tensor& mask) {
-  check_cpu(mask, "pack_bits");
+  check_cpu_mask(mask, "pack_bits");
   const at::Tensor m = mask.to(at::kBool).contiguous();
   const int64_t n = m.numel(), bytes = packed_bits_bytes(n);
   at::Tensor packed = at::empty({bytes}, m.options().dtype(at::kByte));
@@ -37,7 +37,7 @@ at::Tensor pack_bits(const at::Tensor& mask) {
 }
 
 at::Tensor unpack_bits(const at::Tensor& packed, at::IntArrayRef shape) {
-  check_cpu(packed, "unpack_bits");
+  check_cpu_mask(packed, "unpack_bits");
   at::Tensor mask = at::empty(shape, packed.options().dtype(at::kBool));
   const int64_t n = mask.numel();
   if (packed.numel() != packed_bits_bytes(n))

@@ -14,7 +14,7 @@ int64_t rows_of(int64_t numel) { return (numel + kSparseRowWidth - 1) / kSparseR
 // Bytes before the values: rows + 1 int32 offsets, padded so float64 values stay aligned.
 int64_t header_bytes(int64_t rows) { return (4 * (rows + 1) + 7) / 8 * 8; }
 
-void check_cpu(const at::Tensor& t, const char* what) {
+void check_cpu_storage(const at::Tensor& t, const char* what) {
   if (!t.is_cpu())
     throw std::invalid_argument(std::string(what) + ": sparse storage is implemented for CPU " +
                                 "tensors (the executor's device)");
@@ -29,7 +29,7 @@ int64_t sparse_storage_bytes(int64_t numel, int64_t nonzeros, int64_t element_si
 // Plain loops over the elements: no temporary beyond the encoding itself (ATen's
 // masked_select would allocate two int64 prefix sums the size of the input).
 at::Tensor encode_sparse(const at::Tensor& x) {
-  check_cpu(x, "encode_sparse");
+  check_cpu_storage(x, "encode_sparse");
   const at::Tensor c = x.contiguous();
   const int64_t numel = c.numel(), rows = rows_of(numel), header = header_bytes(rows);
   const int64_t element = static_cast<int64_t>(c.element_size());
@@ -59,7 +59,7 @@ at::Tensor encode_sparse(const at::Tensor& x) {
 }
 
 at::Tensor decode_sparse(const at::Tensor& encoded, at::IntArrayRef shape, at::ScalarType dtype) {
-  check_cpu(encoded, "decode_sparse");
+  check_cpu_storage(encoded, "decode_sparse");
   const int64_t numel = c10::multiply_integers(shape);
   const int64_t rows = rows_of(numel), header = header_bytes(rows);
   const int64_t element = static_cast<int64_t>(c10::elementSize(dtype));

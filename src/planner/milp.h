@@ -110,8 +110,8 @@ struct MilpOptions {
   /// re-solving its root LP, which one thread does).
   int threads = 1;
   /// CBC's root cuts (Gomory and the others) and threads run only on programs of at most
-  /// this many columns: on larger ones the cuts take minutes on 2 cores and move the bound
-  /// little (ResNet-50: 12.615 -> 12.645 after 56 s).
+  /// this many columns: on larger ones the cuts take longer than the time limit and move the
+  /// bound little (docs/PLANNER.md, "Why the defaults").
   int root_cuts_max_columns = 20000;
   bool progress = false;  // incumbent / bound / gap lines on stderr
   /// A feasible assignment of every column to start from (empty: none).

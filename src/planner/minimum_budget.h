@@ -31,14 +31,15 @@ inline constexpr double kMinimumBudgetChainShare = 0.25;
 /// planner searches them where the out-of-place program has no plan), in MonetMode::kAll started
 /// from chain checkpointing's leanest schedule where the program accepts it, and that schedule (its
 /// simulated peak, the program's bound dropped where it lies above it) where the search
-/// ends above it (UNet b1 416x608 in 60 s: 0.446x of autograd's peak instead of 0.507x).
+/// ends above it (the search alone can end well above it; docs/PLANNER.md, "Why the
+/// defaults").
 /// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
 /// of the program at that budget; the proven lower bound is then at least one byte above it, where
 /// the search's own bound is lower or missing (its relaxation can take longer than the time limit
-/// on ResNet-50). Under SearchStrategy::kAuto, programs of at most solver.neighbourhood_min_columns
-/// columns are searched by neighbourhoods when the time limit is at least
-/// kSmallProgramNeighbourhoodMinSeconds (UNet b1 416x608 in 60 s: 0.507x of autograd's
-/// peak instead of branch and cut's 0.644x), by branch and cut otherwise.
+/// on the largest programs). Under SearchStrategy::kAuto, programs of at most
+/// solver.neighbourhood_min_columns columns are searched by neighbourhoods when the time limit
+/// is at least kSmallProgramNeighbourhoodMinSeconds (they reach smaller budgets than branch and
+/// cut alone; docs/PLANNER.md, "Why the defaults"), by branch and cut otherwise.
 MinimumBudget minimum_budget(const Graph& graph, const CostModel& costs, MonetMode mode,
                              const SearchOptions& solver,
                              std::optional<int64_t> infeasible_bytes = std::nullopt);

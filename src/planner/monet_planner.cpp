@@ -425,8 +425,8 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
   int64_t budget = o.budget_bytes;
   Recomputations recomputations = o.recomputations;
   for (int attempt = 0; attempt <= o.max_corrections; ++attempt) {
-    // The program, and its bound beside the heuristics (the LP relaxation: 17 to 50 s on
-    // the largest programs).
+    // The program, and its bound beside the heuristics (the LP relaxation, which takes tens
+    // of seconds on the largest programs).
     ProgramSearch search, spare;
     start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, recomputations,
                   Bound::kRelaxation, limit - seconds_since(t0), &search);

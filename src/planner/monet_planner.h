@@ -51,8 +51,8 @@ enum class Recomputations {
   kOutOfPlace,  // every recomputation in a tensor of its own
   /// A ReLU or an add also in place, where its input is neither kept for the next stage
   /// nor read by the stage's backward (the paper's Appendix E): the program then expresses
-  /// chain checkpointing's schedules. Its LP relaxation is faster on ResNet-50 b8 (31 s
-  /// instead of 48 s) and slower on MobileNetV2 b8 (62 s instead of 25 s).
+  /// chain checkpointing's schedules. Its LP relaxation is faster on some models and slower
+  /// on others, so it is not the default (docs/PLANNER.md, "Why the defaults").
   kInPlaceWherePossible,
 };
 
@@ -73,8 +73,8 @@ enum class InfeasibleSmallProgram {
   /// On programs of at most SearchOptions::neighbourhood_min_columns columns: the program
   /// that also recomputes ReLUs and adds in place where possible (Recomputations) is
   /// searched in the time left; its plans recompute a ReLU over the recomputed convolution's
-  /// output and keep its 1-bit mask for the backward (VGG-16 b32 at 0.64x: 0.629 of
-  /// autograd's peak measured, where the out-of-place program has none below 0.675x).
+  /// output and keep its 1-bit mask for the backward, and meet budgets the out-of-place
+  /// program has no plan for (docs/PLANNER.md, "Why the defaults").
   kRecomputeInPlace,
   kNoPlan,  // no plan
 };
@@ -87,9 +87,8 @@ inline constexpr double kSmallProgramNeighbourhoodMinSeconds = 20;
 /// SearchOptions::neighbourhood_min_columns columns (and the exact program accepts none).
 enum class SmallProgramFirstFit {
   /// CBC's branch and cut over the program from no plan, with the whole time left: its own
-  /// heuristics find a first plan within the budget where the elastic search stalls (UNet
-  /// b1 416x608 at 0.42x, monet-noop: a plan 8.8 s into the branch and cut; the elastic
-  /// search's 15 s end 37,631 MiB over the budget in all).
+  /// heuristics find a first plan within the budget where the elastic search stalls far
+  /// above it (docs/PLANNER.md, "Why the defaults").
   kBranchAndCut,
   kElastic,  // the elastic search's plan as the warm start, as on larger programs
 };
@@ -111,7 +110,7 @@ struct MonetOptions {
   /// core runs CBC's branch and cut over the whole program beside the windows) when the
   /// time limit is at least this (seconds), by branch and cut alone otherwise
   /// (SearchOptions::small_program_strategy). Windows improve warm starts that CBC's tree
-  /// keeps (UNet b1 416x608 at 0.46x: 12.73 s predicted instead of 15.24 s; docs/RESULTS.md);
+  /// keeps, for faster plans than branch and cut alone (docs/PLANNER.md, "Why the defaults");
   /// under short limits they would not run (each gets at least a second), while CBC proves
   /// tiny programs optimal within one.
   double small_program_neighbourhood_min_seconds = kSmallProgramNeighbourhoodMinSeconds;
@@ -126,15 +125,16 @@ struct MonetOptions {
   /// rematerialization) where segment keeping has a plan within the budget, likewise.
   double chain_checkpointing_share = 1.0 / 6;
   /// Chain checkpointing's limit where segment keeping has none, likewise: lowering a fast
-  /// schedule into a tight budget takes tens of seconds on ResNet-50 b32.
+  /// schedule into a tight budget takes long on large models (docs/PLANNER.md, "Why the
+  /// defaults").
   double tight_chain_checkpointing_share = 0.55;
   /// Intermediates of at least this fraction of their node's output bytes are modelled
   /// exactly in the program (MonetProgramOptions::exact_intermediate_min_fraction).
   double exact_intermediate_min_fraction = kExactIntermediateMinFraction;
   Recomputations recomputations = Recomputations::kOutOfPlace;  // of the program
   InfeasibleSmallProgram infeasible_small_program = InfeasibleSmallProgram::kRecomputeInPlace;
-  /// The default: on ResNet-50 b32 at 0.27x and 0.28x the exact program's plans are about
-  /// one point faster (predicted) than the elastic search's (docs/RESULTS.md).
+  /// The default: at tight budgets the exact program's plans are faster (predicted) than the
+  /// elastic search's (docs/PLANNER.md, "Why the defaults").
   NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kExactProgramThenElastic;
   SmallProgramFirstFit small_program_first_fit = SmallProgramFirstFit::kBranchAndCut;
   /// The recomputation-first plan's limit, as a fraction of solver.time_limit_seconds:
@@ -143,8 +143,9 @@ struct MonetOptions {
   /// the program with every operator at its default implementation (what to keep and
   /// recompute alone, as Checkmate chooses) is searched first; its plan, each convolution
   /// then switched to the fastest algorithm that fits (as Checkmate-O), is a warm start of
-  /// the whole program, whose search then chooses the other implementations (UNet b1
-  /// 416x608 at 0.5x: 10.78 s predicted instead of 11.25 s; docs/RESULTS.md). 0: none.
+  /// the whole program, whose search then chooses the other implementations, for faster
+  /// plans than the whole program's search alone (docs/PLANNER.md, "Why the defaults").
+  /// 0: none.
   double recomputation_first_share = 0.25;
   /// The elastic search's limit (when no heuristic plan fits the program), likewise.
   double elastic_share = 0.5;
@@ -154,8 +155,9 @@ struct MonetOptions {
   /// The LP relaxation started beside the heuristics stops this long (seconds) before the
   /// time limit.
   double relaxation_reserve_seconds = 1.0;
-  /// The search stops this long (seconds) before the time limit: CbcMain1 takes up to a
-  /// second to return after its deadline on ResNet-50, decoding and simulating the rest.
+  /// The search stops this long (seconds) before the time limit: CbcMain1 can take a while
+  /// to return after its deadline on large programs (docs/PLANNER.md, "Why the defaults"),
+  /// and decoding and simulating take the rest.
   double return_reserve_seconds = 2.0;
 };
 

@@ -90,8 +90,9 @@ struct MonetProgramOptions {
   /// The availability rows (never in the elastic program, which needs no bound); false
   /// only to measure what they add.
   bool availability_rows = true;
-  /// Alternative-read rows only in programs of at most this many columns (on GoogLeNet b8,
-  /// 85,529 columns, they slow CLP's LP from 47 s to 65 s for a bound 0.4% higher).
+  /// Alternative-read rows only in programs of at most this many columns (on larger ones
+  /// they slow CLP's LP far more than they raise the bound; docs/PLANNER.md, "Why the
+  /// defaults").
   int alternative_read_max_columns = 75000;
   /// Span rows only where the program with them has at most this many columns (they need
   /// a column per stage and position, and make the LP of the largest programs two to three

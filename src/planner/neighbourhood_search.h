@@ -1,36 +1,34 @@
 // Large-neighbourhood search for a Milp too large for CBC's tree search within the time
-// given (ResNet-50's MONeT program: 73,000 columns, no incumbent in 120 s). Every integer
-// column outside a window of consecutive model positions keeps the incumbent's value;
-// the columns those fixings determine are removed as well, and CBC's branch and cut
-// solves what remains (a few thousand binaries, about a second), started from the
+// given (on the largest MONeT programs it finds no incumbent; docs/PLANNER.md, "Why the
+// defaults"). Every integer column outside a window of consecutive model positions keeps
+// the incumbent's value; the columns those fixings determine are removed as well, and
+// CBC's branch and cut solves what remains (a few thousand binaries), started from the
 // incumbent. Windows sweep the model with half-overlap, cyclically; once every window of
 // a width has been solved since the last better solution, their width doubles. Freeing
-// the columns where the LP relaxation disagrees with the incumbent (RINS) was measured
-// too: it needs the relaxation first (22 s of the 60 on ResNet-50) and improved less per
-// second.
+// the columns where the LP relaxation disagrees with the incumbent (RINS) is not done: it
+// needs the relaxation first, which takes much of the time limit on large programs, and
+// improves less per second.
 //
 // One relaxation neighbourhood (RENS) once the LP relaxation is solved, when the
 // incumbent is still more than relaxation_neighbourhood_gap above its bound: every
 // integer column the LP optimum sets to 0 or 1 is fixed there, the fractional ones are
 // free, and CBC searches the rest from scratch (the incumbent rarely fits those fixings)
-// in at most a third of the time left. Windows cannot move an incumbent that far from
-// the LP's structure (MobileNetV2 b8 at 0.3x: 16.6% after 60 s of windows alone; this
-// neighbourhood frees 779 of 25,943 binaries and is at 1.90% 7 s after the LP, and the
-// windows then reach 1.86%). Where the incumbent is
-// close, the same fixings are mostly infeasible (MobileNetV2 0.5x, GoogLeNet 0.7x, UNet
-// 0.7x) or too large for CBC to find a solution in 40 s (ResNet-50 0.5x, 0.7x: 3,400 to
-// 3,800 binaries free), so it is not tried there.
+// in at most relaxation_neighbourhood_share of the time left. Windows cannot move an
+// incumbent that far from the LP's structure; this neighbourhood frees a small part of
+// the binaries and closes most of the gap. Where the incumbent is close, the same fixings
+// are mostly infeasible or leave too many binaries free for CBC to find a solution, so it
+// is not tried there (docs/PLANNER.md, "Why the defaults").
 //
 // The second core. The LP relaxation runs on one core beside the search until it is
 // solved; that core then runs a second search in a child process (ChildSolve: CbcMain1 is
 // not reentrant). With more than whole_search_relaxations LP solves' time left, it is CBC's
 // branch and cut over the whole program from the incumbent, whose heuristics find plans
-// the windows do not (MobileNetV2 b8 at 0.5x: windows alone stall at 0.7432 s/iter, 2.2%
-// above the bound; beside this search, 0.7375, 1.4%); its incumbents are taken as it
-// finds them, and a proof of optimality ends the search. With less (ResNet-50, GoogLeNet:
-// LPs of 24 to 50 s, whose root CBC would not get past), the child solves windows. A
-// child's solution started from an older incumbent: its changes to that one are applied to
-// the current incumbent when the result is feasible, else the better of the two is kept.
+// the windows do not (docs/PLANNER.md, "Why the defaults"); its incumbents are taken as
+// it finds them, and a proof of optimality ends the search. With less (large programs,
+// whose LP takes much of the limit and whose root CBC would not get past), the child
+// solves windows. A child's solution started from an older incumbent: its changes to that
+// one are applied to the current incumbent when the result is feasible, else the better of
+// the two is kept.
 #pragma once
 
 #include <chrono>
@@ -60,7 +58,8 @@ struct NeighbourhoodOptions {
   /// The incumbent's gap to the LP bound (a fraction) above which the relaxation
   /// neighbourhood is tried.
   double relaxation_neighbourhood_gap = 0.10;
-  /// The relaxation neighbourhood's limit: this fraction of the time left (at least 1 s).
+  /// The relaxation neighbourhood's limit: this fraction of the time left (at least one
+  /// second).
   double relaxation_neighbourhood_share = 1.0 / 3;
   /// The second core's search is CBC's branch and cut over the whole program when the time
   /// left is more than this many times the LP relaxation's solve time, windows otherwise.

@@ -23,8 +23,9 @@ enum class SearchStrategy {
 /// The solver's options (time limit, gap, threads, progress, warm start) and the search's.
 struct SearchOptions : MilpOptions {
   SearchStrategy strategy = SearchStrategy::kAuto;
-  /// kAuto searches programs of more columns than this by neighbourhood search (CBC's
-  /// tree search found no incumbent in 120 s on ResNet-50's 73,000 columns).
+  /// kAuto searches programs of more columns than this by neighbourhood search (on large
+  /// programs CBC's tree search finds no incumbent within the limit; docs/PLANNER.md, "Why
+  /// the defaults").
   int neighbourhood_min_columns = 20000;
   /// kAuto on programs of at most neighbourhood_min_columns columns: kBranchAndCut, or
   /// kNeighbourhood (whose second core runs the same branch and cut over the whole

@@ -22,9 +22,9 @@
 
 namespace monet {
 
-/// The default of RematerializationOptions::recomputed_input_depth: deeper than 3 lowers
-/// UNet b1 416x608's leanest chain schedule further (618.4 MiB against
-/// 649.3 MiB) and gives faster plans on ResNet-50 b32 at 0.26x and 0.27x (docs/RESULTS.md).
+/// The default of RematerializationOptions::recomputed_input_depth: deeper than three lowers
+/// the leanest chain schedules further and gives faster plans at tight budgets
+/// (docs/PLANNER.md, "Why the defaults").
 inline constexpr int kRecomputedInputDepth = 8;
 
 struct RematerializationOptions {

@@ -109,6 +109,17 @@ def test_bad_data_parallel_options_exit_two(tmp_path, args, message):
     assert not (tmp_path / "cache").exists()
 
 
+def test_a_budget_no_rank_can_plan_for_is_printed_once(tmp_path):
+    """Rank 0's planning error reaches every rank; the launcher's output says it once."""
+    out = subprocess.run(fault_args(tmp_path, "--nproc", "2", "--master-port", str(free_port()),
+                                    "--budget", "0.05x", steps=1),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr
+    errors = [line for line in out.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1, out.stderr
+    assert errors[0].startswith("monet: error: a budget of "), out.stderr
+
+
 def test_the_launcher_trains_like_pytorch_ddp(tmp_path):
     """`--nproc 2` end to end (launcher, sharded loader, broadcast, buckets, rank 0's
     save) in float32 against DistributedDataParallel's float64 weights on the same

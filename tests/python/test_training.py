@@ -100,7 +100,8 @@ def train(model, module, optimizer, xs, ys, loss_fn):
         loss = loss_fn(model(x), y)
         loss.backward()
         if not losses:
-            grads = {n: p.grad.abs().max().item() for n, p in module.named_parameters()}
+            grads = {n: p.grad.abs().max().item() for n, p in module.named_parameters()
+                     if p.grad is not None}  # None: a head the loss does not read
             rounding_level = {n for n, g in grads.items() if g <= 1e-12 * max(grads.values())}
         opt.step()
         losses.append(loss.item())

@@ -1,0 +1,169 @@
+"""Models that need the generic path's list arguments, buffers as tensors and the generic
+fallback of specialised operators: an einsum attention block, LSTM and GRU language
+models (a recurrent layer is one generic node over its weight list), a registered buffer
+fed to a Linear, a 1-D convolutional audio classifier (1-D pooling), dilated max pooling
+and max pooling with indices undone by max_unpool2d. Each is planned at a budget
+halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
+in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
+import copy
+
+import pytest
+import torch
+
+import monet
+from test_training import train, worst_state_error
+
+STEPS = 3
+TOLERANCE = 1e-9
+VOCAB = 32
+
+
+class EinsumAttention(torch.nn.Module):
+    """Single-head self-attention written with einsum, on [N, T, 16] inputs."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, 10)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        scores = torch.einsum("ntd,nsd->nts", q, k) / 4.0
+        h = torch.einsum("nts,nsd->ntd", scores.softmax(-1), v)
+        return self.out(h.mean(1))
+
+
+class RecurrentLM(torch.nn.Module):
+    """Embedding, a 2-layer LSTM or GRU, and a head: token ids [N, T] to logits [N, T, V]."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 16)
+        self.rnn = getattr(torch.nn, cell)(16, 24, num_layers=2, batch_first=True)
+        self.head = torch.nn.Linear(24, VOCAB)
+
+    def forward(self, tokens):
+        h, _ = self.rnn(self.embed(tokens))
+        return self.head(h)
+
+
+class BufferThroughLinear(torch.nn.Module):
+    """A registered table fed to a Linear (as Swin V2's continuous position bias is)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(8, 4))
+        self.mlp = torch.nn.Linear(4, 16)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(x + self.mlp(self.table).mean(0)))
+
+
+class AudioNet(torch.nn.Module):
+    """A 1-D convolutional classifier over [N, 1, 64] waveforms."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv1d(1, 8, 5, padding=2), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+            torch.nn.MaxPool1d(2), torch.nn.Conv1d(8, 16, 3, padding=1),
+            torch.nn.BatchNorm1d(16), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool1d(1))
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc(self.features(x).flatten(1))
+
+
+class PoolingVariants(torch.nn.Module):
+    """Dilated max pooling, and max pooling with indices undone by max_unpool2d."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.dilated = torch.nn.MaxPool2d(3, stride=1, padding=1, dilation=2)
+        self.pool = torch.nn.MaxPool2d(2, return_indices=True)
+        self.unpool = torch.nn.MaxUnpool2d(2)
+        self.fc = torch.nn.Linear(8 * 6 * 6, 10)
+
+    def forward(self, x):
+        x = self.dilated(torch.relu(self.conv(x)))  # 8x8 -> 6x6
+        y, indices = self.pool(x)
+        return self.fc((self.unpool(y, indices) + x).flatten(1))
+
+
+class TwoHeads(torch.nn.Module):
+    """A classifier returning its logits and an auxiliary head's, as a tuple or a dict
+    (as torchvision's segmentation models return {"out", "aux"})."""
+
+    def __init__(self, as_dict):
+        super().__init__()
+        self.as_dict = as_dict
+        self.body = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU())
+        self.head = torch.nn.Linear(8 * 8 * 8, 10)
+        self.aux = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        h = self.body(x).flatten(1)
+        logits, aux = self.head(h), self.aux(h)
+        return {"out": logits, "aux": aux} if self.as_dict else (logits, aux)
+
+
+def sequence_cross_entropy(logits, tokens):
+    return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
+
+
+CASES = {
+    "einsum_attention": (EinsumAttention, "features", (4, 8, 16)),
+    "lstm_lm": (lambda: RecurrentLM("LSTM"), "tokens", (4, 12)),
+    "gru_lm": (lambda: RecurrentLM("GRU"), "tokens", (4, 12)),
+    "buffer_through_linear": (BufferThroughLinear, "features", (4, 16)),
+    "audio_conv1d": (AudioNet, "features", (4, 1, 64)),
+    "pooling_variants": (PoolingVariants, "features", (2, 3, 8, 8)),
+    "tuple_output": (lambda: TwoHeads(as_dict=False), "features", (2, 3, 8, 8)),
+    "dict_output": (lambda: TwoHeads(as_dict=True), "features", (2, 3, 8, 8)),
+}
+# The output trained, of models returning several (monet.optimize's `output`).
+OUTPUT = {"tuple_output": "0", "dict_output": "out"}
+
+
+def trained_output(case, loss_fn):
+    """`loss_fn` on the output monet trains: the reference model returns them all."""
+    name = OUTPUT.get(case)
+    if name is None:
+        return loss_fn
+    key = int(name) if name.isdigit() else name
+    return lambda out, y: loss_fn(out if torch.is_tensor(out) else out[key], y)
+
+
+def batches(kind, shape):
+    g = torch.Generator().manual_seed(1)
+    if kind == "tokens":
+        xs = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
+        ys = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
+        return xs, ys, sequence_cross_entropy
+    xs = [torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+    ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
+    return xs, ys, torch.nn.functional.cross_entropy
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_trains_like_pytorch(case, cache_dir):
+    make, kind, shape = CASES[case]
+    torch.manual_seed(0)
+    model = make().double().train()
+    reference = copy.deepcopy(model)
+    xs, ys, loss_fn = batches(kind, shape)
+    loss_fn = trained_output(case, loss_fn)
+    r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
+                           time_limit=20, output=OUTPUT.get(case))
+    assert r.floor <= r.smallest <= r.store_all
+    budget = (r.smallest + r.store_all) // 2
+    fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
+                          cache_dir=cache_dir, time_limit=20, output=OUTPUT.get(case))
+    assert fast.plan.predicted_peak <= fast.plan.store_all_peak
+    losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
+    want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
+    for got, expected in zip(losses, want):
+        assert abs(got - expected) <= TOLERANCE * abs(expected), (losses, want)
+    assert worst_state_error(model, reference, rounding_level) <= TOLERANCE
