@@ -13,5 +13,5 @@ build="${MONET_BUILD_DIR:-$root/build}"
 data="$build/demo-data"
 [ -d "$data/shapes" ] || /usr/bin/python3 "$root/tools/make_training_fixtures.py" "$data" >&2
 "$build/src/monet" train --model resnet50 --batch 8 --image 224 --data "$data/shapes" \
-  --budget 0.6x --optimizer adam --lr 0.0005 --steps 16 --log-every 1 \
+  --budget 0.6x --optimizer adam --lr 0.0005 --steps 10 --log-every 1 --time-limit 20 \
   --compare-autograd 3 "$@"
