@@ -74,28 +74,42 @@ py::dict step_dict(const monet::StepResult& s) {
   return d;
 }
 
+// An input's element type from the Python layer: "" (inferred: int64 token ids where an
+// embedding reads it, else float32), "int64", "int32" or "bool".
+std::optional<torch::Dtype> input_dtype(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name == "int64") return torch::kLong;
+  if (name == "int32") return torch::kInt;
+  if (name == "bool") return torch::kBool;
+  throw std::invalid_argument("unknown input element type '" + name + "'");
+}
+
 void bind_model(py::module_& m) {
   py::class_<monet::Model>(m, "Model", "A traced network and its parameters (libmonet's Model).")
       .def_static(
           "load_traced",
-          [](const std::string& path, const std::vector<int64_t>& input_shape,
-             const std::string& output, const std::string& loss, bool lossy) {
+          [](const std::string& path, const std::vector<std::vector<int64_t>>& input_shapes,
+             const std::vector<std::string>& input_dtypes, const std::string& output,
+             const std::string& loss, bool lossy) {
             monet::ModelSpec spec;
             spec.model = path;
-            spec.input_shape = input_shape;
+            for (size_t i = 0; i < input_shapes.size(); ++i)
+              spec.inputs.push_back({input_shapes[i], input_dtype(input_dtypes.at(i))});
             spec.output = output;
             spec.loss = monet::loss_kind_from_name(loss);
             spec.lossy = lossy ? monet::LossyImplementations::kOffered
                                : monet::LossyImplementations::kExcluded;
             return monet::Model::load(spec);
           },
-          py::arg("path"), py::arg("input_shape"), py::arg("output") = "", py::arg("loss") = "sum",
-          py::arg("lossy") = false, py::call_guard<py::gil_scoped_release>())
+          py::arg("path"), py::arg("input_shapes"), py::arg("input_dtypes"), py::arg("output") = "",
+          py::arg("loss") = "sum", py::arg("lossy") = false,
+          py::call_guard<py::gil_scoped_release>())
       .def("share_tensors", &monet::Model::share_tensors, py::arg("tensors"))
       .def("named_parameters", &monet::Model::named_parameters)
       .def("named_buffers", &monet::Model::named_buffers)
       .def_property_readonly("fingerprint", &monet::Model::fingerprint)
       .def_property_readonly("input_shape", &monet::Model::input_shape)
+      .def_property_readonly("input_shapes", &monet::Model::input_shapes)
       .def_property_readonly("output_shape", &monet::Model::output_shape);
 }
 
@@ -135,8 +149,9 @@ py::tuple budget_range(const monet::Model& model, const py::dict& kw) {
 void bind_planned_model(py::module_& m) {
   py::class_<monet::PlannedModel>(m, "PlannedModel", "A Model planned under a budget.")
       .def(py::init(&make_planned_model), py::arg("model"), py::arg("options"))
-      .def("forward", &monet::PlannedModel::forward, py::arg("input"),
-           py::call_guard<py::gil_scoped_release>())
+      .def("forward",
+           py::overload_cast<const std::vector<torch::Tensor>&>(&monet::PlannedModel::forward),
+           py::arg("inputs"), py::call_guard<py::gil_scoped_release>())
       .def("report", [](const monet::PlannedModel& p) { return report_dict(p.report()); })
       .def("last_step", [](const monet::PlannedModel& p) { return step_dict(p.last_step()); })
       .def("save_plan", &monet::PlannedModel::save_plan, py::arg("path"));

@@ -87,7 +87,7 @@ TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   for (int s = 0; s < 3; ++s) {
     const Batch b = testing::test_batch(model, s, at::kFloat);
-    const at::Tensor x = b.at(model.impl()->input_value), y = b.at(model.impl()->target_value);
+    const at::Tensor x = b.at(model.impl()->input_values[0]), y = b.at(model.impl()->target_value);
     MemoryStats::reset_peak();
     zero_grad(model.parameters());
     const StepResult step = planned.step(x, y);
@@ -130,7 +130,7 @@ TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
   const int64_t budget = planned->report().budget_bytes;
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   const Batch b = testing::test_batch(model, 3, at::kFloat);
-  const at::Tensor x = b.at(model.impl()->input_value), y = b.at(model.impl()->target_value);
+  const at::Tensor x = b.at(model.impl()->input_values[0]), y = b.at(model.impl()->target_value);
   for (int s = 0; s < 2; ++s) {
     MemoryStats::reset_peak();
     zero_grad(model.parameters());
@@ -245,7 +245,7 @@ TEST(Model, SharedTensorsAreTheSameTensors) {
   PlannedModel planned(user, po);
   const Batch b = testing::test_batch(user, 3, at::kFloat);
   const at::Tensor running_mean = owner.named_buffers()[0].second.clone();
-  planned.step(b.at(user.impl()->input_value), b.at(user.impl()->target_value));
+  planned.step(b.at(user.impl()->input_values[0]), b.at(user.impl()->target_value));
   for (const auto& p : owner.parameters()) EXPECT_TRUE(p.grad().defined());
   EXPECT_FALSE(owner.named_buffers()[0].second.equal(running_mean));  // updated in place
 
@@ -310,7 +310,7 @@ TEST(Checkpoint, ResumedTrainingEqualsUninterruptedTraining) {
     for (int s = from; s < to; ++s) {
       const Batch b = testing::test_batch(model, 50 + s, at::kFloat);
       zero_grad(model.parameters());
-      p.step(b.at(model.impl()->input_value), b.at(model.impl()->target_value));
+      p.step(b.at(model.impl()->input_values[0]), b.at(model.impl()->target_value));
       opt.step();
     }
   };

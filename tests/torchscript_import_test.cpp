@@ -401,7 +401,7 @@ TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
   // A plan file records the output and the loss, so the graph can be rebuilt from it.
   Plan plan = store_all_plan(g);
   plan.model = path;
-  plan.config.input_shape = {2, 3, 32, 32};
+  plan.config.inputs = {{{2, 3, 32, 32}, std::nullopt}};
   plan.config.import = {"out", OpKind::kSumLoss};
   std::string model;
   ModelConfig config;

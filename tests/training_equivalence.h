@@ -161,11 +161,11 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
     }
     zero_grad(model.parameters());
     if (user_loss) {
-      at::Tensor l = user_loss(planned.forward(batch.at(m.input_value)), target);
+      at::Tensor l = user_loss(planned.forward(batch.at(m.input_values[0])), target);
       l.backward();
       loss = l.item<double>();
     } else {
-      loss = planned.step(batch.at(m.input_value), target).loss;
+      loss = planned.step(batch.at(m.input_values[0]), target).loss;
     }
     const int64_t zeroed = zero_rounding_noise(ref_params, model.parameters());
     if (counts) counts->gradient_entries_zeroed += zeroed;
@@ -255,7 +255,7 @@ inline double autograd_rounding_error(const ModelSpec& spec, OptimizerKind kind,
   for (int s = 0; s < 5; ++s) {
     const Batch batch = test_batch(model, 100 + s, dtype);
     Batch moved = batch;
-    moved[m.input_value] = batch.at(m.input_value) * (1 + epsilon);
+    moved[m.input_values[0]] = batch.at(m.input_values[0]) * (1 + epsilon);
     const auto run = [&](AutogradBaseline& autograd, const Batch& b) {
       if (!user_loss) {
         IterationOptions io;

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -56,6 +57,14 @@ const char* loss_kind_name(LossKind kind);
 /// std::invalid_argument.
 LossKind loss_kind_from_name(const std::string& name);
 
+/// One input of a traced model's forward.
+struct ModelInput {
+  std::vector<int64_t> shape;  // batch first
+  /// The element type fed; none: int64 token ids where an embedding reads the input,
+  /// float32 otherwise.
+  std::optional<torch::Dtype> dtype;
+};
+
 /// What to build: a zoo model (`monet models` lists them) at a size, or a model traced
 /// in Python with torch.jit.trace(...).save(path) and the input shape to plan it for.
 struct ModelSpec {
@@ -72,6 +81,10 @@ struct ModelSpec {
   /// TorchScript models: whether the planner may use lossy implementations (monet/lossy.h);
   /// their gradients differ slightly from autograd's.
   LossyImplementations lossy = LossyImplementations::kExcluded;
+  /// TorchScript models whose forward takes several tensors (tokens and a mask, image and
+  /// text), or one of a given element type: every input, in forward's order, in the
+  /// place of input_shape (which then stays empty).
+  std::vector<ModelInput> inputs;
 };
 
 /// A traced operator monet cannot import. `operator_name`: e.g. "aten::argmax";
@@ -114,6 +127,9 @@ class Model {
   /// when the loss takes no target: LossKind::kSum; step() then takes an undefined one).
   std::vector<int64_t> input_shape() const;
   std::vector<int64_t> target_shape() const;
+  /// Every input's shape and element type, in forward's order (one for most models).
+  std::vector<std::vector<int64_t>> input_shapes() const;
+  std::vector<torch::ScalarType> input_dtypes() const;
   /// Shape of the model's output: what PlannedModel::forward returns (e.g. logits).
   std::vector<int64_t> output_shape() const;
   torch::ScalarType target_dtype() const;
@@ -265,6 +281,8 @@ class PlannedModel {
   /// added to each parameter's .grad() (set when undefined), as loss.backward() would.
   /// `input` and `target` must have the model's input_shape()/target_shape().
   StepResult step(const torch::Tensor& input, const torch::Tensor& target);
+  /// The same for a model of several inputs (Model::input_shapes(), in order).
+  StepResult step(const std::vector<torch::Tensor>& inputs, const torch::Tensor& target);
 
   /// The model's output (e.g. logits) for `input`, computed under the plan in training
   /// mode (batch statistics, active dropout), for a loss of the caller's own:
@@ -281,6 +299,8 @@ class PlannedModel {
   /// torch::NoGradGuard the output has no backward. last_step() then reports the
   /// iteration (its loss is NaN: the loss is the caller's).
   torch::Tensor forward(const torch::Tensor& input);
+  /// The same for a model of several inputs (Model::input_shapes(), in order).
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
 
   /// The measurement of the last step(), or of the last forward() whose backward has run.
   StepResult last_step() const;
@@ -288,6 +308,7 @@ class PlannedModel {
   /// The model's output (e.g. logits) for `input` in evaluation mode (batch norm with
   /// its running statistics, dropout off), without gradients.
   torch::Tensor predict(const torch::Tensor& input);
+  torch::Tensor predict(const std::vector<torch::Tensor>& inputs);
 
   Model& model();
   const PlanReport& report() const;

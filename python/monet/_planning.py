@@ -83,49 +83,70 @@ def _state_kept(module):
         torch.random.set_rng_state(rng)
 
 
-def _traced(module, example_input):
+def _traced(module, inputs):
     if isinstance(module, torch.jit.ScriptModule):
         return module
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
     with _state_kept(module), torch.no_grad():
         # strict=False: a module returning a dict (torchvision's segmentation models).
-        return torch.jit.trace(module, example_input, check_trace=False, strict=False)
+        return torch.jit.trace(module, inputs, check_trace=False, strict=False)
 
 
-def _float32_twin(module, example_input):
+def _example_inputs(example_input):
+    """The example input(s) as a tuple of tensors, checked: one tensor, or a tuple or
+    list of them for a module whose forward takes several (tokens and a mask)."""
+    inputs = (example_input,) if isinstance(example_input, torch.Tensor) else example_input
+    if not isinstance(inputs, (tuple, list)) or not inputs or \
+            not all(isinstance(x, torch.Tensor) for x in inputs):
+        raise TypeError("example_input must be a tensor, or a tuple of tensors for a module "
+                        "whose forward takes several (the batch the model is planned for)")
+    for i, x in enumerate(inputs):
+        what = "example_input" if len(inputs) == 1 else f"example_input[{i}]"
+        if x.device.type != "cpu":
+            raise ValueError(f"monet runs on CPU tensors; {what} is on {x.device}")
+        if x.numel() == 0:
+            raise ValueError(f"{what} has no elements (shape {list(x.shape)})")
+        if x.is_complex() or x.dtype not in _INPUT_DTYPES and not x.is_floating_point():
+            raise TypeError(f"{what} has dtype {x.dtype}; monet takes floating-point inputs, "
+                            "int64 or int32 ids and bool masks")
+    return tuple(inputs)
+
+
+# Element types of non-floating inputs, by the names libmonet reads.
+_INPUT_DTYPES = {torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
+
+
+def _float32_twin(module, inputs):
     """What to trace: the module itself in float32, or a float32 copy of a float64 one
     (monet's graph and memory model are float32; a float64 model then runs its own
     tensors in float64 under a plan whose sizes are float32's: half its real ones)."""
     dtypes = {t.dtype for t in itertools.chain(module.parameters(), module.buffers())
               if t.is_floating_point()}
     if dtypes <= {torch.float32}:
-        return module, example_input
+        return module, inputs
     if dtypes != {torch.float64}:
         raise TypeError("monet plans float32 models (and runs float64 ones); this one has "
                         + ", ".join(sorted(str(d) for d in dtypes)))
     warnings.warn("monet plans a float64 model with float32 sizes: its tensors take twice "
                   "the bytes the plan and the budget count", stacklevel=4)
-    x = example_input.float() if example_input.is_floating_point() else example_input
-    return copy.deepcopy(module).float(), x
+    return copy.deepcopy(module).float(), tuple(
+        x.float() if x.is_floating_point() else x for x in inputs)
 
 
 def _import(module, example_input, output, lossy=False):
-    """The C++ model of `module` traced on `example_input`, using the module's tensors;
-    `lossy`: whether its lossy implementations are offered to the planner."""
-    if not isinstance(example_input, torch.Tensor):
-        raise TypeError("example_input must be one tensor (the batch the model is planned for)")
-    if example_input.device.type != "cpu":
-        raise ValueError(f"monet runs on CPU tensors; example_input is on "
-                         f"{example_input.device}")
-    if example_input.numel() == 0:
-        raise ValueError(f"example_input has no elements (shape {list(example_input.shape)})")
-    traced = _traced(*_float32_twin(module, example_input))
+    """The C++ model of `module` traced on `example_input` (a tensor or a tuple of them),
+    using the module's tensors; `lossy`: whether its lossy implementations are offered to
+    the planner."""
+    inputs = _example_inputs(example_input)
+    twin, twin_inputs = _float32_twin(module, inputs)
+    traced = _traced(twin, twin_inputs[0] if len(twin_inputs) == 1 else twin_inputs)
     fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")
     os.close(fd)
     try:
         traced.save(path)
-        model = _C.Model.load_traced(path, list(example_input.shape),
+        model = _C.Model.load_traced(path, [list(x.shape) for x in inputs],
+                                     [_INPUT_DTYPES.get(x.dtype, "") for x in inputs],
                                      "" if output is None else str(output), "sum", bool(lossy))
     finally:
         os.unlink(path)
@@ -157,7 +178,8 @@ class Plan:
         self.from_cache = r["from_cache"]
         self.lossy_forwards = r["lossy_forwards"]  # > 0: gradients differ from autograd's
         self.fingerprint = model.fingerprint
-        self.input_shape = tuple(model.input_shape)
+        self.input_shape = tuple(model.input_shape)  # the first input's
+        self.input_shapes = [tuple(shape) for shape in model.input_shapes]
 
     def save(self, path):
         """Writes the plan as JSON (atomically); monet.load_plan reads it."""
@@ -216,7 +238,9 @@ def load_plan(path):
 def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-momentum",
          weight_decay=0.0, reserved_bytes=0, loss_copies=3, time_limit=60.0, plan=None,
          output=None, cache_dir=None, use_cache=True, progress=True, lossy=False):
-    """Plans a training step of `module` on batches shaped like `example_input`.
+    """Plans a training step of `module` on batches shaped like `example_input`: a tensor,
+    or a tuple of tensors for a module whose forward takes several (token ids and a bool
+    mask: call the optimized module with as many, in the same order).
 
     budget: the whole step's peak (parameters, gradients, optimizer state, the batch,
         forward and backward): bytes, "3GiB", "800MiB", or "0.4x" of autograd's peak.
@@ -308,13 +332,16 @@ class OptimizedModule(torch.nn.Module):
         self.plan = plan
         self._batch_norms = _batch_norms(module)
 
-    def forward(self, x):
+    def forward(self, *inputs):
         if not (self.training and torch.is_grad_enabled()):
-            return self.module(x)
-        if x.requires_grad:
+            return self.module(*inputs)
+        if any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             raise ValueError("monet computes the parameters' gradients, not the input's: pass "
                              "an input that does not require grad")
-        out = self.plan._planned.forward(x)
+        if len(inputs) != len(self.plan.input_shapes):
+            raise TypeError(f"the module was planned for {len(self.plan.input_shapes)} "
+                            f"input(s), {len(inputs)} given")
+        out = self.plan._planned.forward(list(inputs))
         with torch.no_grad():
             for m in self._batch_norms:  # as nn.BatchNorm counts its training forwards
                 m.num_batches_tracked.add_(1)

@@ -52,17 +52,25 @@ ImportOptions import_options(const std::string& output, LossKind loss) {
 
 ModelConfig model_config(const ModelSpec& s) {
   if (is_traced_model(s)) {
+    if (!s.input_shape.empty() && !s.inputs.empty())
+      throw std::invalid_argument(
+          "give a traced model's input as input_shape or as inputs, "
+          "not both");
     ModelConfig c;
-    c.input_shape = s.input_shape;
+    if (!s.input_shape.empty()) c.inputs.push_back({s.input_shape, std::nullopt});
+    for (const ModelInput& in : s.inputs) c.inputs.push_back({in.shape, in.dtype});
     c.import = import_options(s.output, s.loss);
     c.import.lossy = s.lossy;
-    c.batch = s.input_shape.empty() ? 0 : s.input_shape[0];
-    if (s.input_shape.size() > 2) c.image.assign(s.input_shape.begin() + 2, s.input_shape.end());
+    const std::vector<int64_t> first = c.inputs.empty() ? s.input_shape : c.inputs[0].shape;
+    c.batch = first.empty() ? 0 : first[0];
+    if (first.size() > 2) c.image.assign(first.begin() + 2, first.end());
     return c;
   }
-  if (!s.input_shape.empty())
-    throw std::invalid_argument("input_shape applies to traced models (a .pt file); zoo model '" +
-                                s.model + "' takes batch and image");
+  if (!s.input_shape.empty() || !s.inputs.empty())
+    throw std::invalid_argument(
+        "input_shape and inputs apply to traced models (a .pt file); "
+        "zoo model '" +
+        s.model + "' takes batch and image");
   if (!s.output.empty() || s.loss != LossKind::kCrossEntropy)
     throw std::invalid_argument("output and loss apply to traced models (a .pt file); zoo model '" +
                                 s.model + "' has its own loss");
@@ -92,13 +100,14 @@ Graph build(const ModelSpec& s) {
                                   image_size_string(c.image) + ": " + e.what());
     }
   }
-  if (s.input_shape.empty())
+  if (s.input_shape.empty() && s.inputs.empty())
     throw std::invalid_argument("traced model '" + s.model +
                                 "' needs its input shape, batch first (e.g. 8,3,224,224)");
   if (!std::ifstream(s.model))
     throw std::invalid_argument("cannot read traced model '" + s.model + "'");
   try {
-    return import_torchscript(s.model, s.input_shape, model_config(s).import);
+    const ModelConfig c = model_config(s);
+    return import_torchscript(s.model, c.inputs, c.import);
   } catch (const ImportError& e) {
     if (!e.op.empty()) throw UnsupportedOperator(e.what(), e.op, e.source);
     throw std::invalid_argument(e.what());
@@ -120,7 +129,8 @@ at::Tensor checked(const Value& v, const torch::Tensor& t, const char* what) {
   if (t.sizes().vec() != v.shape)
     throw PlanMismatch(std::string(what) + " has shape " + shape_string(t.sizes().vec()) +
                        ", the model was planned for " + shape_string(v.shape));
-  if (t.is_floating_point() != at::isFloatingType(v.dtype))
+  if (t.is_floating_point() != at::isFloatingType(v.dtype) ||
+      (t.scalar_type() == at::kBool) != (v.dtype == at::kBool))
     throw std::invalid_argument(std::string(what) + " has dtype " +
                                 std::string(c10::toString(t.scalar_type())) + ", expected " +
                                 c10::toString(v.dtype));
@@ -134,8 +144,9 @@ at::Tensor checked(const Value& v, const torch::Tensor& t, const char* what) {
 
 bool is_traced_model(const ModelSpec& spec) { return is_torchscript_path(spec.model); }
 
-Batch Model::Impl::batch(const torch::Tensor& input, const torch::Tensor& target) const {
-  Batch b = input_batch(input);
+Batch Model::Impl::batch(const std::vector<torch::Tensor>& inputs,
+                         const torch::Tensor& target) const {
+  Batch b = input_batch(inputs);
   if (target_value < 0) {
     if (target.defined())
       throw std::invalid_argument("the model's loss (the output summed) takes no target");
@@ -151,9 +162,17 @@ at::Tensor Model::Impl::follow_parameters(at::Tensor t) const {
   return t;
 }
 
-Batch Model::Impl::input_batch(const torch::Tensor& input) const {
+Batch Model::Impl::input_batch(const std::vector<torch::Tensor>& inputs) const {
+  if (inputs.size() != input_values.size())
+    throw std::invalid_argument(std::to_string(inputs.size()) + " input" +
+                                (inputs.size() == 1 ? "" : "s") + " given; the model takes " +
+                                std::to_string(input_values.size()));
   Batch b;
-  b[input_value] = follow_parameters(checked(graph.value(input_value), input, "the input"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = graph.value(input_values[i]);
+    const std::string what = inputs.size() == 1 ? "the input" : "input " + v.name;
+    b[v.id] = follow_parameters(checked(v, inputs[i], what.c_str()));
+  }
   return b;
 }
 
@@ -163,7 +182,9 @@ Model Model::load(const ModelSpec& spec, uint64_t seed) {
   impl->graph = build(spec);
   impl->state = ModelState::initialize(impl->graph, seed);
   if (is_traced_model(spec)) load_torchscript_weights(impl->graph, impl->state, spec.model);
-  impl->input_value = only_value(impl->graph, ValueKind::kInput);
+  impl->input_values = impl->graph.values_of_kind(ValueKind::kInput);
+  if (impl->input_values.empty())
+    throw std::invalid_argument(impl->graph.name() + " has no input value");
   impl->target_value = only_value(impl->graph, ValueKind::kTarget, /*optional=*/true);
   for (int id : impl->graph.parameters()) impl->state.tensor(id).requires_grad_(true);
   Model m;
@@ -194,7 +215,17 @@ std::vector<std::pair<std::string, torch::Tensor>> Model::named_buffers() const 
 }
 
 std::vector<int64_t> Model::input_shape() const {
-  return impl_->graph.value(impl_->input_value).shape;
+  return impl_->graph.value(impl_->input_values[0]).shape;
+}
+std::vector<std::vector<int64_t>> Model::input_shapes() const {
+  std::vector<std::vector<int64_t>> shapes;
+  for (int id : impl_->input_values) shapes.push_back(impl_->graph.value(id).shape);
+  return shapes;
+}
+std::vector<torch::ScalarType> Model::input_dtypes() const {
+  std::vector<torch::ScalarType> types;
+  for (int id : impl_->input_values) types.push_back(impl_->graph.value(id).dtype);
+  return types;
 }
 std::vector<int64_t> Model::target_shape() const {
   return impl_->target_value < 0 ? std::vector<int64_t>{}

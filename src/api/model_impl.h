@@ -15,15 +15,15 @@ struct Model::Impl {
   ModelSpec spec;
   Graph graph;
   ModelState state;
-  int input_value = -1;   // the graph's kInput value
-  int target_value = -1;  // the graph's kTarget value
-  int64_t steps = 0;      // training steps taken
+  std::vector<int> input_values;  // the graph's kInput values, in forward's order
+  int target_value = -1;          // the graph's kTarget value
+  int64_t steps = 0;              // training steps taken
 
   /// The batch for one step, checked against the graph's shapes and dtypes (converted
   /// to the graph's dtype); throws std::invalid_argument naming what is wrong.
-  Batch batch(const torch::Tensor& input, const torch::Tensor& target) const;
-  /// The batch with only the input (for forward passes).
-  Batch input_batch(const torch::Tensor& input) const;
+  Batch batch(const std::vector<torch::Tensor>& inputs, const torch::Tensor& target) const;
+  /// The batch with only the inputs (for forward passes).
+  Batch input_batch(const std::vector<torch::Tensor>& inputs) const;
   /// `t` in the parameters' dtype when both are floating point (parameters may have been
   /// converted, e.g. to float64: inputs and real-valued targets follow them).
   at::Tensor follow_parameters(at::Tensor t) const;

@@ -240,9 +240,14 @@ PlannedModel::PlannedModel(PlannedModel&&) noexcept = default;
 PlannedModel& PlannedModel::operator=(PlannedModel&&) noexcept = default;
 
 StepResult PlannedModel::step(const torch::Tensor& input, const torch::Tensor& target) {
+  return step(std::vector<torch::Tensor>{input}, target);
+}
+
+StepResult PlannedModel::step(const std::vector<torch::Tensor>& inputs,
+                              const torch::Tensor& target) {
   Model::Impl& m = *impl_->model.impl();
   MemoryTracker::install();
-  const Batch batch = m.batch(input, target);
+  const Batch batch = m.batch(inputs, target);
   ExecutionOptions eo;
   eo.gradients = GradientDestination::kParameters;
   eo.iteration_seed = static_cast<uint64_t>(m.steps);
@@ -254,13 +259,17 @@ StepResult PlannedModel::step(const torch::Tensor& input, const torch::Tensor& t
 }
 
 torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
+  return forward(std::vector<torch::Tensor>{input});
+}
+
+torch::Tensor PlannedModel::forward(const std::vector<torch::Tensor>& inputs) {
   Model::Impl& m = *impl_->model.impl();
   MemoryTracker::install();
   ExecutionOptions eo;
   eo.gradients = GradientDestination::kParameters;
   eo.iteration_seed = static_cast<uint64_t>(m.steps);
   eo.on_parameter_gradient = impl_->on_parameter_gradient;
-  std::unique_ptr<PendingIteration> pending = impl_->executor->start(m.input_batch(input), eo);
+  std::unique_ptr<PendingIteration> pending = impl_->executor->start(m.input_batch(inputs), eo);
   ++m.steps;
   // The loss node reads the output, so a valid plan has it alive here.
   at::Tensor out = pending->take_output().variable_data();
@@ -274,10 +283,14 @@ torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
 StepResult PlannedModel::last_step() const { return *impl_->last_step; }
 
 torch::Tensor PlannedModel::predict(const torch::Tensor& input) {
+  return predict(std::vector<torch::Tensor>{input});
+}
+
+torch::Tensor PlannedModel::predict(const std::vector<torch::Tensor>& inputs) {
   Model::Impl& m = *impl_->model.impl();
   const int logits = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
   AutogradBaseline forward(m.graph, m.state);
-  Batch batch = m.input_batch(input);
+  Batch batch = m.input_batch(inputs);
   if (m.target_value >= 0) {
     const Value& target = m.graph.value(m.target_value);  // read by nothing before the logits
     batch[m.target_value] = at::zeros(target.shape, target.dtype);

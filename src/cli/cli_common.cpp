@@ -35,8 +35,12 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
       ->capture_default_str();
   cmd->add_option("--classes", o.classes, "output classes (default: model's own)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--input-shape", o.input_shape,
-                  "input shape of a traced model, batch first: B,C,H,W (e.g. 8,3,224,224)");
+  cmd->add_option("--input-shape", o.input_shapes,
+                  "input shape of a traced model, batch first: B,C,H,W (e.g. 8,3,224,224), "
+                  "optionally with its element type (8,16:int64; float32, float64, int64, "
+                  "int32, bool); once per input of a model with several, in forward's order")
+      ->take_last()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--model-output", o.output,
                   "traced model returning a tuple or dict: the output to train (index or key; "
                   "default: the first)");
@@ -59,7 +63,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
 
 ModelConfig model_config(const ModelOptions& o) {
   if (is_torchscript_path(o.model)) {
-    if (o.input_shape.empty())
+    if (o.input_shapes.empty())
       throw UsageError("--model " + o.model + " is a traced model: give its input with " +
                        "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
     LossKind loss;
@@ -74,19 +78,19 @@ ModelConfig model_config(const ModelOptions& o) {
           "size is its --input-shape and its classes are its output's");
     ModelConfig c;
     try {
-      c.input_shape = parse_input_shape(o.input_shape);
+      for (const std::string& text : o.input_shapes) c.inputs.push_back(parse_input_spec(text));
     } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
+      throw UsageError("--input-shape: " + std::string(e.what()));
     }
     c.import = import_options(o.output, loss);
     c.import.activations_and_norms = operator_path_from_name(o.operator_path);
     if (o.lossy) c.import.lossy = LossyImplementations::kOffered;
-    c.batch = c.input_shape[0];
-    c.image.assign(c.input_shape.begin() + std::min<size_t>(2, c.input_shape.size()),
-                   c.input_shape.end());
+    const std::vector<int64_t>& first = c.inputs[0].shape;
+    c.batch = first[0];
+    c.image.assign(first.begin() + std::min<size_t>(2, first.size()), first.end());
     return c;
   }
-  if (!o.input_shape.empty())
+  if (!o.input_shapes.empty())
     throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
                      std::string("take --batch and --image"));
   if (!o.output.empty() || o.loss != "cross_entropy" || o.operator_path != "specialised" || o.lossy)
@@ -113,7 +117,7 @@ Graph build_graph(const std::string& model, const ModelConfig& c) {
   if (is_torchscript_path(model)) {
     if (!std::ifstream(model)) throw UsageError("cannot read traced model '" + model + "'");
     try {
-      return import_torchscript(model, c.input_shape, c.import);
+      return import_torchscript(model, c.inputs, c.import);
     } catch (const ImportError& e) {
       throw UsageError(e.what());
     }

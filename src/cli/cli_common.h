@@ -46,8 +46,9 @@ struct ModelOptions {
   std::string image;  // "224", "416x608", "64x64x64"; empty = model default
   double width = 1.0;
   int64_t classes = 0;
-  std::string input_shape;  // "8,3,224,224": imported models only
-  std::string output;       // imported models returning a tuple or dict: the output trained
+  /// "8,3,224,224" or "8,16:int64", one per input of forward: imported models only
+  std::vector<std::string> input_shapes;
+  std::string output;  // imported models returning a tuple or dict: the output trained
   std::string loss = "cross_entropy";         // imported models: loss_kind_from_name's names
   std::string operator_path = "specialised";  // imported models: or "generic"
   bool lossy = false;  // --lossy: imported models may use lossy implementations

@@ -126,7 +126,9 @@ nlohmann::json to_json(const SweepOptions& o, const std::vector<Row>& rows) {
   const ModelConfig c = model_config(o.model);
   nlohmann::json config = {
       {"batch", c.batch}, {"image", c.image}, {"width", c.width}, {"classes", c.classes}};
-  if (!c.input_shape.empty()) config["input_shape"] = c.input_shape;
+  if (!c.inputs.empty()) config["input_shape"] = c.inputs[0].shape;
+  if (c.inputs.size() > 1)
+    for (const InputSpec& in : c.inputs) config["inputs"].push_back(input_spec_string(in));
   return {{"model", o.model.model},
           {"config", config},
           {"iters", o.iters},

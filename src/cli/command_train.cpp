@@ -127,8 +127,17 @@ Model load_model(const TrainOptions& o, DataSource& data) {
     if (!is_torchscript_path(mo.model) && mo.classes == 0) mo.classes = data.dataset->classes();
   }
   const ModelConfig config = model_config(mo);
-  ModelSpec spec{mo.model,       config.batch,       config.image, config.width,
-                 config.classes, config.input_shape, mo.output};
+  if (config.inputs.size() > 1)
+    throw UsageError("monet train feeds models of one input; " + mo.model + " takes " +
+                     std::to_string(config.inputs.size()) +
+                     " (plan, verify and run take several; train it from Python with "
+                     "monet.optimize)");
+  ModelSpec spec{mo.model, config.batch, config.image, config.width, config.classes, {}, mo.output};
+  if (!config.inputs.empty()) spec.input_shape = config.inputs[0].shape;
+  if (!config.inputs.empty() && config.inputs[0].dtype) {
+    spec.inputs = {{config.inputs[0].shape, config.inputs[0].dtype}};
+    spec.input_shape.clear();
+  }
   spec.loss = loss_kind_from_name(mo.loss);
   try {
     return Model::load(spec, o.seed);
@@ -226,7 +235,7 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
       std::tie(x, y) = data.loader->next();
     } else {
       Batch b = make_batch(model.impl()->graph, o.seed * 1000003 + s * world + rc.where.rank);
-      x = b.at(model.impl()->input_value);
+      x = b.at(model.impl()->input_values[0]);
       if (model.impl()->target_value >= 0) y = b.at(model.impl()->target_value);
     }
     const bool after = o.sync == "after-backward" || (o.sync == "alternate" && s % 2 == 1);

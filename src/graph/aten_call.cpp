@@ -106,8 +106,9 @@ void point_storage_at(const at::Tensor& t, const c10::Storage& storage) {
 
 namespace {
 
-// Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry;
-// integer ones as indices 0 or 1), the same on every call.
+// Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry:
+// a view's layout, an expanded one's zero strides included; integer ones as indices 0 or
+// 1), the same on every call.
 std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& shapes,
                                      const std::vector<std::vector<int64_t>>& strides,
                                      const std::vector<at::ScalarType>& dtypes) {
@@ -115,10 +116,14 @@ std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& sh
   std::vector<at::Tensor> in;
   for (size_t k = 0; k < shapes.size(); ++k) {
     const bool integral = k < dtypes.size() && at::isIntegralType(dtypes[k], /*includeBool=*/true);
-    in.push_back(integral ? at::randint(0, 2, shapes[k], gen, at::dtype(dtypes[k]))
-                 : k < strides.size() && !strides[k].empty()
-                     ? at::empty_strided(shapes[k], strides[k]).normal_(0, 1, gen)
-                     : at::randn(shapes[k], gen));
+    const bool strided = k < strides.size() && !strides[k].empty();
+    int64_t extent = 1;  // elements of the storage the layout spans
+    for (size_t d = 0; strided && d < shapes[k].size(); ++d)
+      extent += (shapes[k][d] - 1) * strides[k][d];
+    const std::vector<int64_t> storage_shape = strided ? std::vector<int64_t>{extent} : shapes[k];
+    at::Tensor t = integral ? at::randint(0, 2, storage_shape, gen, at::dtype(dtypes[k]))
+                            : at::randn(storage_shape, gen);
+    in.push_back(strided ? t.as_strided(shapes[k], strides[k]) : t);
   }
   return in;
 }

@@ -52,6 +52,49 @@ std::vector<int64_t> parse_input_shape(const std::string& text) {
   return dims;
 }
 
+namespace {
+
+const std::vector<std::pair<const char*, at::ScalarType>>& input_dtypes() {
+  static const std::vector<std::pair<const char*, at::ScalarType>> types = {
+      {"float32", at::kFloat},
+      {"float64", at::kDouble},
+      {"int64", at::kLong},
+      {"int32", at::kInt},
+      {"bool", at::kBool}};
+  return types;
+}
+
+}  // namespace
+
+std::string input_dtype_name(at::ScalarType dtype) {
+  for (const auto& [name, type] : input_dtypes())
+    if (type == dtype) return name;
+  return c10::toString(dtype);
+}
+
+InputSpec parse_input_spec(const std::string& text) {
+  const size_t colon = text.find(':');
+  InputSpec input;
+  input.shape = parse_input_shape(text.substr(0, colon));
+  if (colon == std::string::npos) return input;
+  const std::string type = text.substr(colon + 1);
+  std::string known;
+  for (const auto& [name, dtype] : input_dtypes()) {
+    if (type == name) input.dtype = dtype;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  if (!input.dtype)
+    throw std::invalid_argument("invalid input '" + text + "': unknown element type '" + type +
+                                "' (known: " + known + ")");
+  return input;
+}
+
+std::string input_spec_string(const InputSpec& input) {
+  std::string text;
+  for (int64_t d : input.shape) text += (text.empty() ? "" : ",") + std::to_string(d);
+  return input.dtype ? text + ":" + input_dtype_name(*input.dtype) : text;
+}
+
 std::vector<int64_t> parse_image_size(const std::string& text, int spatial_dims) {
   const auto dims = parse_sizes(text, 'x', "image size", "N, HxW or DxHxW");
   if (dims.size() == 1) return std::vector<int64_t>(spatial_dims, dims[0]);

@@ -2,7 +2,10 @@
 // "--image 224", "--image 416x608", "--image 64x64x64" syntax.
 #pragma once
 
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,14 +48,30 @@ struct ImportOptions {
   LossyImplementations lossy = LossyImplementations::kExcluded;
 };
 
+/// One input of a traced model's forward: its shape, batch first, and element type.
+struct InputSpec {
+  std::vector<int64_t> shape;
+  /// The element type fed; none: inferred (int64 token ids where an embedding reads the
+  /// input, float32 otherwise).
+  std::optional<at::ScalarType> dtype;
+};
+
+/// Parses "2,3,224,224" or "2,16:int64": a shape, batch first, and optionally an element
+/// type (float32, float64, int64, int32 or bool). Throws std::invalid_argument.
+InputSpec parse_input_spec(const std::string& text);
+/// "2,16" or "2,16:int64", as parse_input_spec() reads it.
+std::string input_spec_string(const InputSpec& input);
+/// An input element type's name ("float32", "int64", "bool"...).
+std::string input_dtype_name(at::ScalarType dtype);
+
 struct ModelConfig {
   int64_t batch = 1;           // samples per iteration
   std::vector<int64_t> image;  // spatial input size (H, W) or (D, H, W); empty = model default
   double width = 1.0;          // channel width multiplier (1.0 = the published model)
   int64_t classes = 0;         // output classes; 0 = model default (1000 / 1 for UNets)
-  /// Imported TorchScript models only: the full input shape, batch first ("2,3,224,224");
-  /// empty for zoo models.
-  std::vector<int64_t> input_shape;
+  /// Imported TorchScript models only: every input of forward, in order (the first one's
+  /// shape gives batch and image); empty for zoo models.
+  std::vector<InputSpec> inputs;
   ImportOptions import;  // imported TorchScript models only
 };
 

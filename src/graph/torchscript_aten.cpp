@@ -86,7 +86,12 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   if (schema->is_mutable()) {
     if (name.back() != '_')
       fail(node, "unsupported operator '" + kind + "': it writes into an argument");
-    if (arg(node, 0).kind != Entry::kTensor)
+    // Into a tensor the model computes, or into a constant of the trace (MultiheadAttention
+    // fills a zeros_like(mask) in place): the out-of-place operator, its result in the
+    // written tensor's place. Not into the model's state.
+    const Entry& written = arg(node, 0);
+    if (written.kind != Entry::kTensor &&
+        (written.kind != Entry::kConstant || !written.path.empty()))
       fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
     if (read_after(node, node->inputs()[0]))
       fail(node, "in-place '" + kind +

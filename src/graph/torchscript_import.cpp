@@ -23,16 +23,24 @@ Graph Importer::run() {
   torch::jit::EliminateDeadCode(jit);
   keep_trained_output(*jit);
   const auto inputs = jit->inputs();
-  if (inputs.size() != 2)
+  if (inputs.size() != inputs_.size() + 1)
     throw ImportError("'" + path_ + "': forward takes " + std::to_string(inputs.size() - 1) +
-                      " inputs; monet imports models with one input tensor");
+                      " input" + (inputs.size() == 2 ? "" : "s") + ", " +
+                      std::to_string(inputs_.size()) + " given (one input shape each)");
   entries_[inputs[0]] = module_entry("");
   norm_arguments_ = norm_arguments(*jit);
-  Entry x;
-  x.kind = Entry::kTensor;
-  x.value = graph_.add_input("input", input_shape_,
-                             input_is_token_ids(inputs[1]) ? at::kLong : at::kFloat);
-  entries_[inputs[1]] = x;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const JitValue* in = inputs[i + 1];
+    Entry x;
+    x.kind = Entry::kTensor;
+    // One input keeps the name "input" (and its models their fingerprints); several are
+    // named after forward's arguments.
+    const std::string name = inputs_.size() == 1 ? "input" : "input." + in->debugNameBase();
+    const at::ScalarType dtype =
+        inputs_[i].dtype.value_or(input_is_token_ids(in) ? at::kLong : at::kFloat);
+    x.value = graph_.add_input(name, inputs_[i].shape, dtype);
+    entries_[in] = x;
+  }
   for (JitNode* node : jit->nodes()) translate(node);
   const Entry& output = entry(jit->outputs()[0]);
   if (output.kind != Entry::kTensor)
@@ -442,19 +450,28 @@ bool is_torchscript_path(const std::string& model) {
 
 Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape,
                          const ImportOptions& options) {
-  if (input_shape.size() < 2)
-    throw ImportError("the input shape must give at least the batch and one more dimension, got " +
-                      shape_string(input_shape));
-  for (auto d : input_shape)
-    if (d < 1)
-      throw ImportError("input shape " + shape_string(input_shape) + " has a non-positive size");
+  return import_torchscript(path, std::vector<InputSpec>{{input_shape, std::nullopt}}, options);
+}
+
+Graph import_torchscript(const std::string& path, const std::vector<InputSpec>& inputs,
+                         const ImportOptions& options) {
+  if (inputs.empty()) throw ImportError("no input shape given for '" + path + "'");
+  for (const InputSpec& in : inputs) {
+    if (in.shape.size() < 2)
+      throw ImportError(
+          "the input shape must give at least the batch and one more dimension, got " +
+          shape_string(in.shape));
+    for (auto d : in.shape)
+      if (d < 1)
+        throw ImportError("input shape " + shape_string(in.shape) + " has a non-positive size");
+  }
   torch::jit::Module module;
   try {
     module = torch::jit::load(path);
   } catch (const c10::Error& e) {
     throw ImportError("cannot load TorchScript file '" + path + "': " + e.what_without_backtrace());
   }
-  return torchscript::Importer(path, std::move(module), input_shape, options).run();
+  return torchscript::Importer(path, std::move(module), inputs, options).run();
 }
 
 }  // namespace monet

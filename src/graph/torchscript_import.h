@@ -37,8 +37,11 @@ class ImportError : public std::runtime_error {
 /// model.
 bool is_torchscript_path(const std::string& model);
 
-/// The graph of the module saved at `path`, fed an input of `input_shape` (batch first,
-/// e.g. {8, 3, 224, 224}). Throws ImportError.
+/// The graph of the module saved at `path`, fed `inputs` (one per argument of forward, in
+/// order; shapes batch first, e.g. {8, 3, 224, 224}). Throws ImportError.
+Graph import_torchscript(const std::string& path, const std::vector<InputSpec>& inputs,
+                         const ImportOptions& options = {});
+/// The same for a model of one input of `input_shape`, its element type inferred.
 Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape,
                          const ImportOptions& options = {});
 

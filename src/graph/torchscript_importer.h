@@ -74,11 +74,11 @@ inline std::string parent(const std::string& path) {
 
 class Importer {
  public:
-  Importer(const std::string& path, torch::jit::Module module, std::vector<int64_t> input_shape,
+  Importer(const std::string& path, torch::jit::Module module, std::vector<InputSpec> inputs,
            ImportOptions options)
       : path_(path),
         module_(std::move(module)),
-        input_shape_(std::move(input_shape)),
+        inputs_(std::move(inputs)),
         options_(std::move(options)),
         graph_(module_name(path)) {
     for (const auto& p : module_.named_parameters(/*recurse=*/true))
@@ -307,7 +307,7 @@ class Importer {
 
   std::string path_;
   torch::jit::Module module_;
-  std::vector<int64_t> input_shape_;
+  std::vector<InputSpec> inputs_;
   ImportOptions options_;
   Graph graph_;
   std::map<std::string, std::pair<at::Tensor, bool>> state_;  // name -> (tensor, trainable)

@@ -36,11 +36,13 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
   auto kept = std::make_unique<KeptGraph>();
   kept->leaves.resize(in.size());
   std::vector<at::Tensor> call_inputs(in.size());
+  bool any_differentiable = false;
   for (size_t k = 0; k < in.size(); ++k) {
     const Value& v = g.value(n.inputs[k]);
     const bool activation = v.kind == ValueKind::kActivation;
     const bool differentiable =
         (activation || v.kind == ValueKind::kParameter) && in[k].is_floating_point();
+    any_differentiable = any_differentiable || differentiable;
     call_inputs[k] =
         activation || differentiable ? storage_swappable(in[k], differentiable) : in[k];
     if (activation || differentiable) kept->leaves[k] = call_inputs[k];
@@ -52,7 +54,9 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
   }
   call_inputs.clear();
   kept->output = ag::impl::gradient_edge(out);
-  if (!kept->output.function)
+  // None on inputs that take no gradient (a mask converted to float): the backward then
+  // has no gradient to give.
+  if (!kept->output.function && any_differentiable)
     throw std::logic_error(n.name + ": " + n.attrs.aten->name + " recorded no autograd node");
   // The output owns its storage, contiguous, as every activation but a view.
   ForwardOutput result;

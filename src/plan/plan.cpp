@@ -43,7 +43,10 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
                           {"image", plan.config.image},
                           {"width", plan.config.width},
                           {"classes", plan.config.classes}};
-  if (!plan.config.input_shape.empty()) model["input_shape"] = plan.config.input_shape;
+  const std::vector<InputSpec>& inputs = plan.config.inputs;
+  if (inputs.size() == 1 && !inputs[0].dtype) model["input_shape"] = inputs[0].shape;
+  if (inputs.size() > 1 || (inputs.size() == 1 && inputs[0].dtype))
+    for (const InputSpec& in : inputs) model["inputs"].push_back(input_spec_string(in));
   if (!plan.config.import.output.empty()) model["output"] = plan.config.import.output;
   if (plan.config.import.loss != OpKind::kCrossEntropyLoss)
     model["loss"] = op_name(plan.config.import.loss);
@@ -68,7 +71,12 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     config->width = m.at("width").get<double>();
     config->classes = m.at("classes").get<int64_t>();
     if (m.contains("input_shape"))
-      config->input_shape = m.at("input_shape").get<std::vector<int64_t>>();
+      config->inputs = {{m.at("input_shape").get<std::vector<int64_t>>(), std::nullopt}};
+    if (m.contains("inputs")) {
+      config->inputs.clear();
+      for (const auto& text : m.at("inputs"))
+        config->inputs.push_back(parse_input_spec(text.get<std::string>()));
+    }
     config->import.output = m.value("output", "");
     const std::string loss = m.value("loss", op_name(OpKind::kCrossEntropyLoss));
     config->import.loss = op_from_name(loss);

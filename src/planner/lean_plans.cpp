@@ -42,13 +42,15 @@ bool read_by_another_backward(const Graph& g, const ScheduleChoices& c, int v, i
 ScheduleChoices implementation_choices(const Graph& g, const CostModel& costs,
                                        ImplementationPreference preference) {
   ScheduleChoices c = default_choices(g);
+  const auto needs_backward = nodes_needing_backward(g);
   for (const auto& n : g.nodes()) {
     const bool sole_reader = !n.inputs.empty() &&
                              g.value(n.inputs[0]).kind == ValueKind::kActivation &&
                              g.value(n.inputs[0]).consumers.size() == 1;
     const auto forwards = forward_impls(g, n);
     const auto backwards = backward_impls(g, n);
-    const auto parts = backward_parts(g, n);
+    // A node no gradient reaches (one that reads only the batch) runs no backward.
+    const auto parts = needs_backward[n.id] ? backward_parts(g, n) : std::vector<BackwardPart>{};
     bool found = false;
     int64_t best_bytes = 0;
     double best_seconds = 0;

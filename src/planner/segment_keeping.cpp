@@ -46,9 +46,12 @@ std::vector<Segment> segments_of(const Graph& g, const CostModel& costs, const S
   return segments;
 }
 
-// Profiled seconds of node `id`'s forward and backward under `c`.
-double node_seconds(const Graph& g, const CostModel& costs, const ScheduleChoices& c, int id) {
+// Profiled seconds of node `id`'s forward and, when it `needs_backward`, its backward
+// under `c`.
+double node_seconds(const Graph& g, const CostModel& costs, const ScheduleChoices& c, int id,
+                    bool needs_backward) {
   double seconds = costs.forward(g, id, c.forward[id]).seconds;
+  if (!needs_backward) return seconds;
   const auto parts = backward_parts(g, g.node(id));
   for (size_t k = 0; k < parts.size() && k < c.backward[id].size(); ++k)
     seconds += costs.backward(g, id, parts[k], c.backward[id][k]).seconds;
@@ -64,10 +67,13 @@ void upgrade_implementations(const Graph& g, const CostModel& costs, const Sched
   const int64_t peak_allowed = std::max(budget, sim->peak_bytes);
   double excess = sim->bytes_over(budget);
   std::vector<std::pair<double, int>> savings;
+  const auto needs_backward = nodes_needing_backward(g);
   for (const auto& n : g.nodes()) {
     if (c->forward[n.id] == fastest.forward[n.id] && c->backward[n.id] == fastest.backward[n.id])
       continue;
-    const double saved = node_seconds(g, costs, *c, n.id) - node_seconds(g, costs, fastest, n.id);
+    const bool backward = needs_backward[n.id];
+    const double saved = node_seconds(g, costs, *c, n.id, backward) -
+                         node_seconds(g, costs, fastest, n.id, backward);
     if (saved > 0) savings.push_back({saved, n.id});
   }
   std::stable_sort(savings.begin(), savings.end(),

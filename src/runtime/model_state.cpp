@@ -82,7 +82,9 @@ Batch make_batch(const Graph& graph, uint64_t seed) {
   for (const auto& n : graph.nodes())
     if (n.op == OpKind::kCrossEntropyLoss) classes = graph.value(n.inputs[0]).shape[1];
   for (const auto& v : graph.values()) {
-    if (v.kind == ValueKind::kInput && at::isIntegralType(v.dtype, /*includeBool=*/false)) {
+    if (v.kind == ValueKind::kInput && v.dtype == at::kBool) {  // a mask
+      batch[v.id] = at::empty(v.shape, at::kFloat).bernoulli_(0.5, gen).to(at::kBool);
+    } else if (v.kind == ValueKind::kInput && at::isIntegralType(v.dtype, false)) {
       batch[v.id] =
           at::empty(v.shape, at::kLong).random_(0, index_bound(graph, v), gen).to(v.dtype);
     } else if (v.kind == ValueKind::kInput) {

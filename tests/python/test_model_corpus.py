@@ -2,10 +2,13 @@
 fallback of specialised operators: an einsum attention block, LSTM and GRU language
 models (a recurrent layer is one generic node over its weight list), a registered buffer
 fed to a Linear, a 1-D convolutional audio classifier (1-D pooling), dilated max pooling
-and max pooling with indices undone by max_unpool2d. Each is planned at a budget
+and max pooling with indices undone by max_unpool2d, a model of two inputs (token ids and
+a bool padding mask into nn.MultiheadAttention). Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
+import os
+import subprocess
 
 import pytest
 import torch
@@ -109,6 +112,23 @@ class TwoHeads(torch.nn.Module):
         return {"out": logits, "aux": aux} if self.as_dict else (logits, aux)
 
 
+class MaskedEncoder(torch.nn.Module):
+    """Two inputs: token ids [N, T] and a bool key padding mask [N, T] (True: padding)
+    into nn.MultiheadAttention, then a per-position head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 16)
+        self.attention = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+        self.norm = torch.nn.LayerNorm(16)
+        self.head = torch.nn.Linear(16, VOCAB)
+
+    def forward(self, tokens, padding):
+        h = self.embed(tokens)
+        a, _ = self.attention(h, h, h, key_padding_mask=padding, need_weights=False)
+        return self.head(self.norm(h + a))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -122,6 +142,7 @@ CASES = {
     "pooling_variants": (PoolingVariants, "features", (2, 3, 8, 8)),
     "tuple_output": (lambda: TwoHeads(as_dict=False), "features", (2, 3, 8, 8)),
     "dict_output": (lambda: TwoHeads(as_dict=True), "features", (2, 3, 8, 8)),
+    "two_inputs": (MaskedEncoder, "tokens_and_mask", (4, 12)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out"}
@@ -138,6 +159,13 @@ def trained_output(case, loss_fn):
 
 def batches(kind, shape):
     g = torch.Generator().manual_seed(1)
+    if kind == "tokens_and_mask":  # the first key never padding: no row fully masked
+        masks = [torch.rand(shape, generator=g) < 0.3 for _ in range(STEPS)]
+        for m in masks:
+            m[:, 0] = False
+        xs = [(torch.randint(0, VOCAB, shape, generator=g), m) for m in masks]
+        ys = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
+        return xs, ys, sequence_cross_entropy
     if kind == "tokens":
         xs = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
         ys = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
@@ -167,3 +195,34 @@ def test_trains_like_pytorch(case, cache_dir):
     for got, expected in zip(losses, want):
         assert abs(got - expected) <= TOLERANCE * abs(expected), (losses, want)
     assert worst_state_error(model, reference, rounding_level) <= TOLERANCE
+
+
+def monet_cli(*args):
+    return subprocess.run([os.environ["MONET_BINARY"], *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_several_inputs_from_the_cli(tmp_path):
+    """`--input-shape` once per input of forward, with element types: plan, verify and
+    run; a wrong count, an unknown type and `monet train` are refused in one line."""
+    torch.manual_seed(0)
+    traced = str(tmp_path / "encoder.pt")
+    tokens, mask = torch.randint(0, VOCAB, (4, 12)), torch.zeros(4, 12, dtype=torch.bool)
+    torch.jit.trace(MaskedEncoder(), (tokens, mask), check_trace=False).save(traced)
+    plan = str(tmp_path / "plan.json")
+    model = ["--model", traced, "--loss", "sequence_cross_entropy"]
+    shapes = ["--input-shape", "4,12", "--input-shape", "4,12:bool"]
+    r = monet_cli("plan", *model, *shapes, "--budget", "0.9x", "--time-limit", "5",
+                  "--cache-dir", str(tmp_path / "cache"), "-o", plan)
+    assert r.returncode == 0, r.stderr
+    r = monet_cli("verify", "--plan", plan)
+    assert r.returncode == 0 and "OK" in r.stdout + r.stderr, r.stdout + r.stderr
+    r = monet_cli("run", "--plan", plan, "--iters", "1", "--warmup", "0")
+    assert r.returncode == 0, r.stderr
+    r = monet_cli("plan", *model, "--input-shape", "4,12", "--budget", "0.9x", "-o", plan)
+    assert r.returncode != 0 and "forward takes 2 inputs, 1 given" in r.stderr, r.stderr
+    r = monet_cli("plan", *model, "--input-shape", "4,12", "--input-shape", "4,12:complex",
+                  "--budget", "0.9x", "-o", plan)
+    assert r.returncode == 2 and "unknown element type 'complex'" in r.stderr, r.stderr
+    r = monet_cli("train", *model, *shapes, "--synthetic", "--budget", "0.9x", "--steps", "1")
+    assert r.returncode == 2 and "monet train feeds models of one input" in r.stderr, r.stderr

@@ -97,7 +97,7 @@ def train(model, module, optimizer, xs, ys, loss_fn):
     losses, rounding_level = [], set()
     for x, y in zip(xs, ys):
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        loss = loss_fn(model(*x) if isinstance(x, tuple) else model(x), y)
         loss.backward()
         if not losses:
             grads = {n: p.grad.abs().max().item() for n, p in module.named_parameters()
