@@ -246,6 +246,56 @@ TEST(AtenCall, ListArgumentsTakeTheirElementsFromTheNodeInputs) {
       at::allclose(call_aten(*with_constant, {a}), at::matmul(a, at::ones({3, 2}, at::kDouble))));
 }
 
+// The trace's float32 dtype arguments follow float64 inputs: x.to(torch.float32) of a
+// float32 trace stays the view of its input it was probed as.
+TEST(AtenCall, Float32DtypeArgumentsFollowFloat64Inputs) {
+  const auto to =
+      make_aten_call("aten::to", "dtype",
+                     {c10::IValue(), static_cast<int64_t>(at::kFloat), false, false, c10::IValue()},
+                     {0}, {{2, 3}}, {true});
+  EXPECT_TRUE(to->output_aliases_input);
+  const at::Tensor x = at::randn({2, 3}, at::kDouble);
+  const at::Tensor y = call_aten(*to, {x});
+  EXPECT_EQ(y.scalar_type(), at::kDouble);
+  EXPECT_TRUE(y.is_alias_of(x));
+  // Other integer arguments stay as they are (6 is kFloat's value, as a dimension here).
+  const auto sum = make_aten_call("aten::sum", "dim_IntList",
+                                  {c10::IValue(), std::vector<int64_t>{1}, false, c10::IValue()},
+                                  {0}, {{2, 7}}, {true});
+  EXPECT_EQ(sum->output_shape, (std::vector<int64_t>{2}));
+}
+
+// Channel-wise dropout (nn.Dropout2d) zeroes whole channels, and every implementation
+// pair gives the reference's gradients (the same noise, kept, packed or drawn again).
+TEST(Dropout, ChannelWiseZeroesWholeChannelsInEveryImplementation) {
+  MemoryTracker::install();
+  GraphBuilder b("channel_dropout");
+  const int x = b.input("input", {4, 6, 5, 5});
+  int h = b.conv(x, "conv1", {8, {3}, 1, 1, 1, true, default_init()});
+  h = b.dropout(h, "drop", 0.5, DropoutShape::kChannel);
+  h = b.conv(h, "conv2", {8, {3}, 1, 1, 1, true, default_init()});
+  const int head = b.flatten(b.adaptive_avg_pool(h, "pool", {1, 1}), "flatten");
+  b.cross_entropy(b.linear(head, "fc", 3), b.class_target("target", 4));
+  const Graph g = b.finish();
+  const Node& drop = testing::node_named(g, "drop");
+  EXPECT_EQ(dropout_noise_shape(drop, {4, 8, 5, 5}), (std::vector<int64_t>{4, 8, 1, 1}));
+  NodeState state;
+  state.seed = 7;
+  const at::Tensor ones = at::ones({4, 8, 5, 5});
+  for (const ForwardImplInfo& f : forward_impls(g, drop)) {
+    const at::Tensor y = kernels::dropout_forward(drop, f, ones, state, true).output;
+    const at::Tensor per_channel = y.amax({2, 3});
+    EXPECT_TRUE(at::equal(y.amin({2, 3}), per_channel)) << f.name;  // whole channels
+    EXPECT_GT(per_channel.eq(0).sum().item<int64_t>(), 0) << f.name;
+    EXPECT_GT(per_channel.eq(2).sum().item<int64_t>(), 0) << f.name;
+  }
+  std::set<std::string> used;
+  for (int variant = 0; variant < 3; ++variant)
+    EXPECT_LT(testing::max_gradient_error(g, testing::rotated_plan(g, variant, &used)), 1e-9);
+  for (const std::string impl : {"default", "reseed", "mask"})
+    EXPECT_TRUE(used.count("dropout forward " + impl)) << impl;
+}
+
 TEST(AtenOps, EveryImplementationMatchesAutograd) {
   MemoryTracker::install();
   const Graph g = activations_graph();

@@ -15,6 +15,7 @@ import warnings
 import torch
 
 from . import _C
+from .errors import UnsupportedOperator
 
 #: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
 #: its update's temporaries).
@@ -117,6 +118,18 @@ def _example_inputs(example_input):
 _INPUT_DTYPES = {torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
 
 
+def _refuse_untraceable(module):
+    """What a trace records wrongly: nn.BatchNorm with momentum=None computes its factor
+    1 / num_batches_tracked in Python, which a trace bakes in as a constant."""
+    for name, m in module.named_modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.momentum is None \
+                and m.track_running_stats:
+            raise UnsupportedOperator(
+                f"{name or type(module).__name__}: batch norm with momentum=None (a cumulative "
+                "average) computes its factor in Python, which tracing records as a constant; "
+                "give it a momentum", "aten::batch_norm")
+
+
 def _float32_twin(module, inputs):
     """What to trace: the module itself in float32, or a float32 copy of a float64 one
     (monet's graph and memory model are float32; a float64 model then runs its own
@@ -139,6 +152,7 @@ def _import(module, example_input, output, lossy=False):
     using the module's tensors; `lossy`: whether its lossy implementations are offered to
     the planner."""
     inputs = _example_inputs(example_input)
+    _refuse_untraceable(module)
     twin, twin_inputs = _float32_twin(module, inputs)
     traced = _traced(twin, twin_inputs[0] if len(twin_inputs) == 1 else twin_inputs)
     fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")

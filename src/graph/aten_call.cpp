@@ -41,14 +41,31 @@ void describe_value(std::ostream& s, const c10::IValue& v) {
   }
 }
 
+// Whether `argument` is a dtype (ScalarType or ScalarType?).
+bool is_dtype_argument(const c10::Argument& argument) {
+  c10::TypePtr type = argument.real_type();
+  if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+  return type->kind() == c10::TypeKind::ScalarTypeType;
+}
+
 // Floating-point constants of the trace (float32: monet traces a float32 twin of the
 // model) in the floating type of the inputs, as the model's own constants are when it runs
 // in float64 (a recurrent layer's initial state, a matmul's constant operand).
-void match_constants_to_inputs(torch::jit::Stack* stack, const std::vector<at::Tensor>& inputs) {
+
+void match_constants_to_inputs(torch::jit::Stack* stack, const c10::FunctionSchema& schema,
+                               const std::vector<at::Tensor>& inputs) {
   const auto floating = std::find_if(inputs.begin(), inputs.end(),
                                      [](const at::Tensor& t) { return t.is_floating_point(); });
   if (floating == inputs.end() || floating->scalar_type() == at::kFloat) return;
   const at::ScalarType type = floating->scalar_type();
+  // The trace's float32 dtypes (x.to(torch.float32), x.float()) are the inputs' type.
+  const auto& arguments = schema.arguments();
+  for (size_t i = 0; i < stack->size() && i < arguments.size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isInt() && v.toInt() == static_cast<int64_t>(at::kFloat) &&
+        is_dtype_argument(arguments[i]))
+      v = static_cast<int64_t>(type);
+  }
   const auto converted = [type](const at::Tensor& t) {
     return t.defined() && t.scalar_type() == at::kFloat ? t.to(type) : t;
   };
@@ -72,7 +89,7 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
   const auto op = c10::Dispatcher::singleton().findSchema({c.name, c.overload});
   if (!op) throw AtenCallError(qualified(c) + " is not an operator of the ATen dispatcher");
   torch::jit::Stack stack(c.arguments.begin(), c.arguments.end());
-  match_constants_to_inputs(&stack, inputs);
+  match_constants_to_inputs(&stack, op->schema(), inputs);
   std::map<int, c10::List<at::Tensor>> lists;  // by slot
   for (size_t k = 0; k < inputs.size(); ++k) {
     const int list_index = c.list_indices.empty() ? -1 : c.list_indices[k];

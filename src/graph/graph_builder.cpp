@@ -163,9 +163,10 @@ int GraphBuilder::linear(int x, const std::string& name, int64_t out_features, L
   return graph_.add_node(OpKind::kLinear, name, inputs);
 }
 
-int GraphBuilder::dropout(int x, const std::string& name, double p) {
+int GraphBuilder::dropout(int x, const std::string& name, double p, DropoutShape shape) {
   OpAttrs a;
   a.p = p;
+  a.dropout_shape = shape;
   return graph_.add_node(OpKind::kDropout, name, {x}, a);
 }
 

@@ -74,7 +74,8 @@ class GraphBuilder {
   int slice(int x, const std::string& name, int64_t dim, int64_t start, int64_t length);
   int channel_shuffle(int x, const std::string& name, int64_t groups);
   int linear(int x, const std::string& name, int64_t out_features, LayerInit init = {});
-  int dropout(int x, const std::string& name, double p);
+  int dropout(int x, const std::string& name, double p,
+              DropoutShape shape = DropoutShape::kElement);
   int cross_entropy(int logits, int target, const std::string& name = "loss");
   int bce_with_logits(int logits, int target, const std::string& name = "loss");
 

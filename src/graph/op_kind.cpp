@@ -101,6 +101,7 @@ std::string describe_attrs(OpKind op, const OpAttrs& a) {
       break;
     case OpKind::kDropout:
       s << "p=" << a.p;
+      if (a.dropout_shape == DropoutShape::kChannel) s << " channel-wise";
       break;
     case OpKind::kAten:
       if (a.aten) s << describe_aten_call(*a.aten);

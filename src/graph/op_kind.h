@@ -55,6 +55,12 @@ bool is_loss(OpKind op);
 /// True for convolution and transposed convolution (the operators with algorithm choices).
 bool is_convolution(OpKind op);
 
+/// Which elements dropout zeroes together.
+enum class DropoutShape {
+  kElement,  // each element on its own (nn.Dropout)
+  kChannel,  // whole channels: one draw per sample and channel (nn.Dropout1d/2d/3d)
+};
+
 struct OpAttrs {
   std::vector<int64_t> kernel;          // conv / pool window, one entry per spatial dim
   std::vector<int64_t> stride;          // per spatial dim
@@ -69,8 +75,9 @@ struct OpAttrs {
   double eps = 1e-5;                    // batch norm
   double momentum = 0.1;                // batch norm running-stat update factor
   double p = 0.0;                       // dropout probability (dropout, attention)
-  bool ceil_mode = false;               // pooling
-  bool count_include_pad = true;        // average pooling
+  DropoutShape dropout_shape = DropoutShape::kElement;  // dropout
+  bool ceil_mode = false;                               // pooling
+  bool count_include_pad = true;                        // average pooling
   /// The reference framework (torchvision) runs this op in place on its first input.
   /// The autograd baseline honours it; planners may choose otherwise.
   bool inplace = false;

@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <algorithm>
 
 #include "graph/aten_call.h"
 #include "graph/attention_fusion.h"
@@ -227,11 +228,19 @@ void Importer::translate(JitNode* node) {
   } else if (kind == "aten::batch_norm" && generic_path()) {
     // Batch statistics, no running statistics (OperatorPath::kGeneric).
     translate_aten(node, kind, {{3, c10::IValue()}, {4, c10::IValue()}, {5, true}});
+  } else if (kind == "aten::batch_norm" && is_none(node, 3) && is_none(node, 4)) {
+    // track_running_stats=False: batch statistics in training and evaluation alike, a
+    // generic node (with or without affine parameters).
+    translate_aten(node, kind, {{5, true}});
   } else if (kind == "aten::batch_norm") {
     OpAttrs a;
     for (size_t i = 1; i <= 4; ++i)
       if (is_none(node, i))
-        fail(node, "batch norm without affine parameters or running statistics is not supported");
+        fail(node,
+             "batch norm with running statistics but without affine parameters "
+             "(affine=False) is not supported: its running statistics are updated in "
+             "place, which a recomputation would repeat; use affine=True or "
+             "track_running_stats=False");
     if (is_none(node, 6))
       fail(node, "batch norm with momentum=None (a cumulative average) is not supported");
     a.momentum = double_arg(node, 6, "momentum");
@@ -260,10 +269,10 @@ void Importer::translate(JitNode* node) {
              kind == "aten::feature_dropout" || kind == "aten::feature_dropout_") {
     // p = 0 is the identity, as ATen's dropout returns its input: no node, no memory.
     if (double_arg(node, 1, "p") == 0.0) return alias(node, tensor(node, 0));
-    if (kind.find("feature") != std::string::npos)
-      fail(node, "channel-wise dropout (nn.Dropout2d) is not supported");
     OpAttrs a;
     a.p = double_arg(node, 1, "p");
+    // nn.Dropout1d/2d/3d: whole channels of a batched input.
+    if (kind.find("feature") != std::string::npos) a.dropout_shape = DropoutShape::kChannel;
     emit(node, OpKind::kDropout, {tensor(node, 0)}, a);
   } else if (kind == "aten::flatten" || kind == "aten::view" || kind == "aten::reshape" ||
              kind == "aten::contiguous") {
@@ -283,8 +292,8 @@ void Importer::translate_conv(JitNode* node, const std::string& kind) {
   const size_t spatial = ws.size() - 2;
   OpAttrs a;
   a.kernel.assign(ws.begin() + 2, ws.end());
-  if (!constant(node, 4, "padding").isIntList())
-    fail(node, "string padding ('same'/'valid') is not supported; trace with integer padding");
+  // String padding ('same', 'valid'): a generic node.
+  if (!constant(node, 4, "padding").isIntList()) return translate_aten(node, kind);
   a.stride = per_dim(ints_arg(node, 3, "stride"), spatial);
   a.padding = per_dim(ints_arg(node, 4, "padding"), spatial);
   a.dilation = per_dim(ints_arg(node, 5, "dilation"), spatial);
@@ -296,10 +305,10 @@ void Importer::translate_conv(JitNode* node, const std::string& kind) {
   } else {
     a.groups = int_arg(node, 6, "groups");
   }
-  if (transposed && a.groups != 1) fail(node, "grouped transposed convolution is not supported");
-  if (transposed)
-    for (auto d : a.dilation)
-      if (d != 1) fail(node, "dilated transposed convolution is not supported");
+  // Grouped or dilated transposed convolution: a generic node.
+  const bool dilated =
+      std::any_of(a.dilation.begin(), a.dilation.end(), [](int64_t d) { return d != 1; });
+  if (transposed && (a.groups != 1 || dilated)) return translate_aten(node, kind);
   if (!transposed) a.output_padding.clear();
   emit(node, transposed ? OpKind::kConvTranspose : OpKind::kConv, in, a,
        parent(graph_.value(w).name));

@@ -98,12 +98,13 @@ std::vector<at::Tensor> smooth_activation_backward(const Node& n, const Backward
 ForwardOutput dropout_forward(const Node& n, const ForwardImplInfo& impl, const at::Tensor& x,
                               const NodeState& state, bool training) {
   const bool mask = impl.name == "mask";
+  const std::vector<int64_t> shape = dropout_noise_shape(n, x.sizes().vec());
   if (!training || n.attrs.p == 0) {
     if (!impl.emits_intermediate) return {x.clone(), at::Tensor()};
-    return {x.clone(),
-            mask ? pack_bits(at::ones(x.sizes(), x.options().dtype(at::kBool))) : at::ones_like(x)};
+    return {x.clone(), mask ? pack_bits(at::ones(shape, x.options().dtype(at::kBool)))
+                            : at::ones(shape, x.options())};
   }
-  at::Tensor noise = dropout_noise(x.sizes(), n.attrs.p, state.seed);
+  at::Tensor noise = dropout_noise(shape, n.attrs.p, state.seed);
   at::Tensor y = x * noise;
   if (!impl.emits_intermediate) return {y, at::Tensor()};
   return {y, mask ? pack_bits(noise != 0) : noise};
@@ -116,13 +117,16 @@ std::vector<at::Tensor> dropout_backward(const Node& n, const BackwardImplInfo& 
   if (impl.name == "noise") {
     grads[0] = a.grad_output * a.intermediate;
   } else if (impl.name == "mask") {
-    const at::Tensor kept = unpack_bits(a.intermediate, a.grad_output.sizes());
+    const at::Tensor kept =
+        unpack_bits(a.intermediate, dropout_noise_shape(n, a.grad_output.sizes().vec()));
     grads[0] = n.attrs.p == 0 ? a.grad_output.clone()
                               : a.grad_output * dropout_scale(kept.to(at::kFloat), n.attrs.p);
   } else {
-    grads[0] = n.attrs.p == 0
-                   ? a.grad_output.clone()
-                   : a.grad_output * dropout_noise(a.grad_output.sizes(), n.attrs.p, state.seed);
+    grads[0] =
+        n.attrs.p == 0
+            ? a.grad_output.clone()
+            : a.grad_output * dropout_noise(dropout_noise_shape(n, a.grad_output.sizes().vec()),
+                                            n.attrs.p, state.seed);
   }
   return grads;
 }

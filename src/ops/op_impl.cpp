@@ -364,6 +364,12 @@ int64_t backward_result_bytes(const Graph& g, const Node& n, const BackwardImplI
   return bytes;
 }
 
+std::vector<int64_t> dropout_noise_shape(const Node& n, std::vector<int64_t> shape) {
+  if (n.attrs.dropout_shape == DropoutShape::kChannel)
+    for (size_t d = 2; d < shape.size(); ++d) shape[d] = 1;
+  return shape;
+}
+
 int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& forward_impl) {
   const Value& out = g.value(n.output);
   switch (n.op) {
@@ -372,8 +378,11 @@ int64_t intermediate_bytes(const Graph& g, const Node& n, const std::string& for
       return packed_bits_bytes(g.value(n.inputs[0]).numel());
     case OpKind::kMaxPool:
       return forward_impl == "argmax8" ? out.numel() : out.numel() * 8;
-    case OpKind::kDropout:
-      return forward_impl == "mask" ? packed_bits_bytes(out.numel()) : out.bytes();
+    case OpKind::kDropout: {
+      int64_t noise = 1;
+      for (int64_t d : dropout_noise_shape(n, out.shape)) noise *= d;
+      return forward_impl == "mask" ? packed_bits_bytes(noise) : noise * out.bytes() / out.numel();
+    }
     case OpKind::kConv: {
       const Value& x = g.value(n.inputs[0]);
       if (forward_impl == "half_input") return x.numel() * 2;

@@ -114,4 +114,8 @@ int64_t backward_result_bytes(const Graph& graph, const Node& node, const Backwa
 /// leaves for `node`; for the sparse encoding (data-dependent), its upper bound.
 int64_t intermediate_bytes(const Graph& graph, const Node& node, const std::string& forward_impl);
 
+/// The shape of dropout node `node`'s noise for an input of `shape`: the input's own, or
+/// [N, C, 1, ...] for channel-wise dropout (one draw per sample and channel).
+std::vector<int64_t> dropout_noise_shape(const Node& node, std::vector<int64_t> shape);
+
 }  // namespace monet

@@ -69,7 +69,8 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
       return at::linear(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor());
     case OpKind::kDropout:
       if (!training || a.p == 0) return in[0].clone();
-      return in[0] * dropout_noise(in[0].sizes(), a.p, node_seed(iteration_seed, n.id));
+      return in[0] * dropout_noise(dropout_noise_shape(n, in[0].sizes().vec()), a.p,
+                                   node_seed(iteration_seed, n.id));
     case OpKind::kCrossEntropyLoss:
       return at::cross_entropy_loss(in[0], in[1], {}, at::Reduction::Mean, -100, 0.0);
     case OpKind::kBCEWithLogitsLoss:

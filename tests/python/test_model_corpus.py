@@ -129,6 +129,25 @@ class MaskedEncoder(torch.nn.Module):
         return self.head(self.norm(h + a))
 
 
+class FallbackLayers(torch.nn.Module):
+    """Layers whose specialised operators do not apply, on the generic path: batch norm
+    without running statistics, grouped and dilated transposed convolution, 'same'
+    padding."""
+
+    def __init__(self):
+        super().__init__()
+        N = torch.nn
+        self.body = N.Sequential(
+            N.Conv2d(3, 8, 4, padding="same"), N.BatchNorm2d(8, track_running_stats=False),
+            N.ReLU(), N.ConvTranspose2d(8, 8, 3, groups=2, dilation=2), N.ReLU(),
+            N.Conv2d(8, 4, 3, padding="same", dilation=2), N.BatchNorm2d(4, affine=False,
+                                                                          track_running_stats=False))
+        self.head = N.Linear(4 * 12 * 12, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x).flatten(1))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -143,6 +162,7 @@ CASES = {
     "tuple_output": (lambda: TwoHeads(as_dict=False), "features", (2, 3, 8, 8)),
     "dict_output": (lambda: TwoHeads(as_dict=True), "features", (2, 3, 8, 8)),
     "two_inputs": (MaskedEncoder, "tokens_and_mask", (4, 12)),
+    "generic_fallbacks": (FallbackLayers, "features", (2, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out"}
@@ -226,3 +246,15 @@ def test_several_inputs_from_the_cli(tmp_path):
     assert r.returncode == 2 and "unknown element type 'complex'" in r.stderr, r.stderr
     r = monet_cli("train", *model, *shapes, "--synthetic", "--budget", "0.9x", "--steps", "1")
     assert r.returncode == 2 and "monet train feeds models of one input" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("layer, words", [
+    (torch.nn.BatchNorm2d(8, momentum=None), "momentum=None"),
+    (torch.nn.BatchNorm2d(8, affine=False), "affine=False"),
+])
+def test_batch_norms_a_trace_cannot_train_are_refused_in_one_line(layer, words, cache_dir):
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), layer, torch.nn.Flatten(),
+                                torch.nn.Linear(8 * 6 * 6, 10))
+    with pytest.raises(monet.UnsupportedOperator, match=words) as e:
+        monet.optimize(model, torch.randn(2, 3, 8, 8), budget="0.9x", cache_dir=cache_dir)
+    assert "\n" not in str(e.value).split("\n  at ")[0]
