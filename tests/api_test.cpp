@@ -67,6 +67,20 @@ TEST(Budget, RefusesWhatIsNotAFiniteByteCount) {
     EXPECT_THROW(parse_budget(bad, base), std::invalid_argument) << bad;
 }
 
+TEST(Model, SyntheticBatchesHaveTheModelsShapesAndFollowTheSeed) {
+  const Model model = Model::load(tiny_resnet());
+  const auto [inputs, target] = model.synthetic_batch(3);
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(inputs[0].sizes().vec(), model.input_shape());
+  EXPECT_EQ(model.input_shapes(), std::vector<std::vector<int64_t>>{model.input_shape()});
+  EXPECT_EQ(target.sizes().vec(), model.target_shape());
+  EXPECT_EQ(target.scalar_type(), model.target_dtype());
+  EXPECT_GE(target.min().item<int64_t>(), 0);
+  EXPECT_LT(target.max().item<int64_t>(), 4);  // the classes
+  EXPECT_TRUE(at::equal(model.synthetic_batch(3).first[0], inputs[0]));
+  EXPECT_FALSE(at::equal(model.synthetic_batch(4).first[0], inputs[0]));
+}
+
 TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
   const std::string cache = fresh_dir("cache");
   MemoryStats::install();

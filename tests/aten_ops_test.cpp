@@ -365,7 +365,7 @@ namespace monet {
 namespace {
 
 // conv, GELU (tanh approximation), pooling, linear: with `lossy` offered or not.
-Graph gelu_graph(LossyImplementations lossy) {
+Graph gelu_graph(LossyOffer lossy) {
   GraphBuilder b("gelu");
   const int x = b.input("input", {2, 3, 8, 8});
   const int h = b.conv(x, "conv", {6, {3}, 1, 1, 1, true, default_init()});
@@ -385,10 +385,10 @@ using testing::node_named;
 // lossy, keeps 4 bits an element, and its gradient error is reported, not hidden.
 TEST(AtenOps, LossyGeluIsOfferedOnlyWhenAskedAndItsErrorIsReported) {
   MemoryTracker::install();
-  const Graph exact = gelu_graph(LossyImplementations::kExcluded);
+  const Graph exact = gelu_graph(LossyOffer::kExcluded);
   for (const auto& f : forward_impls(exact, node_named(exact, "gelu")))
     EXPECT_FALSE(f.lossy) << f.name;
-  const Graph g = gelu_graph(LossyImplementations::kOffered);
+  const Graph g = gelu_graph(LossyOffer::kOffered);
   EXPECT_NE(g.fingerprint(), exact.fingerprint());
   const Node& gelu = node_named(g, "gelu");
   const ForwardImplInfo f = find_forward_impl(forward_impls(g, gelu), gelu, "lossy_4bit");

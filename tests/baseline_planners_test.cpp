@@ -125,6 +125,15 @@ TEST(NamedPlanner, RejectsUnknownNamesAndMissingBudgets) {
   for (const auto& name : planner_names()) EXPECT_NO_THROW(check_planner_name(name));
   EXPECT_TRUE(planner_requires_budget("checkmate-o"));
   EXPECT_FALSE(planner_requires_budget("gist"));
+  EXPECT_TRUE(planner_uses_budget("chain") && !planner_requires_budget("chain"));
+  EXPECT_THROW(planner_uses_budget("gurobi"), std::invalid_argument);
+  // The registry: a planner that needs a budget says how its smallest one is found, and
+  // every planner that takes one needs costs.
+  for (const PlannerEntry& e : planner_registry()) {
+    EXPECT_EQ(e.smallest_budget != nullptr, e.budget == BudgetUse::kRequired) << e.name;
+    EXPECT_EQ(e.needs_costs, e.budget != BudgetUse::kNone) << e.name;
+    EXPECT_EQ(&find_planner(e.name), &e);
+  }
   const testing::TinyModel m = testing::tiny_models_named({"vgg11"}).front();
   const Graph g = build_zoo_model(m.name, m.config);
   PlannerRequest r;

@@ -20,7 +20,7 @@
 namespace monet {
 namespace {
 
-const std::string kDir = MONET_FUZZ_FIXTURE_DIR;
+const std::string kFuzzDir = MONET_FUZZ_FIXTURE_DIR;
 // How often the program-based planners (CBC under a time limit) plan a model.
 constexpr int kProgramPlannerEvery = 25;
 
@@ -81,7 +81,7 @@ TEST(Fuzz, GeneratedModelsPlanAndRunOrAreRefusedInOneLine) {
   int models = 0, refused = 0, plans = 0;
   std::map<std::string, int> refusals;
   for (int i = 0;; ++i) {
-    const std::string base = kDir + "/fuzz_" + std::to_string(i);
+    const std::string base = kFuzzDir + "/fuzz_" + std::to_string(i);
     std::ifstream description(base + ".json");
     if (!description) break;
     const nlohmann::json d = nlohmann::json::parse(description);

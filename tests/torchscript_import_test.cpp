@@ -327,7 +327,7 @@ TEST(TorchscriptImport, LossyImplementationsAreOfferedOnlyWhenAsked) {
   };
   EXPECT_EQ(lossy_nodes(import("gpt_tiny").graph), 0);
   ImportOptions o = import_options("gpt_tiny");
-  o.lossy = LossyImplementations::kOffered;
+  o.lossy = LossyOffer::kOffered;
   EXPECT_EQ(lossy_nodes(import("gpt_tiny", o).graph), 2);
 }
 
@@ -410,10 +410,10 @@ TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
   EXPECT_EQ(config.import.loss, OpKind::kSumLoss);
   EXPECT_EQ(config.import.classes, ClassDim::kSecond);
   plan.config.import = {"", OpKind::kCrossEntropyLoss, ClassDim::kLast};  // a language model
-  plan.config.import.lossy = LossyImplementations::kOffered;
+  plan.config.import.lossy = LossyOffer::kOffered;
   read_plan_model(plan_to_json(g, plan), &model, &config);
   EXPECT_EQ(config.import.classes, ClassDim::kLast);
-  EXPECT_EQ(config.import.lossy, LossyImplementations::kOffered);
+  EXPECT_EQ(config.import.lossy, LossyOffer::kOffered);
   const ModelSpec spec{kDir + "/unet_gn.pt", 2, {}, 1.0, 0, {2, 3, 32, 32}, "", LossKind::kMSE};
   const Model m = Model::load(spec);
   EXPECT_EQ(m.target_dtype(), torch::kFloat);

@@ -139,6 +139,13 @@ class Model {
   /// Training steps taken (counts batch-norm updates; saved as num_batches_tracked).
   int64_t steps() const;
 
+  /// Random inputs (in forward's order) and a target of the model's shapes and types, the
+  /// same for the same `seed`: synthetic data (`monet train --synthetic`, benchmarks).
+  /// Token ids are drawn below the row count of the embedding that reads them, class
+  /// targets below the class count, masks and float targets as fair coins. The target is
+  /// undefined when the loss takes none.
+  std::pair<std::vector<torch::Tensor>, torch::Tensor> synthetic_batch(uint64_t seed) const;
+
   /// Makes the model use `tensors` (state_dict names, as named_parameters() and
   /// named_buffers() give them) as its parameters and buffers: the same tensors, no copy,
   /// so that another owner (a Python nn.Module) and this model train one set of weights.

@@ -60,7 +60,8 @@ ModelConfig model_config(const ModelSpec& s) {
     if (!s.input_shape.empty()) c.inputs.push_back({s.input_shape, std::nullopt});
     for (const ModelInput& in : s.inputs) c.inputs.push_back({in.shape, in.dtype});
     c.import = import_options(s.output, s.loss);
-    c.import.lossy = s.lossy;
+    c.import.lossy =
+        s.lossy == LossyImplementations::kOffered ? LossyOffer::kOffered : LossyOffer::kExcluded;
     const std::vector<int64_t> first = c.inputs.empty() ? s.input_shape : c.inputs[0].shape;
     c.batch = first.empty() ? 0 : first[0];
     if (first.size() > 2) c.image.assign(first.begin() + 2, first.end());
@@ -240,6 +241,13 @@ torch::ScalarType Model::target_dtype() const {
 }
 std::string Model::fingerprint() const { return impl_->graph.fingerprint(); }
 int64_t Model::steps() const { return impl_->steps; }
+
+std::pair<std::vector<torch::Tensor>, torch::Tensor> Model::synthetic_batch(uint64_t seed) const {
+  const Batch b = make_batch(impl_->graph, seed);
+  std::vector<torch::Tensor> inputs;
+  for (int id : impl_->input_values) inputs.push_back(b.at(id));
+  return {inputs, impl_->target_value >= 0 ? b.at(impl_->target_value) : torch::Tensor()};
+}
 
 void Model::share_tensors(const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
   const Graph& g = impl_->graph;

@@ -4,6 +4,7 @@
 
 #include <monet/monet.h>
 
+#include "api/import_options.h"
 #include "cost/cost_model.h"
 #include "graph/graph.h"
 #include "graph/model_config.h"
@@ -31,10 +32,6 @@ struct Model::Impl {
 
 /// Whether `model` names a TorchScript file (.pt / .pth) rather than a zoo model.
 bool is_traced_model(const ModelSpec& spec);
-/// The graph's loss operator for `kind`.
-OpKind loss_op(LossKind kind);
-/// How a traced model is trained on `output` (empty: its first) with `loss`.
-ImportOptions import_options(const std::string& output, LossKind loss);
 /// The ModelConfig `spec` describes (zoo defaults filled in); throws std::invalid_argument
 /// for an unknown zoo model.
 ModelConfig model_config(const ModelSpec& spec);

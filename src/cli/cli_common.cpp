@@ -1,5 +1,5 @@
 #include "cli/cli_common.h"
-#include "api/model_impl.h"
+#include "api/import_options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -84,7 +84,7 @@ ModelConfig model_config(const ModelOptions& o) {
     }
     c.import = import_options(o.output, loss);
     c.import.activations_and_norms = operator_path_from_name(o.operator_path);
-    if (o.lossy) c.import.lossy = LossyImplementations::kOffered;
+    if (o.lossy) c.import.lossy = LossyOffer::kOffered;
     const std::vector<int64_t>& first = c.inputs[0].shape;
     c.batch = first[0];
     c.image.assign(first.begin() + std::min<size_t>(2, first.size()), first.end());

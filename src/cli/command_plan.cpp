@@ -10,7 +10,6 @@
 #include "cost/simulator.h"
 #include "graph/torchscript_import.h"
 #include "planner/baseline_plans.h"
-#include "planner/checkmate_planner.h"
 #include "planner/minimum_budget.h"
 #include "planner/monet_planner.h"
 #include "planner/named_planner.h"
@@ -52,11 +51,8 @@ struct PlanOptions {
       r.solve.status == MilpStatus::kInfeasible && r.program_budget == budget
           ? std::optional<int64_t>(budget)
           : std::nullopt;
-  // Checkmate's smallest budget is in its own memory model (no workspace).
-  const bool checkmate = o.planner.rfind("checkmate", 0) == 0;
-  const MinimumBudget m =
-      checkmate ? minimum_budget(g, without_workspace(costs), MonetMode::kNoOp, so, infeasible)
-                : minimum_budget(g, costs, monet_mode_from_name(o.planner), so, infeasible);
+  // In the planner's own memory model (Checkmate's has no workspace).
+  const MinimumBudget m = find_planner(o.planner).smallest_budget(g, costs, so, infeasible);
   std::string smallest =
       m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
   if (m.bytes > 0 && !m.proven) {

@@ -12,7 +12,6 @@
 #include <monet/distributed.h>
 #include <monet/monet.h>
 
-#include "api/model_impl.h"
 #include "cli/cli_common.h"
 #include "cli/rank_launcher.h"
 #include "graph/torchscript_import.h"
@@ -234,9 +233,9 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
     if (data.loader) {
       std::tie(x, y) = data.loader->next();
     } else {
-      Batch b = make_batch(model.impl()->graph, o.seed * 1000003 + s * world + rc.where.rank);
-      x = b.at(model.impl()->input_values[0]);
-      if (model.impl()->target_value >= 0) y = b.at(model.impl()->target_value);
+      auto [inputs, target] = model.synthetic_batch(o.seed * 1000003 + s * world + rc.where.rank);
+      x = inputs[0];
+      y = target;
     }
     const bool after = o.sync == "after-backward" || (o.sync == "alternate" && s % 2 == 1);
     if (trainer.parallel)

@@ -45,7 +45,7 @@ struct ImportOptions {
   ClassDim classes = ClassDim::kSecond;
   OperatorPath activations_and_norms = OperatorPath::kSpecialised;
   /// Whether GELU nodes offer their lossy few-bit backward (ops/few_bit_gelu.h).
-  LossyImplementations lossy = LossyImplementations::kExcluded;
+  LossyOffer lossy = LossyOffer::kExcluded;
 };
 
 /// One input of a traced model's forward: its shape, batch first, and element type.

@@ -113,7 +113,7 @@ std::string describe_attrs(OpKind op, const OpAttrs& a) {
       break;
   }
   if (a.inplace) s << (s.tellp() > 0 ? " " : "") << "inplace";
-  if (a.lossy == LossyImplementations::kOffered) s << (s.tellp() > 0 ? " " : "") << "lossy";
+  if (a.lossy == LossyOffer::kOffered) s << (s.tellp() > 0 ? " " : "") << "lossy";
   return s.str();
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "monet/lossy.h"
+#include "graph/lossy_offer.h"
 
 namespace monet {
 
@@ -87,7 +87,7 @@ struct OpAttrs {
   /// kAttention: its scale, mask and blocking (shared, as `aten`).
   std::shared_ptr<const AttentionSpec> attention;
   /// kAten GELU: whether its lossy backward is offered (ImportOptions::lossy).
-  LossyImplementations lossy = LossyImplementations::kExcluded;
+  LossyOffer lossy = LossyOffer::kExcluded;
 };
 
 /// The attributes relevant to `op`, as "key=value" pairs in a fixed order. Used for

@@ -78,7 +78,7 @@ double aten_scalar_argument(const Node& n, size_t position) {
 }
 
 bool offers_lossy_gelu(const Node& n) {
-  return op_of(n) == "aten::gelu" && n.attrs.lossy == LossyImplementations::kOffered;
+  return op_of(n) == "aten::gelu" && n.attrs.lossy == LossyOffer::kOffered;
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// The few-bit GELU backward (lossy, offered only with LossyImplementations::kOffered):
+// The few-bit GELU backward (lossy, offered only with LossyOffer::kOffered):
 // GELU's derivative replaced by a function that is constant on each of 16 intervals of
 // the input, so the backward needs a 4-bit code per element instead of the input. The
 // intervals: (-inf, -3], 14 of equal width up to 3, (3, inf); the value on each is the

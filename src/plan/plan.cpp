@@ -51,8 +51,8 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
   if (plan.config.import.loss != OpKind::kCrossEntropyLoss)
     model["loss"] = op_name(plan.config.import.loss);
   if (plan.config.import.classes == ClassDim::kLast) model["class_dim"] = "last";
-  if (plan.config.import.lossy == LossyImplementations::kOffered)
-    model["lossy"] = lossy_implementations_name(plan.config.import.lossy);
+  if (plan.config.import.lossy == LossyOffer::kOffered)
+    model["lossy"] = lossy_offer_name(plan.config.import.lossy);
   if (plan.config.import.activations_and_norms != OperatorPath::kSpecialised)
     model["operator_path"] = operator_path_name(plan.config.import.activations_and_norms);
   return {{"format", "monet-plan-1"}, {"graph", g.name()},
@@ -86,8 +86,8 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
     if (class_dim != "second" && class_dim != "last")
       throw PlanError("not a monet plan: class_dim '" + class_dim + "' is neither second nor last");
     config->import.classes = class_dim == "last" ? ClassDim::kLast : ClassDim::kSecond;
-    config->import.lossy = lossy_implementations_from_name(
-        m.value("lossy", lossy_implementations_name(LossyImplementations::kExcluded)));
+    config->import.lossy =
+        lossy_offer_from_name(m.value("lossy", lossy_offer_name(LossyOffer::kExcluded)));
     config->import.activations_and_norms = operator_path_from_name(
         m.value("operator_path", operator_path_name(OperatorPath::kSpecialised)));
   } catch (const nlohmann::json::exception& e) {

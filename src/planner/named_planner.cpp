@@ -1,6 +1,5 @@
 #include "planner/named_planner.h"
 
-#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <stdexcept>
@@ -15,97 +14,159 @@
 namespace monet {
 namespace {
 
-bool is_monet(const std::string& p) {
-  try {
-    monet_mode_from_name(p);
-    return true;
-  } catch (const std::invalid_argument&) {
-    return false;
+// A monet mode: the 0-1 program in `mode`, then (post_optimise_convolutions, modes that do
+// not choose convolution algorithms) each convolution switched to its fastest algorithm
+// that keeps the plan within the budget.
+template <MonetMode mode>
+PlannerOutcome run_monet(const Graph& g, const CostModel* costs, const PlannerRequest& r) {
+  MonetOptions o;
+  o.budget_bytes = r.budget_bytes;
+  o.mode = mode;
+  o.solver = r.solver;
+  PlannerOutcome out;
+  out.solve = plan_monet(g, *costs, o);
+  out.solved = true;
+  out.found = out.solve.found;
+  out.plan = out.solve.plan;
+  const bool chooses_convolutions = mode == MonetMode::kAll || mode == MonetMode::kConv;
+  if (out.found && r.post_optimise_convolutions && !chooses_convolutions) {
+    out.algorithm_switches = choose_fastest_convolutions(g, *costs, r.budget_bytes, &out.plan);
+    out.plan.planner += "-o";
+    out.solve.plan = out.plan;
+    out.solve.predicted = simulate(g, out.plan, *costs);
   }
+  return out;
 }
-bool is_checkmate(const std::string& p) { return p == "checkmate" || p == "checkmate-o"; }
+
+template <MonetMode mode>
+MinimumBudget smallest_monet(const Graph& g, const CostModel& costs, const SearchOptions& solver,
+                             std::optional<int64_t> infeasible) {
+  return minimum_budget(g, costs, mode, solver, infeasible);
+}
+
+template <bool post_optimise>
+PlannerOutcome run_checkmate(const Graph& g, const CostModel* costs, const PlannerRequest& r) {
+  CheckmateOptions o;
+  o.budget_bytes = r.budget_bytes;
+  o.post_optimise = post_optimise;
+  o.solver = r.solver;
+  CheckmateResult c = plan_checkmate(g, *costs, o);
+  PlannerOutcome out;
+  out.solve = std::move(c.solve);
+  out.solved = true;
+  out.found = c.found;
+  out.plan = std::move(c.plan);
+  out.algorithm_switches = c.algorithm_switches;
+  if (c.found) out.model_peak_bytes = c.checkmate_peak_bytes;
+  return out;
+}
+
+// Checkmate's smallest budget is in its own memory model (no workspace).
+MinimumBudget smallest_checkmate(const Graph& g, const CostModel& costs,
+                                 const SearchOptions& solver, std::optional<int64_t> infeasible) {
+  return minimum_budget(g, without_workspace(costs), MonetMode::kNoOp, solver, infeasible);
+}
+
+PlannerOutcome found(Plan plan) {
+  PlannerOutcome out;
+  out.found = true;
+  out.plan = std::move(plan);
+  return out;
+}
+
+template <bool fp16>
+PlannerOutcome run_gist(const Graph& g, const CostModel*, const PlannerRequest&) {
+  GistOptions o;
+  o.delayed_precision_reduction = fp16;
+  return found(gist_plan(g, o));
+}
+
+PlannerOutcome run_chain(const Graph& g, const CostModel* costs, const PlannerRequest& r) {
+  ChainCheckpointingOptions o;
+  o.budget_bytes = r.budget_bytes < 0 ? std::numeric_limits<int64_t>::max() : r.budget_bytes;
+  o.time_limit_seconds = r.solver.time_limit_seconds;
+  ChainCheckpointingPlans c = chain_checkpointing_plans(g, *costs, o);
+  return found(std::move(c.within_budget.empty() ? c.smallest.plan : c.within_budget.front().plan));
+}
 
 }  // namespace
 
-std::vector<std::string> planner_names() {
-  return {"monet",         "monet-noop", "monet-conv",  "monet-out", "monet-int",
-          "monet-inplace", "checkmate",  "checkmate-o", "storeall",  "chen",
-          "gist",          "gist-fp16",  "lean",        "chain",     "random"};
+const std::vector<PlannerEntry>& planner_registry() {
+  using B = BudgetUse;
+  static const std::vector<PlannerEntry> planners = {
+      {"monet", B::kRequired, true, run_monet<MonetMode::kAll>, smallest_monet<MonetMode::kAll>},
+      {"monet-noop", B::kRequired, true, run_monet<MonetMode::kNoOp>,
+       smallest_monet<MonetMode::kNoOp>},
+      {"monet-conv", B::kRequired, true, run_monet<MonetMode::kConv>,
+       smallest_monet<MonetMode::kConv>},
+      {"monet-out", B::kRequired, true, run_monet<MonetMode::kOutput>,
+       smallest_monet<MonetMode::kOutput>},
+      {"monet-int", B::kRequired, true, run_monet<MonetMode::kIntermediate>,
+       smallest_monet<MonetMode::kIntermediate>},
+      {"monet-inplace", B::kRequired, true, run_monet<MonetMode::kInplace>,
+       smallest_monet<MonetMode::kInplace>},
+      {"checkmate", B::kRequired, true, run_checkmate<false>, smallest_checkmate},
+      {"checkmate-o", B::kRequired, true, run_checkmate<true>, smallest_checkmate},
+      {"storeall", B::kNone, false,
+       [](const Graph& g, const CostModel*, const PlannerRequest&) {
+         return found(store_all_plan(g));
+       },
+       nullptr},
+      {"chen", B::kNone, false,
+       [](const Graph& g, const CostModel*, const PlannerRequest&) { return found(chen_plan(g)); },
+       nullptr},
+      {"gist", B::kNone, false, run_gist<false>, nullptr},
+      {"gist-fp16", B::kNone, false, run_gist<true>, nullptr},
+      {"lean", B::kOptional, true,
+       [](const Graph& g, const CostModel* costs, const PlannerRequest& r) {
+         return found(best_lean_plan(g, *costs, r.budget_bytes));
+       },
+       nullptr},
+      {"chain", B::kOptional, true, run_chain, nullptr},
+      {"random", B::kNone, false,
+       [](const Graph& g, const CostModel*, const PlannerRequest& r) {
+         return found(random_plan(g, r.seed));
+       },
+       nullptr},
+  };
+  return planners;
 }
 
-bool planner_requires_budget(const std::string& p) { return is_monet(p) || is_checkmate(p); }
-bool planner_uses_budget(const std::string& p) {
-  return planner_requires_budget(p) || p == "lean" || p == "chain";
-}
-bool planner_needs_costs(const std::string& p) { return planner_uses_budget(p); }
-
-void check_planner_name(const std::string& p) {
-  const auto names = planner_names();
-  if (std::find(names.begin(), names.end(), p) != names.end()) return;
+const PlannerEntry& find_planner(const std::string& name) {
   std::string known;
-  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown planner '" + p + "' (known: " + known + ")");
+  for (const PlannerEntry& e : planner_registry()) {
+    if (name == e.name) return e;
+    known += (known.empty() ? "" : ", ") + std::string(e.name);
+  }
+  throw std::invalid_argument("unknown planner '" + name + "' (known: " + known + ")");
 }
+
+std::vector<std::string> planner_names() {
+  std::vector<std::string> names;
+  for (const PlannerEntry& e : planner_registry()) names.push_back(e.name);
+  return names;
+}
+
+bool planner_requires_budget(const std::string& p) {
+  return find_planner(p).budget == BudgetUse::kRequired;
+}
+bool planner_uses_budget(const std::string& p) {
+  return find_planner(p).budget != BudgetUse::kNone;
+}
+bool planner_needs_costs(const std::string& p) { return find_planner(p).needs_costs; }
+void check_planner_name(const std::string& p) { find_planner(p); }
 
 PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRequest& r) {
-  check_planner_name(r.planner);
-  if (planner_needs_costs(r.planner) && !costs)
+  const PlannerEntry& planner = find_planner(r.planner);
+  if (planner.needs_costs && !costs)
     throw std::invalid_argument("planner '" + r.planner + "' needs profiled costs");
-  if (planner_requires_budget(r.planner) && r.budget_bytes <= 0)
+  if (planner.budget == BudgetUse::kRequired && r.budget_bytes <= 0)
     throw std::invalid_argument("planner '" + r.planner + "' needs a budget");
   const auto t0 = std::chrono::steady_clock::now();
-  PlannerOutcome out;
-  out.found = true;
-  if (is_monet(r.planner)) {
-    MonetOptions o;
-    o.budget_bytes = r.budget_bytes;
-    o.mode = monet_mode_from_name(r.planner);
-    o.solver = r.solver;
-    out.solve = plan_monet(g, *costs, o);
-    out.solved = true;
-    out.found = out.solve.found;
-    out.plan = out.solve.plan;
-    const bool chooses_convolutions = o.mode == MonetMode::kAll || o.mode == MonetMode::kConv;
-    if (out.found && r.post_optimise_convolutions && !chooses_convolutions) {
-      out.algorithm_switches = choose_fastest_convolutions(g, *costs, r.budget_bytes, &out.plan);
-      out.plan.planner += "-o";
-      out.solve.plan = out.plan;
-      out.solve.predicted = simulate(g, out.plan, *costs);
-    }
-  } else if (is_checkmate(r.planner)) {
-    CheckmateOptions o;
-    o.budget_bytes = r.budget_bytes;
-    o.post_optimise = r.planner == "checkmate-o";
-    o.solver = r.solver;
-    CheckmateResult c = plan_checkmate(g, *costs, o);
-    out.solve = std::move(c.solve);
-    out.solved = true;
-    out.found = c.found;
-    out.plan = std::move(c.plan);
-    out.algorithm_switches = c.algorithm_switches;
-    if (c.found) out.model_peak_bytes = c.checkmate_peak_bytes;
-  } else if (r.planner == "storeall") {
-    out.plan = store_all_plan(g);
-  } else if (r.planner == "chen") {
-    out.plan = chen_plan(g);
-  } else if (r.planner == "gist" || r.planner == "gist-fp16") {
-    GistOptions o;
-    o.delayed_precision_reduction = r.planner == "gist-fp16";
-    out.plan = gist_plan(g, o);
-  } else if (r.planner == "lean") {
-    out.plan = best_lean_plan(g, *costs, r.budget_bytes);
-  } else if (r.planner == "chain") {
-    ChainCheckpointingOptions o;
-    o.budget_bytes = r.budget_bytes < 0 ? std::numeric_limits<int64_t>::max() : r.budget_bytes;
-    o.time_limit_seconds = r.solver.time_limit_seconds;
-    ChainCheckpointingPlans c = chain_checkpointing_plans(g, *costs, o);
-    out.plan = std::move(c.within_budget.empty() ? c.smallest.plan : c.within_budget.front().plan);
-  } else {
-    out.plan = random_plan(g, r.seed);
-  }
+  PlannerOutcome out = planner.run(g, costs, r);
   // Whatever a planner's own model of memory says, its plan fits the budget by the
   // simulator (the executor's exact replay), or it is not a plan for that budget.
-  if (out.found && costs && r.budget_bytes > 0 && planner_uses_budget(r.planner) &&
+  if (out.found && costs && r.budget_bytes > 0 && planner.budget != BudgetUse::kNone &&
       simulate(g, out.plan, *costs).peak_bytes > r.budget_bytes)
     out.found = false;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -3,27 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cost/cost_model.h"
 #include "plan/plan.h"
 #include "planner/milp.h"
+#include "planner/minimum_budget.h"
 #include "planner/monet_planner.h"
 
 namespace monet {
-
-/// Every planner name: monet modes, checkmate, checkmate-o, storeall, chen, gist, gist-fp16
-/// (lossy), lean, chain, random.
-std::vector<std::string> planner_names();
-/// Whether the planner takes a budget (monet modes, checkmate, checkmate-o, lean, chain), and
-/// whether it must have one.
-bool planner_uses_budget(const std::string& planner);
-bool planner_requires_budget(const std::string& planner);
-/// Whether it needs profiled costs (every planner using a budget).
-bool planner_needs_costs(const std::string& planner);
-/// Throws std::invalid_argument naming the known planners when `planner` is not one.
-void check_planner_name(const std::string& planner);
 
 struct PlannerRequest {
   std::string planner;
@@ -49,6 +39,45 @@ struct PlannerOutcome {
   /// Convolutions switched by post_optimise_convolutions (or by checkmate-o).
   int algorithm_switches = 0;
 };
+
+/// What a planner does with a budget.
+enum class BudgetUse {
+  kNone,      // plans without one (storeall, chen, gist, gist-fp16, random)
+  kOptional,  // takes one, or plans its smallest plan without (lean, chain)
+  kRequired,  // plans within one (monet modes, checkmate, checkmate-o)
+};
+
+/// One planner of the registry, by the name the command line, the API and Python use.
+struct PlannerEntry {
+  const char* name;
+  BudgetUse budget;
+  bool needs_costs;  // profiled costs (every planner that takes a budget)
+  /// Makes the plan (`costs` null for planners that need none); make_plan() checks the
+  /// request against the entry first and the plan against the budget after.
+  PlannerOutcome (*run)(const Graph& graph, const CostModel* costs, const PlannerRequest& request);
+  /// kRequired planners: the smallest budget with a plan, in the planner's own memory
+  /// model (`infeasible_bytes`: a budget already proven to have none); null for the others.
+  MinimumBudget (*smallest_budget)(const Graph& graph, const CostModel& costs,
+                                   const SearchOptions& solver,
+                                   std::optional<int64_t> infeasible_bytes);
+};
+
+/// Every planner, in the order `monet plan --help` lists them.
+const std::vector<PlannerEntry>& planner_registry();
+/// The planner named `name`; throws std::invalid_argument naming the known ones.
+const PlannerEntry& find_planner(const std::string& name);
+
+/// Every planner name: monet modes, checkmate, checkmate-o, storeall, chen, gist, gist-fp16
+/// (lossy), lean, chain, random.
+std::vector<std::string> planner_names();
+/// Whether the planner takes a budget (BudgetUse kOptional or kRequired), and whether it
+/// must have one (kRequired); throw std::invalid_argument for an unknown name.
+bool planner_uses_budget(const std::string& planner);
+bool planner_requires_budget(const std::string& planner);
+/// Whether it needs profiled costs (every planner using a budget).
+bool planner_needs_costs(const std::string& planner);
+/// Throws std::invalid_argument naming the known planners when `planner` is not one.
+void check_planner_name(const std::string& planner);
 
 /// Makes the plan. `costs` may be null for planners that do not need costs.
 PlannerOutcome make_plan(const Graph& graph, const CostModel* costs, const PlannerRequest& request);

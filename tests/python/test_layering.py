@@ -1,0 +1,58 @@
+"""The layering of the sources (tools/check_layering.py): every #include of src/,
+include/monet/ and python/ follows docs/DESIGN.md's layer order, and none makes a cycle.
+The checker is also shown to fail on a planted upward include and a planted cycle."""
+import os
+import shutil
+import subprocess
+import sys
+
+SOURCE = os.environ.get("MONET_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+CHECKER = os.path.join(SOURCE, "tools", "check_layering.py")
+
+
+def check(root):
+    return subprocess.run([sys.executable, CHECKER, root], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_sources_follow_the_layer_order():
+    r = check(SOURCE)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def copy_tree(tmp_path):
+    for part in ("src", "include", "python", "docs"):
+        shutil.copytree(os.path.join(SOURCE, part), tmp_path / part,
+                        ignore=shutil.ignore_patterns("*.png", "*.json", "__pycache__"))
+    return tmp_path
+
+
+def plant(path, line):
+    text = path.read_text()
+    path.write_text(line + "\n" + text)
+
+
+def test_an_upward_include_fails(tmp_path):
+    root = copy_tree(tmp_path)
+    plant(root / "src" / "graph" / "graph.h", '#include "planner/monet_planner.h"')
+    r = check(str(root))
+    assert r.returncode == 1
+    assert "src/graph/graph.h:1: includes src/planner/monet_planner.h (graph -> planner, up)" \
+        in r.stdout, r.stdout
+
+
+def test_a_cycle_fails(tmp_path):
+    root = copy_tree(tmp_path)
+    plant(root / "src" / "graph" / "graph.h", '#include "graph/model_zoo.h"')
+    r = check(str(root))
+    assert r.returncode == 1
+    assert "include cycle:" in r.stdout and "src/graph/graph.h" in r.stdout, r.stdout
+
+
+def test_the_apis_private_headers_stay_in_the_api(tmp_path):
+    root = copy_tree(tmp_path)
+    plant(root / "src" / "cli" / "cli_common.cpp", '#include "api/model_impl.h"')
+    r = check(str(root))
+    assert r.returncode == 1
+    assert "src/cli/cli_common.cpp:1: includes src/api/model_impl.h, private to src/api/" \
+        in r.stdout, r.stdout
