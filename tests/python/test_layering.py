@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 SOURCE = os.environ.get("MONET_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 CHECKER = os.path.join(SOURCE, "tools", "check_layering.py")
 
@@ -32,27 +34,21 @@ def plant(path, line):
     path.write_text(line + "\n" + text)
 
 
-def test_an_upward_include_fails(tmp_path):
+# (file the planted include goes into, the include, the line the checker must print)
+PLANTED = {
+    "upward": ("src/graph/graph.h", '#include "planner/monet_planner.h"',
+               "src/graph/graph.h:1: includes src/planner/monet_planner.h (graph -> planner, up)"),
+    "cycle": ("src/graph/graph.h", '#include "graph/model_zoo.h"', "include cycle:"),
+    "private": ("src/cli/cli_common.cpp", '#include "api/model_impl.h"',
+                "src/cli/cli_common.cpp:1: includes src/api/model_impl.h, private to src/api/"),
+}
+
+
+@pytest.mark.parametrize("kind", list(PLANTED))
+def test_a_planted_violation_fails(kind, tmp_path):
+    path, line, expected = PLANTED[kind]
     root = copy_tree(tmp_path)
-    plant(root / "src" / "graph" / "graph.h", '#include "planner/monet_planner.h"')
+    plant(root / path, line)
     r = check(str(root))
     assert r.returncode == 1
-    assert "src/graph/graph.h:1: includes src/planner/monet_planner.h (graph -> planner, up)" \
-        in r.stdout, r.stdout
-
-
-def test_a_cycle_fails(tmp_path):
-    root = copy_tree(tmp_path)
-    plant(root / "src" / "graph" / "graph.h", '#include "graph/model_zoo.h"')
-    r = check(str(root))
-    assert r.returncode == 1
-    assert "include cycle:" in r.stdout and "src/graph/graph.h" in r.stdout, r.stdout
-
-
-def test_the_apis_private_headers_stay_in_the_api(tmp_path):
-    root = copy_tree(tmp_path)
-    plant(root / "src" / "cli" / "cli_common.cpp", '#include "api/model_impl.h"')
-    r = check(str(root))
-    assert r.returncode == 1
-    assert "src/cli/cli_common.cpp:1: includes src/api/model_impl.h, private to src/api/" \
-        in r.stdout, r.stdout
+    assert expected in r.stdout and path in r.stdout, r.stdout
