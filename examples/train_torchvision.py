@@ -57,6 +57,9 @@ def main():
     ap.add_argument("--budget", default="0.5x",
                     help="bytes, '800MiB', or a ratio of autograd's peak ('0.5x')")
     ap.add_argument("--time-limit", type=float, default=60, help="planner limit (s)")
+    ap.add_argument("--search-limit", choices=("wall-clock", "work"), default="wall-clock",
+                    help="what ends the planner's searches (work: the same plan on every "
+                         "machine for the same costs)")
     ap.add_argument("--cache-dir", default=None)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
@@ -70,6 +73,7 @@ def main():
     model = getattr(torchvision.models, args.model)(num_classes=args.classes)
     fast = monet.optimize(model, data.tensors[0][:args.batch], budget=args.budget,
                           optimizer="sgd-momentum", time_limit=args.time_limit,
+                          search_limit=args.search_limit,
                           cache_dir=args.cache_dir)
     print(fast.plan)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)

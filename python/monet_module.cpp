@@ -123,6 +123,7 @@ monet::PlanOptions plan_options(const py::dict& kw) {
   o.reserved_bytes = kw["reserved_bytes"].cast<int64_t>();
   o.loss_bytes = kw["loss_bytes"].cast<int64_t>();
   o.time_limit_seconds = kw["time_limit"].cast<double>();
+  o.planning_limit = monet::planning_limit_from_name(kw["search_limit"].cast<std::string>());
   o.plan_file = kw["plan_file"].cast<std::string>();
   o.cache_dir = kw["cache_dir"].cast<std::string>();
   o.use_cache = kw["use_cache"].cast<bool>();

@@ -189,6 +189,21 @@ struct OptimizerMemory {
 OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay = 0);
 
 /// How to plan.
+/// What ends the planner's searches.
+enum class PlanningLimit {
+  /// Each stage ends at its share of PlanOptions::time_limit_seconds of wall time.
+  kWallClock,
+  /// Each stage ends by its own work count (solver nodes, the neighbourhood windows'
+  /// sequence, heuristics run to their end) and no clock is read: for the same costs the
+  /// plan is the same on every machine and under any load. time_limit_seconds then only
+  /// chooses strategies; planning may take longer than it on large models.
+  kWork,
+};
+/// "wall-clock" or "work".
+const char* planning_limit_name(PlanningLimit limit);
+/// Throws std::invalid_argument naming the known values for any other name.
+PlanningLimit planning_limit_from_name(const std::string& name);
+
 struct PlanOptions {
   std::string planner = "monet";  // see monet::planner_names(); default MONeT's program
   /// Peak memory of a whole training step: bytes ("123456789"), "1.5GiB"/"800MiB", or a
@@ -207,7 +222,8 @@ struct PlanOptions {
   /// that node's own working set, not over the whole step as reserved_bytes. 0: the
   /// model's loss node's working set, as step() runs it.
   int64_t loss_bytes = 0;
-  double time_limit_seconds = 60;  // the planner's wall-clock limit
+  double time_limit_seconds = 60;                            // the planner's limit (seconds)
+  PlanningLimit planning_limit = PlanningLimit::kWallClock;  // what ends its searches
   /// Plan file to run instead of planning (must be for this model and shape).
   std::string plan_file;
   /// Where plans, profiles and baseline peaks are cached; empty = $MONET_CACHE_DIR or

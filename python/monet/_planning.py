@@ -20,6 +20,8 @@ from .errors import UnsupportedOperator
 #: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
 #: its update's temporaries).
 OPTIMIZERS = ("none", "sgd", "sgd-momentum", "adam")
+#: What ends the planner's searches, `search_limit=`: "wall-clock" or "work".
+SEARCH_LIMITS = ("wall-clock", "work")
 
 BudgetRange = collections.namedtuple("BudgetRange", ["smallest", "store_all", "floor"])
 BudgetRange.__doc__ = """Whole-step budgets in bytes: every budget from `smallest` up has
@@ -49,7 +51,7 @@ def _number(name, value, minimum, integer=False):
 
 def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_decay=0.0,
              reserved_bytes=0, time_limit=60.0, plan_file="", cache_dir=None,
-             use_cache=True, progress=True):
+             use_cache=True, progress=True, search_limit="wall-clock"):
     if not isinstance(planner, str):
         raise TypeError(f"planner must be a name (str), not {type(planner).__name__}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
@@ -59,6 +61,9 @@ def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_deca
     _number("time_limit", time_limit, 0)
     if time_limit == 0:
         raise ValueError("time_limit must be more than 0 seconds")
+    if search_limit not in SEARCH_LIMITS:
+        raise ValueError(f"unknown search_limit {search_limit!r} "
+                         f"(known: {', '.join(SEARCH_LIMITS)})")
     if cache_dir is not None and os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
         raise ValueError(f"cache_dir {str(cache_dir)!r} is not a directory")
     return {"planner": planner, "budget": _budget_text(budget), "optimizer": optimizer,
@@ -66,7 +71,7 @@ def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_deca
             "loss_bytes": 0,
             "time_limit": float(time_limit), "plan_file": str(plan_file or ""),
             "cache_dir": str(cache_dir or ""), "use_cache": bool(use_cache),
-            "progress": bool(progress)}
+            "progress": bool(progress), "search_limit": search_limit}
 
 
 @contextlib.contextmanager
@@ -251,7 +256,8 @@ def load_plan(path):
 
 def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-momentum",
          weight_decay=0.0, reserved_bytes=0, loss_copies=3, time_limit=60.0, plan=None,
-         output=None, cache_dir=None, use_cache=True, progress=True, lossy=False):
+         output=None, cache_dir=None, use_cache=True, progress=True, lossy=False,
+         search_limit="wall-clock"):
     """Plans a training step of `module` on batches shaped like `example_input`: a tensor,
     or a tuple of tensors for a module whose forward takes several (token ids and a bool
     mask: call the optimized module with as many, in the same order).
@@ -268,7 +274,10 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
         output's: 2; the default leaves room for one more). The planner leaves room for
         them where the loss runs, between the forward and the backward pass; memory the
         loss keeps longer belongs in reserved_bytes.
-    time_limit: the planner's limit in seconds. plan: a PlanFile (or path) to run instead
+    time_limit: the planner's limit in seconds. search_limit: what ends its searches,
+    "wall-clock" (their share of time_limit) or "work" (solver nodes, heuristics run to
+    their end: the same plan on every machine for the same costs; time_limit then only
+    chooses strategies). plan: a PlanFile (or path) to run instead
     of planning. output: for a module returning a tuple or dict, the output trained (an
     index or a key; default the first). cache_dir: where profiles and plans are cached
     (default $MONET_CACHE_DIR or ~/.cache/monet). lossy: also offer LOSSY implementations,
@@ -279,7 +288,7 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     """
     plan_file = plan.path if isinstance(plan, PlanFile) else plan
     options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
-                       plan_file, cache_dir, use_cache, progress)
+                       plan_file, cache_dir, use_cache, progress, search_limit)
     model = _import(module, example_input, output, lossy)
     _leave_room_beside(model, module, loss_copies, options)
     return Plan(_C.PlannedModel(model, options), model)
@@ -316,10 +325,10 @@ def _loss_bytes(model, copies):
 
 def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_decay=0.0,
                  reserved_bytes=0, loss_copies=3, time_limit=60.0, output=None, cache_dir=None,
-                 use_cache=True, progress=True):
+                 use_cache=True, progress=True, search_limit="wall-clock"):
     """The budgets `module` can be planned for (a BudgetRange, bytes)."""
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
-                       cache_dir, use_cache, progress)
+                       cache_dir, use_cache, progress, search_limit)
     model = _import(module, example_input, output)
     _leave_room_beside(model, module, loss_copies, options)
     return BudgetRange(*_C.budget_range(model, options))

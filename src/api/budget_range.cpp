@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "api/model_impl.h"
+#include "api/planning_limit.h"
 #include "base/memory_tracker.h"
 #include "cost/profiler.h"
 #include "cost/simulator.h"
@@ -41,8 +42,8 @@ BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOp
   // The leanest plan: of the lean checkpointing plans, and of chain checkpointing's
   // schedules lowered towards nothing (as the MONeT planner lowers them when none fits).
   int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
-  const SimulatedPlan chain =
-      leanest_chain_schedule(g, costs, o.time_limit_seconds * kMinimumBudgetChainShare);
+  const SimulatedPlan chain = leanest_chain_schedule(
+      g, costs, o.time_limit_seconds * kMinimumBudgetChainShare, search_limit_of(o.planning_limit));
   if (!chain.plan.program.empty()) smallest = std::min(smallest, chain.simulated.peak_bytes);
   const int64_t others = optimizer_bytes + o.reserved_bytes;
   BudgetRange r;

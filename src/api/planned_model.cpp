@@ -12,6 +12,7 @@
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
 #include "api/planned_model_impl.h"
+#include "api/planning_limit.h"
 #include "base/memory_tracker.h"
 #include "base/progress.h"
 #include "cost/profiler.h"
@@ -152,6 +153,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
   request.planner = o.planner;
   request.budget_bytes = planner_uses_budget(o.planner) ? budget : -1;
   request.solver.time_limit_seconds = o.time_limit_seconds;
+  request.solver.search_limit = search_limit_of(o.planning_limit);
   request.solver.relative_gap = 0.01;
   request.solver.progress = o.progress;
   const PlannerOutcome outcome = make_plan(g, *have_costs ? costs : nullptr, request);

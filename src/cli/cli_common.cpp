@@ -291,11 +291,24 @@ void add_solver_options(CLI::App* cmd, SolverCliOptions& o) {
                   "search's sub-programs use one)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--search-limit", o.search_limit,
+                  "what ends the searches: wall-clock (their share of --time-limit) or work "
+                  "(CBC nodes, the windows' sequence, heuristics to their end: the same plan "
+                  "on every machine for the same costs; --time-limit then only chooses "
+                  "strategies)")
+      ->check(CLI::IsMember({"wall-clock", "work"}))
+      ->capture_default_str();
+  cmd->add_option("--max-nodes", o.max_nodes,
+                  "CBC's branch-and-cut nodes per solve under --search-limit work")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 SearchOptions search_options(const SolverCliOptions& o) {
   SearchOptions m;
   m.time_limit_seconds = o.time_limit;
+  m.search_limit = search_limit_from_name(o.search_limit);
+  m.max_nodes = o.max_nodes;
   m.relative_gap = o.gap;
   m.threads = o.threads;
   return m;

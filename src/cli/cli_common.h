@@ -120,8 +120,13 @@ struct SolverCliOptions {
   /// core (programs over 20,000 columns and the neighbourhood search's sub-programs use
   /// one whatever this is).
   int threads = 1;
+  /// --search-limit: "wall-clock" (stages end at their share of --time-limit) or "work"
+  /// (they end by work counts: the same plan on every machine for the same costs).
+  std::string search_limit = "wall-clock";
+  int max_nodes = kWorkLimitNodes;  // --max-nodes: CBC nodes per solve under "work"
 };
-/// Adds --time-limit, --gap and --threads; sets `options.threads` to its default.
+/// Adds --time-limit, --gap, --threads, --search-limit and --max-nodes; sets
+/// `options.threads` to its default.
 void add_solver_options(CLI::App* cmd, SolverCliOptions& options);
 /// The planner's SearchOptions for `options` (strategy kAuto, no progress).
 SearchOptions search_options(const SolverCliOptions& options);

@@ -27,6 +27,7 @@ struct TrainOptions {
   bool synthetic = false;
   std::string budget, planner = "monet", plan_file, cache_dir;
   double time_limit = 60;
+  std::string search_limit = "wall-clock";  // --search-limit (PlanningLimit's name)
   std::string optimizer = "sgd";
   double lr = 0.01, momentum = 0.9, weight_decay = 0;
   int64_t epochs = 0, steps = 0;
@@ -153,6 +154,7 @@ PlanOptions plan_options(const TrainOptions& o, const LoaderOptions& lo, bool re
   po.optimizer = optimizer_kind_from_name(o.optimizer, o.momentum);
   po.weight_decay = o.weight_decay;
   po.time_limit_seconds = o.time_limit;
+  po.planning_limit = planning_limit_from_name(o.search_limit);
   po.plan_file = o.plan_file;
   po.cache_dir = o.cache_dir;
   po.progress = primary;
@@ -446,6 +448,11 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--plan", o->plan_file, "run this plan file instead of planning");
   cmd->add_option("--time-limit", o->time_limit, "planner wall-clock limit (seconds)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--search-limit", o->search_limit,
+                  "what ends the planner's searches: wall-clock or work (the same plan on "
+                  "every machine for the same costs)")
+      ->check(CLI::IsMember({"wall-clock", "work"}))
       ->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir,
                   "plan, cost and baseline cache (default ~/.cache/monet)");

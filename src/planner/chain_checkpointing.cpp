@@ -410,6 +410,7 @@ void rematerialize_towards_budget(const Graph& g, const CostModel& costs,
   });
   RematerializationOptions r;
   r.budget_bytes = o.budget_bytes;
+  r.search_limit = o.search_limit;
   r.recomputed_input_depth = o.recomputed_input_depth;
   const auto lower = [&](const SimulatedPlan& start, double seconds) {
     r.time_limit_seconds = seconds;
@@ -541,7 +542,14 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
           above = middle - 1;
       }
     }
-    for (int d = 1; elapsed() <= share_end && (fits + d <= program.levels() || fits - d >= leanest);
+    // Under SearchLimit::kWork: at most work_schedules distinct schedules around the fit.
+    const int around_start = out->schedules;
+    const auto more_around = [&] {
+      return o.search_limit != SearchLimit::kWork ||
+             out->schedules - around_start < o.work_schedules;
+    };
+    for (int d = 1; elapsed() <= share_end && more_around() &&
+                    (fits + d <= program.levels() || fits - d >= leanest);
          ++d) {
       if (fits + d <= program.levels()) visit(fits + d);
       if (fits - d >= leanest) visit(fits - d);
@@ -553,10 +561,8 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
 
 ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostModel& costs,
                                                   const ChainCheckpointingOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
+  const SearchClock clock(o.search_limit);
+  const auto elapsed = [&] { return clock.elapsed(); };
   ChainCheckpointingPlans out;
   const auto needs_backward = nodes_needing_backward(g);
   std::vector<SimulatedPlan> over;  // schedules above the budget (recomputing as forward)
@@ -575,13 +581,14 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& g, const CostMode
             [](const SimulatedPlan& a, const SimulatedPlan& b) {
               return a.simulated.seconds < b.simulated.seconds;
             });
-  out.seconds = elapsed();
+  out.seconds = clock.wall_seconds();
   return out;
 }
 
 SimulatedPlan leanest_chain_schedule(const Graph& g, const CostModel& costs,
-                                     double time_limit_seconds) {
+                                     double time_limit_seconds, SearchLimit search_limit) {
   ChainCheckpointingOptions chain;
+  chain.search_limit = search_limit;
   chain.budget_bytes = 1;  // lowered towards nothing
   chain.time_limit_seconds = chain.first_fit_time_limit_seconds = time_limit_seconds;
   chain.rematerialized_plans = 0;

@@ -63,6 +63,11 @@ struct ChainCheckpointingOptions {
   /// schedule fits it, counted from that step's start: a first fit is sought however long
   /// the schedules before it took (on a loaded machine, all of time_limit_seconds).
   double first_fit_time_limit_seconds = 10;
+  /// kWork: neither time limit is read; each layout and family simulates the leanest
+  /// schedule, the bisection to the fit and at most work_schedules schedules around it,
+  /// and rematerialization makes at most RematerializationOptions::work_moves moves.
+  SearchLimit search_limit = SearchLimit::kWallClock;
+  int work_schedules = 16;  // distinct schedules around the fit, per layout and family (kWork)
   /// Schedules whose simulated peak is above the budget by at most this fraction of it,
   /// and faster than every schedule within it, are rematerialized towards it.
   double rematerialization_reach = 0.25;
@@ -89,9 +94,10 @@ ChainCheckpointingPlans chain_checkpointing_plans(const Graph& graph, const Cost
                                                   const ChainCheckpointingOptions& options);
 
 /// The chain's schedule of smallest simulated peak, searched for at most `time_limit_seconds`
-/// (seconds) with no rematerialization (empty program when the graph has none): where the
-/// smallest budgets (minimum_budget, budget_range) start.
+/// (seconds, under `search_limit`) with no rematerialization (empty program when the graph has
+/// none): where the smallest budgets (minimum_budget, budget_range) start.
 SimulatedPlan leanest_chain_schedule(const Graph& graph, const CostModel& costs,
-                                     double time_limit_seconds);
+                                     double time_limit_seconds,
+                                     SearchLimit search_limit = SearchLimit::kWallClock);
 
 }  // namespace monet

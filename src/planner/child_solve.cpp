@@ -301,7 +301,8 @@ MilpResult follow(const Milp& milp, const MilpOptions& options, ChildSolve* chil
     child->wait_for_news(0.05);
     child->forward_progress();
     take_incumbent();
-    if (seconds_since(t0) > options.time_limit_seconds + options.child_overrun_seconds)
+    if (seconds_since(t0) > wall_limit(options.search_limit, options.time_limit_seconds) +
+                                options.child_overrun_seconds)
       child->kill();
   }
   take_incumbent();
@@ -326,7 +327,8 @@ MilpResult solve_milp_in_child(const Milp& milp, const MilpOptions& options) {
         if (seconds > 0) seconds += start;
       return r;
     }
-    const double left = options.time_limit_seconds - seconds_since(t0);
+    const double left =
+        wall_limit(options.search_limit, options.time_limit_seconds) - seconds_since(t0);
     const bool retry = child.aborted() && o.primal_pricing != PrimalPricing::kDantzig && left >= 1;
     report_warning("solver: %s; %s\n", child.failure().c_str(),
                    retry          ? "solving again with Dantzig pricing in primal simplex"
@@ -334,7 +336,7 @@ MilpResult solve_milp_in_child(const Milp& milp, const MilpOptions& options) {
                                   : "the best solution it had reported stands");
     if (retry) {
       o.primal_pricing = PrimalPricing::kDantzig;
-      o.time_limit_seconds = left;
+      if (std::isfinite(left)) o.time_limit_seconds = left;
       if (!best.empty()) o.warm_start = best;
       continue;
     }

@@ -272,12 +272,12 @@ class SimplexStop : public ClpEventHandler {
   std::atomic<bool>* deadline_hit_;
 };
 
-// Solves the LP relaxation loaded into `lp` within `limit` seconds (wall) or until `*stop`
-// (when not null) is set.
+// Solves the LP relaxation loaded into `lp` within `limit` seconds (wall; +infinity: to its
+// end) or until `*stop` (when not null) is set.
 RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, double limit,
                                         const std::atomic<bool>* stop) {
   const auto t0 = Clock::now();
-  lp->getModelPtr()->setMaximumWallSeconds(std::max(1.0, limit));
+  if (std::isfinite(limit)) lp->getModelPtr()->setMaximumWallSeconds(std::max(1.0, limit));
   SimplexStop handler(stop, Clock::time_point::max(), nullptr);
   if (stop) lp->getModelPtr()->passInEventHandler(&handler);
   lp->initialSolve();
@@ -333,6 +333,8 @@ RelaxationBound solve_relaxation(const Milp& m, double time_limit_seconds,
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   if (o.process == SolveProcess::kChild) return solve_milp_in_child(m, o);
   const auto t0 = Clock::now();
+  const double limit = wall_limit(o.search_limit, o.time_limit_seconds);  // seconds
+  const bool work_limited = o.search_limit == SearchLimit::kWork;
   MilpResult result;
   OsiClpSolverInterface lp;
   // Records the LP relaxation's bound and time, and reports it.
@@ -362,7 +364,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     ClpPrimalColumnDantzig dantzig;
     lp.getModelPtr()->setPrimalColumnPivotAlgorithm(dantzig);
   }
-  const RelaxationBound root = solve_loaded_relaxation(&lp, o.time_limit_seconds, nullptr);
+  const RelaxationBound root = solve_loaded_relaxation(&lp, limit, nullptr);
   record_relaxation(root);
   if (root.infeasible) {
     result.status = MilpStatus::kInfeasible;
@@ -390,30 +392,38 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   }
   std::vector<double> incumbent = warm ? o.warm_start : std::vector<double>();
   double cbc_bound = result.lp_bound;
-  ProgressHandler handler(o.progress, t0, o.time_limit_seconds, &result, &incumbent, &cbc_bound,
-                          o.on_incumbent);
+  ProgressHandler handler(o.progress, t0, limit, &result, &incumbent, &cbc_bound, o.on_incumbent);
   model.passInEventHandler(&handler);
   // CBC checks its own limit only between nodes, and CbcMain1 solves the root LP again
   // from a basis it no longer takes as optimal (50-90 s of primal simplex on ResNet-50):
   // every simplex iteration inside CBC, its heuristics' included, stops at the deadline.
   std::atomic<bool> deadline_hit(false);
   const SimplexStop clock(nullptr,
-                          t0 + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(o.time_limit_seconds)),
+                          std::isfinite(limit) ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(limit))
+                                               : Clock::time_point::max(),
                           &deadline_hit);
   if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
-    clp->getModelPtr()->passInEventHandler(&clock);
+    if (std::isfinite(limit)) clp->getModelPtr()->passInEventHandler(&clock);
   CbcSolverUsefulData data;
   CbcMain0(model, data);
   model.messageHandler()->setLogLevel(0);
-  const std::string sec = std::to_string(std::max(1.0, o.time_limit_seconds - result.lp_seconds));
+  const std::string sec = std::to_string(std::max(1.0, limit - result.lp_seconds));
+  const std::string nodes = std::to_string(std::max(0, o.max_nodes));
   const std::string gap = std::to_string(o.relative_gap);
-  const std::string threads = std::to_string(std::max(1, o.threads));
+  const int thread_count = work_limited ? 1 : std::max(1, o.threads);
+  const std::string threads = std::to_string(thread_count);
   // CglPreProcess (CBC 2.10) crashes in postProcess on some of these programs once the
   // time limit interrupts the search (seen on ResNet-50): it stays off.
-  std::vector<const char*> argv = {"monet",     "-log",        "0",         "-timeMode",
-                                   "elapsed",   "-sec",        sec.c_str(), "-ratio",
-                                   gap.c_str(), "-preprocess", "off"};
+  std::vector<const char*> argv = {"monet",  "-log",      "0",           "-timeMode", "elapsed",
+                                   "-ratio", gap.c_str(), "-preprocess", "off"};
+  if (work_limited) {  // nodes, not seconds: the same search on every machine
+    argv.push_back("-maxNodes");
+    argv.push_back(nodes.c_str());
+  } else {
+    argv.push_back("-sec");
+    argv.push_back(sec.c_str());
+  }
   if (m.columns() > o.root_cuts_max_columns) {
     // Gomory and the other root cuts take minutes on programs this size on 2 cores and
     // move the bound little (ResNet-50: 12.615 -> 12.645 after 56 s); the LP relaxation
@@ -423,7 +433,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   }
   // Threads search the tree in parallel. On large programs CbcMain1 spends the time limit
   // re-solving its root LP (above), which one thread does: one thread there.
-  if (o.threads > 1 && m.columns() <= o.root_cuts_max_columns) {
+  if (thread_count > 1 && m.columns() <= o.root_cuts_max_columns) {
     argv.push_back("-threads");
     argv.push_back(threads.c_str());
   }

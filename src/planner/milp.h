@@ -12,9 +12,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "planner/search_clock.h"
 
 class OsiClpSolverInterface;  // CLP's solver interface (COIN-OR)
 
@@ -86,8 +89,12 @@ enum class SolveProcess {
   kThisProcess,  // this process (what the child runs)
 };
 
-/// Solves the LP relaxation of `milp` with CLP within `time_limit_seconds` (wall clock), or
-/// until `*stop` (when not null) is set. A child that ends abnormally gives no bound.
+/// A wall-clock limit (seconds) that never ends a solve: the LP relaxation runs to its end.
+inline constexpr double kNoTimeLimit = std::numeric_limits<double>::infinity();
+
+/// Solves the LP relaxation of `milp` with CLP within `time_limit_seconds` (wall clock;
+/// kNoTimeLimit: to its end), or until `*stop` (when not null) is set. A child that ends
+/// abnormally gives no bound.
 RelaxationBound solve_relaxation(const Milp& milp, double time_limit_seconds,
                                  const std::atomic<bool>* stop,
                                  SolveProcess process = SolveProcess::kChild);
@@ -102,13 +109,24 @@ enum class PrimalPricing {
   kDantzig,    // the most negative reduced cost: none of steepest edge's assertions
 };
 
+/// The default of MilpOptions::max_nodes.
+inline constexpr int kWorkLimitNodes = 2000;
+
 struct MilpOptions {
-  double time_limit_seconds = 60;  // wall-clock limit of LP relaxation and branch and bound
-  double relative_gap = 1e-4;      // stop when (incumbent - bound) / |incumbent| <= this
+  /// Limit of LP relaxation and branch and bound (seconds): of wall time under
+  /// SearchLimit::kWallClock; under kWork only a nominal figure from which the planner
+  /// chooses strategies and shares.
+  double time_limit_seconds = 60;
+  /// What ends a solve short of proven optimality (search_clock.h).
+  SearchLimit search_limit = SearchLimit::kWallClock;
+  /// Under SearchLimit::kWork: CBC's branch and cut stops after this many nodes (the LP
+  /// relaxation and the root's cuts and heuristics run to their end).
+  int max_nodes = kWorkLimitNodes;
+  double relative_gap = 1e-4;  // stop when (incumbent - bound) / |incumbent| <= this
   /// CBC threads (when CBC was built with them) of a branch and cut over a program of at
   /// most root_cuts_max_columns columns (on larger ones CbcMain1 spends the limit
   /// re-solving its root LP, which one thread does).
-  int threads = 1;
+  int threads = 1;  // 1 under SearchLimit::kWork (CBC's threads race)
   /// CBC's root cuts (Gomory and the others) and threads run only on programs of at most
   /// this many columns: on larger ones the cuts take longer than the time limit and move the
   /// bound little (docs/PLANNER.md, "Why the defaults").
@@ -127,7 +145,8 @@ struct MilpOptions {
   /// from its best incumbent with kDantzig.
   PrimalPricing primal_pricing = PrimalPricing::kAutomatic;
   /// Seconds a child solve may run past time_limit_seconds before it is killed (CBC checks
-  /// its limit between nodes and simplex iterations; this only ends one that hangs).
+  /// its limit between nodes and simplex iterations; this only ends one that hangs). Under
+  /// SearchLimit::kWork a child is never killed for its time.
   double child_overrun_seconds = kChildOverrunSeconds;
 };
 

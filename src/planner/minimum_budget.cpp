@@ -43,14 +43,12 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   // Chain checkpointing's leanest schedule, lowered towards nothing (every implementation:
   // MonetMode::kAll only): a warm start where the program accepts it, and the answer where
   // the search ends above it.
-  const auto t0 = std::chrono::steady_clock::now();
+  const SearchClock clock(solver.search_limit);
   SimulatedPlan leanest;
   if (mode == MonetMode::kAll) {
-    leanest =
-        leanest_chain_schedule(g, costs, solver.time_limit_seconds * kMinimumBudgetChainShare);
-    o.time_limit_seconds = std::max(
-        1.0, solver.time_limit_seconds -
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    leanest = leanest_chain_schedule(g, costs, solver.time_limit_seconds * kMinimumBudgetChainShare,
+                                     solver.search_limit);
+    o.time_limit_seconds = std::max(1.0, clock.left(solver.time_limit_seconds));
   }
   std::vector<Plan> extra;
   if (!leanest.plan.program.empty()) extra.push_back(leanest.plan);

@@ -17,16 +17,11 @@
 #include "planner/memory_floor.h"
 #include "planner/monet_program.h"
 #include "planner/program_warm_start.h"
+#include "planner/search_clock.h"
 #include "planner/segment_keeping.h"
 
 namespace monet {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 struct ModeName {
   MonetMode mode;
@@ -71,20 +66,22 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
       if (h.fastest.plan.program.empty() || given.simulated.seconds < h.fastest.simulated.seconds)
         h.fastest = std::move(given), h.fastest_source = PlanSource::kWarmPlan;
     }
-  const auto t0 = Clock::now();
+  const SearchClock clock(o.solver.search_limit);
   const double limit = o.solver.time_limit_seconds;
   SegmentKeepingOptions keeping_options;
   keeping_options.budget_bytes = budget;
+  keeping_options.search_limit = o.solver.search_limit;
   keeping_options.time_limit_seconds = limit * o.segment_keeping_share;
   SegmentKeepingPlans keeping = segment_keeping_plans(g, costs, keeping_options);
   for (SimulatedPlan& p : keeping.within_budget) take(std::move(p), PlanSource::kSegmentKeeping);
   h.over_budget = std::move(keeping.over_budget);
   ChainCheckpointingOptions chain_options;
   chain_options.budget_bytes = budget;
+  chain_options.search_limit = o.solver.search_limit;
   chain_options.time_limit_seconds =
       limit * (keeping.within_budget.empty() ? o.tight_chain_checkpointing_share
                                              : o.chain_checkpointing_share);
-  chain_options.first_fit_time_limit_seconds = std::max(1.0, seconds_left - seconds_since(t0));
+  chain_options.first_fit_time_limit_seconds = std::max(1.0, seconds_left - clock.elapsed());
   ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, chain_options);
   // The fastest chain schedule within the budget, and the leanest (its smallest peak).
   if (!chain.within_budget.empty())
@@ -95,7 +92,7 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
     report_progress(
         "planner: heuristics took %.1f s: segment keeping, chain checkpointing "
         "(%d segments, %d schedules, %zu within the budget)\n",
-        seconds_since(t0), chain.segments, chain.schedules, chain.within_budget.size());
+        clock.wall_seconds(), chain.segments, chain.schedules, chain.within_budget.size());
   return h;
 }
 
@@ -165,11 +162,11 @@ double add_recomputation_first_plan(const Graph& g, const CostModel& costs, cons
   noop.solver.time_limit_seconds =
       std::min(o.solver.time_limit_seconds * o.recomputation_first_share, seconds_left);
   if (noop.solver.time_limit_seconds < 1) return -1;
-  const auto t0 = Clock::now();
+  const SearchClock clock(o.solver.search_limit);
   MonetResult r = plan_monet(g, costs, noop);
   if (!r.found) {
     if (o.solver.progress)
-      report_progress("planner: recomputation first: no plan in %.1f s\n", seconds_since(t0));
+      report_progress("planner: recomputation first: no plan in %.1f s\n", clock.wall_seconds());
     return -1;
   }
   const int switches = choose_fastest_convolutions(g, costs, budget, &r.plan);
@@ -181,7 +178,7 @@ double add_recomputation_first_plan(const Graph& g, const CostModel& costs, cons
     report_progress(
         "planner: recomputation first (default implementations): a plan of %.4g s in %.1f s, "
         "%.4g s with %d convolution instructions switched to faster algorithms\n",
-        r.predicted.seconds, seconds_since(t0), first.simulated.seconds, switches);
+        r.predicted.seconds, clock.wall_seconds(), first.simulated.seconds, switches);
   if (first.simulated.peak_bytes > budget) return -1;
   const double seconds = first.simulated.seconds;
   if (h->fastest.plan.program.empty() || seconds < h->fastest.simulated.seconds)
@@ -307,7 +304,8 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
     search->solver.relaxation = none.get_future().share();
     return;
   }
-  const double lp_limit = std::max(1.0, seconds_left - o.relaxation_reserve_seconds);
+  const double lp_limit =
+      wall_limit(o.solver.search_limit, std::max(1.0, seconds_left - o.relaxation_reserve_seconds));
   const std::atomic<bool>* stop = search->stop.get();
   search->solver.relaxation = std::async(std::launch::async, [&program, lp_limit, stop] {
                                 return solve_relaxation(program.milp(), lp_limit, stop);
@@ -402,7 +400,7 @@ bool recompute_in_place_next(const MonetOptions& o, const MonetResult& result,
 }  // namespace
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
-  const auto t0 = Clock::now();
+  const SearchClock clock(o.solver.search_limit);
   const double limit = o.solver.time_limit_seconds;
   MonetResult result;
   result.floor_bytes = memory_floor_bytes(g, costs);
@@ -415,7 +413,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     if (o.solver.progress) report_progress("planner: the budget is below the floor: no plan\n");
     result.solve.status = MilpStatus::kInfeasible;  // proven, by the floor
     result.program_budget = o.budget_bytes;
-    result.seconds = seconds_since(t0);
+    result.seconds = clock.wall_seconds();
     return result;
   }
   // The fastest heuristic plan within the budget (by the simulator), returned when the
@@ -429,23 +427,23 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // of seconds on the largest programs).
     ProgramSearch search, spare;
     start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, recomputations,
-                  Bound::kRelaxation, limit - seconds_since(t0), &search);
+                  Bound::kRelaxation, clock.left(limit), &search);
     // Heuristic plans, and the warm start.
     HeuristicPlans h =
-        heuristic_plans(g, costs, budget, o, limit - seconds_since(t0) - o.return_reserve_seconds);
+        heuristic_plans(g, costs, budget, o, clock.left(limit) - o.return_reserve_seconds);
     const double first = add_recomputation_first_plan(
         g, costs, o, budget, search.program->milp().columns(), search.solver,
-        limit - seconds_since(t0) - o.return_reserve_seconds, &h);
+        clock.left(limit) - o.return_reserve_seconds, &h);
     if (first >= 0) result.recomputation_first_seconds = first;
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         result.first_fit_seconds < 0)
-      result.first_fit_seconds = seconds_since(t0);
+      result.first_fit_seconds = clock.wall_seconds();
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         (heuristic.plan.program.empty() ||
          h.fastest.simulated.seconds < heuristic.simulated.seconds))
       heuristic = h.fastest, heuristic_source = h.fastest_source;
     const std::string warm_name =
-        choose_warm_start(g, costs, o, budget, h, limit - seconds_since(t0), &search, &spare);
+        choose_warm_start(g, costs, o, budget, h, clock.left(limit), &search, &spare);
     result.warm_start = warm_name;
     const MonetProgram& program = *search.program;
     SearchOptions& solver = search.solver;
@@ -453,9 +451,9 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.program_budget = budget;
     // A warm start the program accepts fits the budget (its rows bound the simulated peak).
     if (!warm_name.empty() && result.first_fit_seconds < 0)
-      result.first_fit_seconds = seconds_since(t0);
+      result.first_fit_seconds = clock.wall_seconds();
     // The search, in what is left of the time limit.
-    solver.time_limit_seconds = std::max(1.0, limit - seconds_since(t0) - o.return_reserve_seconds);
+    solver.time_limit_seconds = std::max(1.0, clock.left(limit) - o.return_reserve_seconds);
     if (o.solver.progress)
       report_progress(
           "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
@@ -465,7 +463,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.solve = search_program(program.milp(), solver);
     ++result.solves;
     if (result.solve.values.empty()) {
-      if (!recompute_in_place_next(o, result, recomputations, limit - seconds_since(t0))) break;
+      if (!recompute_in_place_next(o, result, recomputations, clock.left(limit))) break;
       recomputations = Recomputations::kInPlaceWherePossible;
       if (o.solver.progress)
         report_progress(
@@ -480,7 +478,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     result.predicted = simulate(g, result.plan, costs);
     if (result.predicted.peak_bytes <= o.budget_bytes) {
       result.found = true;
-      if (result.first_fit_seconds < 0) result.first_fit_seconds = seconds_since(t0);
+      if (result.first_fit_seconds < 0) result.first_fit_seconds = clock.wall_seconds();
       break;
     }
     // The program's memory rows are upper bounds except where the simulator knows
@@ -492,7 +490,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     budget -= excess + 4096;
   }
   prefer_heuristic(std::move(heuristic), heuristic_source, o.mode, &result);
-  result.seconds = seconds_since(t0);
+  result.seconds = clock.wall_seconds();
   return result;
 }
 

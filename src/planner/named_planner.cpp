@@ -85,6 +85,7 @@ PlannerOutcome run_chain(const Graph& g, const CostModel* costs, const PlannerRe
   ChainCheckpointingOptions o;
   o.budget_bytes = r.budget_bytes < 0 ? std::numeric_limits<int64_t>::max() : r.budget_bytes;
   o.time_limit_seconds = r.solver.time_limit_seconds;
+  o.search_limit = r.solver.search_limit;
   ChainCheckpointingPlans c = chain_checkpointing_plans(g, *costs, o);
   return found(std::move(c.within_budget.empty() ? c.smallest.plan : c.within_budget.front().plan));
 }

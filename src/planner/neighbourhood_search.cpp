@@ -66,11 +66,14 @@ class WindowSequence {
 
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::shared_future<RelaxationBound>& relaxation,
-                                         std::chrono::steady_clock::time_point t0, double deadline,
+                                         const SearchClock& clock, double deadline,
                                          const MilpOptions& solver,
                                          const NeighbourhoodOptions& options, MilpResult* result) {
-  using Clock = std::chrono::steady_clock;
-  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  const auto elapsed = [&] { return clock.elapsed(); };
+  // Under SearchLimit::kWork: the relaxation is awaited first and nothing runs on the second
+  // core, so that the windows' sequence and results do not depend on timing.
+  const bool one_core = solver.search_limit == SearchLimit::kWork;
+  if (one_core && relaxation.valid()) relaxation.wait();
   const auto ready = [&] {
     return relaxation.valid() &&
            relaxation.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -114,6 +117,8 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
       r.free_integers += milp.is_integer(c) && std::isnan(fixed[c]);
     r.sub = milp.without_fixed(&fixed, &r.offset);
     r.options.time_limit_seconds = seconds;
+    r.options.search_limit = solver.search_limit;
+    r.options.max_nodes = solver.max_nodes;
     r.options.relative_gap = solver.relative_gap;
     r.options.root_cuts_max_columns = solver.root_cuts_max_columns;
     r.options.threads = 1;  // the relaxation or the second core's search runs beside it
@@ -136,7 +141,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
   const auto accept = [&](std::vector<double> x) {
     out.values = std::move(x);
     out.objective = milp.objective_of(out.values);
-    result->incumbent_trace.push_back({elapsed(), out.objective});
+    result->incumbent_trace.push_back({clock.wall_seconds(), out.objective});
   };
   const auto report = [&](const char* what, const Restriction& r, const char* outcome) {
     if (!solver.progress) return;
@@ -146,7 +151,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     report_progress(
         "solver: %7.1f s  %s %d: %d of %d binaries free (%d columns), %s, "
         "incumbent %.6g  %s\n",
-        elapsed(), what, out.rounds, r.free_integers, integers, r.sub.columns(), outcome,
+        clock.wall_seconds(), what, out.rounds, r.free_integers, integers, r.sub.columns(), outcome,
         out.objective, gap_text);
   };
   // Solves a restriction here; keeps a better solution. Returns whether it found one.
@@ -182,7 +187,8 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     double offset = 0;
     const Milp rest = milp.without_fixed(&fixed, &offset);
     if (rest.columns() > 0) {
-      const RelaxationBound lp = solve_relaxation(rest, options.merge_lp_seconds, nullptr);
+      const RelaxationBound lp = solve_relaxation(
+          rest, wall_limit(solver.search_limit, options.merge_lp_seconds), nullptr);
       if (!lp.solved) return std::vector<double>();
       for (int c = 0, s = 0; c < milp.columns(); ++c)
         if (std::isnan(fixed[c])) fixed[c] = lp.values[s++];
@@ -234,7 +240,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     if (poll_child()) windows.restart();
     if (child && child->solve->finished() && absorb_child()) windows.restart();
     const double left = deadline - elapsed();
-    out_of_time = left < 1.0;
+    out_of_time = left < 1.0 || (one_core && out.rounds >= options.work_rounds);
     if (out_of_time || gap(out.objective) <= solver.relative_gap ||
         out.objective <= options.stop_objective)
       break;
@@ -255,7 +261,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
         continue;
       }
     }
-    if (!child && !whole_search_started && lp() &&
+    if (!one_core && !child && !whole_search_started && lp() &&
         left > options.whole_search_relaxations * lp()->seconds) {
       whole_search_started = true;
       // Time for CBC to solve the root again and run its heuristics: the whole program's
@@ -291,7 +297,7 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     const double limit =
         std::min(left, std::max(options.window_min_seconds, left * options.window_share));
     Restriction r = restrict(std::move(fixed), limit, /*from_incumbent=*/true);
-    if (!child && ready()) {
+    if (!one_core && !child && ready()) {
       launch(std::move(r), /*whole_program=*/false);
       windows.advance(false);  // a better result restarts the windows when it comes
       continue;

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "planner/milp.h"
+#include "planner/search_clock.h"
 
 namespace monet {
 
@@ -70,21 +71,28 @@ struct NeighbourhoodOptions {
   double window_min_seconds = 5.0;
   /// The first windows span the model's places divided by this (at least 2 places).
   int initial_windows = 48;
+  /// Under SearchLimit::kWork: the search ends after this many sub-programs (windows and
+  /// the relaxation neighbourhood), if the window sequence has not ended before.
+  int work_rounds = 48;
   /// Wall-clock limit (seconds) of the LP that completes a child's changes applied to a
   /// newer incumbent.
   double merge_lp_seconds = 5.0;
 };
 
-/// Improves `incumbent` (feasible for `milp`) until `deadline` (seconds after `t0`) or
+/// Improves `incumbent` (feasible for `milp`) until `deadline` (seconds on `clock`) or
 /// until its objective is within `solver.relative_gap` of the bound of `relaxation` (the
 /// LP relaxation, under way on another thread: until it is ready, there is no bound).
 /// Neighbourhoods are the relaxation neighbourhood (above) and windows over
 /// `options.column_positions`; sub-programs are solved by solve_milp under `solver`'s
 /// gap and root-cut threshold. Each better solution is appended to `result`'s incumbent
-/// trace (seconds after `t0`); progress lines go to stderr when `solver.progress`.
+/// trace (wall seconds on `clock`); progress lines go to stderr when `solver.progress`.
+/// Under SearchLimit::kWork (solver.search_limit) the relaxation is awaited before the
+/// first window and the second core stays idle: the search ends when the window sequence
+/// is exhausted, the gap reached or options.work_rounds sub-programs solved, each after at
+/// most solver.max_nodes nodes.
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::shared_future<RelaxationBound>& relaxation,
-                                         std::chrono::steady_clock::time_point t0, double deadline,
+                                         const SearchClock& clock, double deadline,
                                          const MilpOptions& solver,
                                          const NeighbourhoodOptions& options, MilpResult* result);
 

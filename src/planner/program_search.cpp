@@ -20,6 +20,7 @@ MilpResult search_program(const Milp& m, const SearchOptions& o) {
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
   if (!warm || resolve_strategy(m, o) != SearchStrategy::kNeighbourhood) return solve_milp(m, o);
   const auto t0 = std::chrono::steady_clock::now();
+  const SearchClock clock(o.search_limit);
   MilpResult result;
   // The warm start is the first incumbent, at the search's start.
   result.incumbent_trace.push_back({0.0, m.objective_of(o.warm_start)});
@@ -31,9 +32,11 @@ MilpResult search_program(const Milp& m, const SearchOptions& o) {
   // wanted).
   std::shared_future<RelaxationBound> relaxation =
       std::async(std::launch::async, [&] {
-        RelaxationBound r = o.relaxation.valid()
-                                ? o.relaxation.get()
-                                : solve_relaxation(m, o.time_limit_seconds, &stop_relaxation);
+        RelaxationBound r =
+            o.relaxation.valid()
+                ? o.relaxation.get()
+                : solve_relaxation(m, wall_limit(o.search_limit, o.time_limit_seconds),
+                                   &stop_relaxation);
         result.lp_seconds = r.seconds;
         if (r.solved) result.lp_bound = r.bound;
         if (!o.progress || !(r.solved || r.infeasible || r.seconds > 0)) return r;
@@ -47,7 +50,7 @@ MilpResult search_program(const Milp& m, const SearchOptions& o) {
                                                    : "stopped at the time limit (no bound)");
         return r;
       }).share();
-  NeighbourhoodSearch s = neighbourhood_search(m, o.warm_start, relaxation, t0,
+  NeighbourhoodSearch s = neighbourhood_search(m, o.warm_start, relaxation, clock,
                                                o.time_limit_seconds, o, o.neighbourhood, &result);
   stop_relaxation = true;  // e.g. at the neighbourhood options' stop_objective
   relaxation.wait();

@@ -120,12 +120,12 @@ bool recomputation_order(const Graph& g, const CostModel& costs, const std::vect
 
 SimulatedPlan rematerialize(const Graph& g, const CostModel& costs, SimulatedPlan current,
                             const RematerializationOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto out_of_time = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
-           o.time_limit_seconds;
-  };
-  while (current.simulated.peak_bytes > o.budget_bytes && !out_of_time()) {
+  const SearchClock clock(o.search_limit);
+  const auto out_of_time = [&] { return clock.past(o.time_limit_seconds); };
+  const bool counted = o.search_limit == SearchLimit::kWork;
+  for (int moves = 0; current.simulated.peak_bytes > o.budget_bytes && !out_of_time() &&
+                      (!counted || moves < o.work_moves);
+       ++moves) {
     const Plan& plan = current.plan;
     int first_backward = 0;
     while (first_backward < static_cast<int>(plan.program.size()) &&

@@ -19,6 +19,7 @@
 #include "cost/cost_model.h"
 #include "cost/simulator.h"
 #include "graph/graph.h"
+#include "planner/search_clock.h"
 
 namespace monet {
 
@@ -30,7 +31,11 @@ inline constexpr int kRecomputedInputDepth = 8;
 struct RematerializationOptions {
   int64_t budget_bytes = 0;        // simulated peak to reach (bytes)
   double time_limit_seconds = 10;  // wall-clock limit of the whole pass (seconds)
-  int candidates_per_move = 96;    // tensors tried at each move: the largest alive at the peak
+  /// kWork: at most work_moves moves, until the budget is reached or none lowers the peak
+  /// (no clock read).
+  SearchLimit search_limit = SearchLimit::kWallClock;
+  int work_moves = 64;          // moves made under SearchLimit::kWork
+  int candidates_per_move = 96;  // tensors tried at each move: the largest alive at the peak
   /// How many producers back a move recomputes the inputs of a tensor's recomputation that
   /// are not alive where it runs (0: only tensors whose inputs are alive there).
   int recomputed_input_depth = kRecomputedInputDepth;

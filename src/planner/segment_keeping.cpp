@@ -139,14 +139,10 @@ void search_from(const Graph& g, const CostModel& costs, const ScheduleChoices& 
 
 SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs,
                                           const SegmentKeepingOptions& o) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  const auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  const auto out_of_time = [&] { return seconds_since(t0) > o.time_limit_seconds; };
+  const SearchClock clock(o.search_limit);
+  const auto out_of_time = [&] { return clock.past(o.time_limit_seconds); };
   const auto first_out_of_time = [&] {
-    return seconds_since(t0) > o.checkpointing_share * o.time_limit_seconds;
+    return clock.past(o.checkpointing_share * o.time_limit_seconds);
   };
   const ScheduleChoices lean = lean_choices(g, costs);
   const ScheduleChoices fastest =
@@ -177,10 +173,10 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
   }
   // Then greedy descent from store-all, per family, in a share of the time left.
   for (size_t f = 0; f < families.size() && !out_of_time(); ++f) {
-    const double share = (o.time_limit_seconds - seconds_since(t0)) / double(families.size() - f);
-    const auto family_t0 = Clock::now();
+    const double share = clock.left(o.time_limit_seconds) / double(families.size() - f);
+    const SearchClock family_clock(o.search_limit);
     ScheduleChoices descent = greedy_descent(g, costs, *families[f], lean, o.budget_bytes,
-                                             [&] { return seconds_since(family_t0) > share; });
+                                             [&] { return family_clock.past(share); });
     const ScheduleChoices start = store_all(*families[f]);
     if (descent.forward != start.forward || descent.backward != start.backward ||
         descent.drop_after_forward != start.drop_after_forward)

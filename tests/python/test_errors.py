@@ -32,9 +32,9 @@ def test_budget_below_every_plan_gives_the_smallest_and_the_bound(cache_dir):
     torch.manual_seed(0)
     model = SmallNet().double()
     x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
-    r = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=10)
+    r = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=10, search_limit="work")
     with pytest.raises(monet.BudgetTooSmall) as e:
-        monet.optimize(model, x, budget=r.floor - 1, cache_dir=cache_dir, time_limit=10)
+        monet.optimize(model, x, budget=r.floor - 1, cache_dir=cache_dir, time_limit=10, search_limit="work")
     assert e.value.smallest_budget == r.smallest
     assert e.value.proven_bound == r.floor
     assert e.value.proven_bound <= e.value.smallest_budget
@@ -49,7 +49,7 @@ def test_plan_for_another_shape_is_a_mismatch(cache_dir, tmp_path):
     model = SmallNet().double()
     x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
     planned = monet.plan(model, x, budget=halfway_budget(model, x, cache_dir, "sgd-momentum"),
-                         cache_dir=cache_dir, time_limit=10)
+                         cache_dir=cache_dir, time_limit=10, search_limit="work")
     path = tmp_path / "plan.json"
     planned.save(path)
     loaded = monet.load_plan(path)
@@ -102,6 +102,8 @@ BAD_CALLS = [  # (description, arguments of monet.optimize beside the module)
     ("time limit negative", (), {"budget": "0.9x", "time_limit": -1}),
     ("time limit not a number", (), {"budget": "0.9x", "time_limit": float("nan")}),
     ("time limit a string", (), {"budget": "0.9x", "time_limit": "soon"}),
+    ("search limit unknown", (), {"budget": "0.9x", "search_limit": "soon"}),
+    ("search limit a number", (), {"budget": "0.9x", "search_limit": 5}),
     ("planner None", (), {"planner": None}),
     ("optimizer a number", (), {"optimizer": 3}),
     ("weight decay a string", (), {"weight_decay": "a"}),

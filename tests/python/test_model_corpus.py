@@ -204,11 +204,11 @@ def test_trains_like_pytorch(case, cache_dir):
     xs, ys, loss_fn = batches(kind, shape)
     loss_fn = trained_output(case, loss_fn)
     r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
-                           time_limit=20, output=OUTPUT.get(case))
+                           time_limit=20, search_limit="work", output=OUTPUT.get(case))
     assert r.floor <= r.smallest <= r.store_all
     budget = (r.smallest + r.store_all) // 2
     fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
-                          cache_dir=cache_dir, time_limit=20, output=OUTPUT.get(case))
+                          cache_dir=cache_dir, time_limit=20, search_limit="work", output=OUTPUT.get(case))
     assert fast.plan.predicted_peak <= fast.plan.store_all_peak
     losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
     want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
@@ -232,7 +232,7 @@ def test_several_inputs_from_the_cli(tmp_path):
     plan = str(tmp_path / "plan.json")
     model = ["--model", traced, "--loss", "sequence_cross_entropy"]
     shapes = ["--input-shape", "4,12", "--input-shape", "4,12:bool"]
-    r = monet_cli("plan", *model, *shapes, "--budget", "0.9x", "--time-limit", "5",
+    r = monet_cli("plan", *model, *shapes, "--budget", "0.9x", "--time-limit", "5", "--search-limit", "work",
                   "--cache-dir", str(tmp_path / "cache"), "-o", plan)
     assert r.returncode == 0, r.stderr
     r = monet_cli("verify", "--plan", plan)

@@ -1,0 +1,12 @@
+// The planner's SearchLimit (planner/search_clock.h) for the public PlanningLimit.
+#pragma once
+
+#include <monet/monet.h>
+
+#include "planner/search_clock.h"
+
+namespace monet {
+
+SearchLimit search_limit_of(PlanningLimit limit);
+
+}  // namespace monet
