@@ -33,7 +33,6 @@ std::string fresh_dir(const std::string& name) {
 // Planning with `planner` (no budget), no cache, silently.
 PlanOptions uncached_options(const std::string& planner) {
   PlanOptions po;
-  po.planning_limit = PlanningLimit::kWork;
   po.planner = planner;
   po.use_cache = false;
   po.progress = false;
@@ -47,7 +46,6 @@ PlanOptions quiet_options(const std::string& budget, const std::string& cache) {
   po.cache_dir = cache;
   po.progress = false;
   po.time_limit_seconds = 10;
-  po.planning_limit = PlanningLimit::kWork;
   return po;
 }
 
@@ -119,7 +117,6 @@ TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
 
 TEST(PlannedModel, RefusesBudgetsNoPlanFitsAndPlannersThatIgnoreIt) {
   PlanOptions po;
-  po.planning_limit = PlanningLimit::kWork;
   po.use_cache = false;
   po.progress = false;
   po.budget = "1KiB";

@@ -40,7 +40,6 @@ TEST_P(ChainOnTinyModel, RunsAsSimulatedWithinItsBudgetAndAboveTheFloor) {
   const auto& [g, state, batch, costs] = t;
   const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = store_all.peak_bytes;
   const ChainCheckpointingPlans all = chain_checkpointing_plans(g, costs, o);
   ASSERT_GT(all.segments, 0);
@@ -64,7 +63,6 @@ TEST_P(ChainOnTinyModel, RunsAsSimulatedWithinItsBudgetAndAboveTheFloor) {
     EXPECT_LE(p.simulated.peak_bytes, o.budget_bytes);
   // The named planner returns the fastest that fits.
   PlannerRequest request;
-  request.solver.search_limit = SearchLimit::kWork;
   request.planner = "chain";
   request.budget_bytes = o.budget_bytes;
   const PlannerOutcome named = make_plan(g, &costs, request);
@@ -78,7 +76,6 @@ TEST_P(ChainOnTinyModel, SubCutSchedulesRunAsSimulated) {
   const TinySetUp t(GetParam());
   const auto& [g, state, batch, costs] = t;
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes;
   o.layouts = {ChainCuts::kSubCuts};
   const ChainCheckpointingPlans sub_cuts = chain_checkpointing_plans(g, costs, o);
@@ -104,7 +101,6 @@ TEST_P(ChainOnTinyModel, TheProgramExpressesItsInPlaceRecomputations) {
   const Graph& g = t.g;
   const CostModel& costs = t.costs;
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes;
   const SimulatedPlan smallest = chain_checkpointing_plans(g, costs, o).smallest;
   const auto inplace_recomputations = [&](const Plan& plan) {
@@ -148,7 +144,6 @@ TEST_P(ChainOnTinyModel, TheProgramsRowsBoundEveryScheduleItExpresses) {
   const TinySetUp t(GetParam());
   const Graph& g = t.g;
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = simulate(g, store_all_plan(g), t.costs).peak_bytes;
   const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, t.costs, o);
   CostModel costs = t.costs;
@@ -189,7 +184,6 @@ TEST(ChainCheckpointing, SmallestScheduleIsNearTheFloor) {
   const Graph& g = t.g;
   const CostModel& costs = t.costs;
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = iteration_start_bytes(g);  // nothing fits: the smallest schedule is sought
   const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, o);
   const double start = static_cast<double>(iteration_start_bytes(g));
@@ -211,7 +205,6 @@ TEST(ChainCheckpointing, DropsRecomputationsNothingReads) {
   MemoryTracker::install();
   const TinySetUp t("unet");
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = std::numeric_limits<int64_t>::max();  // every schedule fits
   const ChainCheckpointingPlans dropped = chain_checkpointing_plans(t.g, t.costs, o);
   o.unread_recomputations = UnreadRecomputations::kKeep;
@@ -244,7 +237,6 @@ TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
     if (checkpointing < 0 || peak < checkpointing) checkpointing = peak;
   }
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = checkpointing - 1;
   const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, o);
   ASSERT_FALSE(chain.within_budget.empty())
@@ -253,7 +245,6 @@ TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
   MonetOptions mo;
   mo.budget_bytes = o.budget_bytes;
   mo.solver.time_limit_seconds = 20;
-  mo.solver.search_limit = SearchLimit::kWork;
   const MonetResult r = plan_monet(g, costs, mo);
   ASSERT_TRUE(r.found);
   EXPECT_LE(r.predicted.peak_bytes, mo.budget_bytes);
@@ -278,13 +269,11 @@ TEST(ChainCheckpointing, ThePlannerPlansAtTheSmallestChainPeakEitherWay) {
   const TinySetUp t("resnet18");
   const auto& [g, state, batch, costs] = t;
   ChainCheckpointingOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = iteration_start_bytes(g);  // nothing fits: the smallest schedule is sought
   const SimulatedPlan smallest = chain_checkpointing_plans(g, costs, o).smallest;
   MonetOptions mo;
   mo.budget_bytes = smallest.simulated.peak_bytes;
   mo.solver.time_limit_seconds = 10;
-  mo.solver.search_limit = SearchLimit::kWork;
   for (NoFittingHeuristic way :
        {NoFittingHeuristic::kExactProgramThenElastic, NoFittingHeuristic::kElastic}) {
     mo.no_fitting_heuristic = way;

@@ -33,7 +33,6 @@ TEST(ChildSolve, SolvesAsThisProcessDoes) {
   const Milp m = knapsack(14, 31);
   MilpOptions o;
   o.time_limit_seconds = 20;
-  o.search_limit = SearchLimit::kWork;
   o.process = SolveProcess::kThisProcess;
   const MilpResult here = solve_milp(m, o);
   ASSERT_EQ(here.status, MilpStatus::kOptimal);
@@ -51,9 +50,8 @@ TEST(ChildSolve, SolvesAsThisProcessDoes) {
   EXPECT_NEAR(child_default.objective, here.objective, 1e-9);
   EXPECT_EQ(child_default.incumbent_trace.size(), here.incumbent_trace.size());
 
-  const RelaxationBound lp_here =
-      solve_relaxation(m, kNoTimeLimit, nullptr, SolveProcess::kThisProcess);
-  const RelaxationBound lp_there = solve_relaxation(m, kNoTimeLimit, nullptr, SolveProcess::kChild);
+  const RelaxationBound lp_here = solve_relaxation(m, 10, nullptr, SolveProcess::kThisProcess);
+  const RelaxationBound lp_there = solve_relaxation(m, 10, nullptr, SolveProcess::kChild);
   ASSERT_TRUE(lp_here.solved);
   ASSERT_TRUE(lp_there.solved);
   EXPECT_NEAR(lp_there.bound, lp_here.bound, 1e-9);
@@ -110,7 +108,6 @@ TEST(SolveInAChildProcess, AnAbortedSolverLeavesItsBestSolutionAndThisProcess) {
   ASSERT_TRUE(m.satisfies(start));
   MilpOptions o;
   o.time_limit_seconds = 120;
-  o.search_limit = SearchLimit::kWork;
   o.progress = true;
   o.warm_start = start;
   std::vector<std::string> lines;
@@ -145,7 +142,6 @@ TEST(ChildSolve, ReportsNoSolutionForAnInfeasibleProgram) {
   const int x = m.add_binary(1), y = m.add_binary(1);
   m.add_row({{x, 1}, {y, 1}}, 3, 1e30);
   MilpOptions o;
-  o.search_limit = SearchLimit::kWork;
   ChildSolve child(m, o);
   const MilpResult r = child.wait();
   EXPECT_EQ(r.status, MilpStatus::kInfeasible);

@@ -48,7 +48,6 @@ Model plain_cnn(int64_t batch) {
 
 PlanOptions quiet(const std::string& planner, const std::string& budget = "") {
   PlanOptions o;
-  o.planning_limit = PlanningLimit::kWork;
   o.planner = planner;
   o.budget = budget;
   o.use_cache = false;

@@ -265,7 +265,6 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
     MilpOptions o;
     o.relative_gap = 0;
     o.time_limit_seconds = 60;
-    o.search_limit = SearchLimit::kWork;
     const MilpResult r = solve_milp(program.milp(), o);
     std::cout << "  budget " << budget << " B: enumerated optimum " << best << " s (" << fitting
               << " plans fit, the program accepts " << accepted << ", the fastest of them "

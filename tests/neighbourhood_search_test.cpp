@@ -53,12 +53,11 @@ TEST(MilpRelaxation, SolvedOrAwaitedWhenUnderWay) {
   std::vector<std::pair<int, double>> row;
   for (int i = 0; i < 3; ++i) row.push_back({m.add_binary(-1), 2});
   m.add_row(row, -1e30, 3);
-  const RelaxationBound lp = solve_relaxation(m, kNoTimeLimit, nullptr);
+  const RelaxationBound lp = solve_relaxation(m, 10, nullptr);
   ASSERT_TRUE(lp.solved);
   EXPECT_NEAR(lp.bound, -1.5, 1e-9);
 
   SearchOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.strategy = SearchStrategy::kNeighbourhood;
   o.warm_start = {0, 0, 0};
   const MilpResult own = search_program(m, o);
@@ -85,7 +84,6 @@ TEST(RelaxationNeighbourhood, FixesWhatTheRelaxationSetsWholeAndSearchesTheRest)
   const int x0 = m.add_binary(-6), x1 = m.add_binary(-4), x2 = m.add_binary(-1);
   m.add_row({{x0, 2}, {x1, 2}, {x2, 2}}, -1e30, 5);
   SearchOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.strategy = SearchStrategy::kNeighbourhood;
   o.warm_start = {0, 0, 1};
   o.neighbourhood.column_positions = {-1, -1, -1};
@@ -125,7 +123,6 @@ TEST_P(NeighbourhoodOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
     MonetOptions o;
     o.budget_bytes = budget;
     o.solver.time_limit_seconds = 8;
-    o.solver.search_limit = SearchLimit::kWork;
     o.solver.relative_gap = 0.01;
     o.solver.strategy = SearchStrategy::kNeighbourhood;
     const MonetResult r = plan_monet(g, costs, o);

@@ -16,7 +16,6 @@ using testing::knapsack;
 TEST(ProgramSearch, ResolvesTheStrategyByProgramSizeOrAsAsked) {
   const Milp m = knapsack(5, 9);
   SearchOptions o;
-  o.search_limit = SearchLimit::kWork;
   o.neighbourhood_min_columns = 4;
   EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
   o.neighbourhood_min_columns = 5;
@@ -35,7 +34,6 @@ TEST(ProgramSearch, ResolvesTheStrategyByProgramSizeOrAsAsked) {
 TEST(ProgramSearch, NeighbourhoodSearchWithoutAWarmStartIsABranchAndCut) {
   const Milp m = knapsack(12, 27);
   MilpOptions exact;
-  exact.search_limit = SearchLimit::kWork;
   const MilpResult optimum = solve_milp(m, exact);
   ASSERT_EQ(optimum.status, MilpStatus::kOptimal);
   SearchOptions o;
@@ -47,7 +45,6 @@ TEST(ProgramSearch, NeighbourhoodSearchWithoutAWarmStartIsABranchAndCut) {
   // With a warm start (the empty knapsack), the neighbourhood search reaches it too.
   o.warm_start.assign(m.columns(), 0);
   o.time_limit_seconds = 30;
-  o.search_limit = SearchLimit::kWork;
   const MilpResult searched = search_program(m, o);
   EXPECT_TRUE(m.satisfies(searched.values));
   EXPECT_NEAR(searched.objective, optimum.objective, 1e-9);

@@ -131,7 +131,6 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   // The solve proves its optimum in ~30 s on an idle 2-core machine; the limit leaves
   // room for a loaded one (the suite runs two tests at once).
   o.time_limit_seconds = 300;
-  o.search_limit = SearchLimit::kWork;
   o.warm_start = above;
   const MilpResult r = solve_milp(program.milp(), o);
   ASSERT_FALSE(r.values.empty());
@@ -181,7 +180,6 @@ TEST(MonetProgram, ExactAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
   MonetOptions o;
   o.budget_bytes = budget;
   o.solver.time_limit_seconds = 30;
-  o.solver.search_limit = SearchLimit::kWork;
   for (const SimulatedPlan& k : kept) o.warm_plans.push_back(k.plan);
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);

@@ -53,7 +53,6 @@ TEST(TrainCommand, LearnsShapesUnderHalfTheMemoryAndSavesForPython) {
   const std::string model = kDir + "/resnet_tiny.pt", trained = dir + "/trained.pt";
   ASSERT_EQ(monet("train --model " + model + " --input-shape 32,3,32,32 --data " + kDir +
                       "/shapes --budget 0.5x --epochs 8 --lr 0.05 --seed 1 --time-limit 20 "
-                      "--search-limit work "
                       "--cache-dir " +
                       dir + "/cache --save " + trained + " --json",
                   dir + "/log.jsonl", dir + "/err.txt"),
@@ -70,7 +69,6 @@ TEST(TrainCommand, LearnsShapesUnderHalfTheMemoryAndSavesForPython) {
   // Training accuracy of the saved model, computed by monet in eval mode.
   Model saved = Model::load({trained, 0, {}, 1.0, 0, {32, 3, 32, 32}, ""}, 0);
   PlanOptions po;
-  po.planning_limit = PlanningLimit::kWork;
   po.planner = "storeall";
   po.use_cache = false;
   po.progress = false;

@@ -205,7 +205,6 @@ inline std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
   MonetOptions o;
   o.budget_bytes = halfway_budget(g, costs);
   o.solver.time_limit_seconds = 10;
-  o.solver.search_limit = SearchLimit::kWork;
   const MonetResult r = plan_monet(g, costs, o);
   EXPECT_TRUE(r.found);
   return write_plan(g, r.plan, dtype);
@@ -219,7 +218,6 @@ inline double train_and_compare(const ModelSpec& spec, const std::string& plan, 
   Model model = Model::load(spec, 0);
   convert_model(model, dtype);
   PlanOptions po;
-  po.planning_limit = PlanningLimit::kWork;
   po.plan_file = plan;
   po.use_cache = false;
   po.progress = false;

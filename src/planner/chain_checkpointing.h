@@ -67,7 +67,7 @@ struct ChainCheckpointingOptions {
   /// schedule, the bisection to the fit and at most work_schedules schedules around it,
   /// and rematerialization makes at most RematerializationOptions::work_moves moves.
   SearchLimit search_limit = SearchLimit::kWallClock;
-  int work_schedules = 16;  // distinct schedules around the fit, per layout and family (kWork)
+  int work_schedules = 8;  // distinct schedules around the fit, per layout and family (kWork)
   /// Schedules whose simulated peak is above the budget by at most this fraction of it,
   /// and faster than every schedule within it, are rematerialized towards it.
   double rematerialization_reach = 0.25;

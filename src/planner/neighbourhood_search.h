@@ -73,7 +73,7 @@ struct NeighbourhoodOptions {
   int initial_windows = 48;
   /// Under SearchLimit::kWork: the search ends after this many sub-programs (windows and
   /// the relaxation neighbourhood), if the window sequence has not ended before.
-  int work_rounds = 48;
+  int work_rounds = 16;
   /// Wall-clock limit (seconds) of the LP that completes a child's changes applied to a
   /// newer incumbent.
   double merge_lp_seconds = 5.0;

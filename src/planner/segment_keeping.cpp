@@ -175,8 +175,12 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
   for (size_t f = 0; f < families.size() && !out_of_time(); ++f) {
     const double share = clock.left(o.time_limit_seconds) / double(families.size() - f);
     const SearchClock family_clock(o.search_limit);
-    ScheduleChoices descent = greedy_descent(g, costs, *families[f], lean, o.budget_bytes,
-                                             [&] { return family_clock.past(share); });
+    int simulations = 0;  // the descent asks once per simulation
+    const auto stop = [&] {
+      return o.search_limit == SearchLimit::kWork ? ++simulations > o.work_simulations
+                                                  : family_clock.past(share);
+    };
+    ScheduleChoices descent = greedy_descent(g, costs, *families[f], lean, o.budget_bytes, stop);
     const ScheduleChoices start = store_all(*families[f]);
     if (descent.forward != start.forward || descent.backward != start.backward ||
         descent.drop_after_forward != start.drop_after_forward)

@@ -27,8 +27,10 @@ namespace monet {
 struct SegmentKeepingOptions {
   int64_t budget_bytes = 0;        // simulated peak allowed (bytes)
   double time_limit_seconds = 10;  // wall-clock limit of the whole search (seconds)
-  /// kWork: every start and descent runs to its end (time_limit_seconds is not read).
+  /// kWork: every start runs, and each greedy descent ends after work_simulations
+  /// simulations (time_limit_seconds is not read).
   SearchLimit search_limit = SearchLimit::kWallClock;
+  int work_simulations = 400;  // simulations per greedy descent under SearchLimit::kWork
   /// The fraction of the limit the starts from store-all and checkpointing may take; the
   /// greedy descents share the rest.
   double checkpointing_share = 0.6;

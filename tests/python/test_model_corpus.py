@@ -3,7 +3,8 @@ fallback of specialised operators: an einsum attention block, LSTM and GRU langu
 models (a recurrent layer is one generic node over its weight list), a registered buffer
 fed to a Linear, a 1-D convolutional audio classifier (1-D pooling), dilated max pooling
 and max pooling with indices undone by max_unpool2d, a model of two inputs (token ids and
-a bool padding mask into nn.MultiheadAttention). Each is planned at a budget
+a bool padding mask into nn.MultiheadAttention), multi-head attention whose query, key and
+value come from one projection by unbind (as timm's ViT). Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
@@ -34,6 +35,24 @@ class EinsumAttention(torch.nn.Module):
         scores = torch.einsum("ntd,nsd->nts", q, k) / 4.0
         h = torch.einsum("nts,nsd->ntd", scores.softmax(-1), v)
         return self.out(h.mean(1))
+
+
+class UnbindAttention(torch.nn.Module):
+    """Two-head self-attention as timm's ViT writes it: one projection reshaped to
+    [3, N, heads, T, d] and unbound into query, key and value, on [N, T, 16] inputs."""
+
+    def __init__(self, width=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, 10)
+
+    def forward(self, x):
+        n, t, c = x.shape
+        qkv = self.qkv(x).reshape(n, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        h = (q @ k.transpose(-2, -1) / 8.0).softmax(-1) @ v
+        return self.out(h.transpose(1, 2).reshape(n, t, c).mean(1))
 
 
 class RecurrentLM(torch.nn.Module):
@@ -154,6 +173,7 @@ def sequence_cross_entropy(logits, tokens):
 
 CASES = {
     "einsum_attention": (EinsumAttention, "features", (4, 8, 16)),
+    "unbind_attention": (UnbindAttention, "features", (4, 8, 16)),
     "lstm_lm": (lambda: RecurrentLM("LSTM"), "tokens", (4, 12)),
     "gru_lm": (lambda: RecurrentLM("GRU"), "tokens", (4, 12)),
     "buffer_through_linear": (BufferThroughLinear, "features", (4, 16)),
@@ -204,11 +224,11 @@ def test_trains_like_pytorch(case, cache_dir):
     xs, ys, loss_fn = batches(kind, shape)
     loss_fn = trained_output(case, loss_fn)
     r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
-                           time_limit=20, search_limit="work", output=OUTPUT.get(case))
+                           time_limit=20, output=OUTPUT.get(case))
     assert r.floor <= r.smallest <= r.store_all
     budget = (r.smallest + r.store_all) // 2
     fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
-                          cache_dir=cache_dir, time_limit=20, search_limit="work", output=OUTPUT.get(case))
+                          cache_dir=cache_dir, time_limit=20, output=OUTPUT.get(case))
     assert fast.plan.predicted_peak <= fast.plan.store_all_peak
     losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
     want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
@@ -232,7 +252,7 @@ def test_several_inputs_from_the_cli(tmp_path):
     plan = str(tmp_path / "plan.json")
     model = ["--model", traced, "--loss", "sequence_cross_entropy"]
     shapes = ["--input-shape", "4,12", "--input-shape", "4,12:bool"]
-    r = monet_cli("plan", *model, *shapes, "--budget", "0.9x", "--time-limit", "5", "--search-limit", "work",
+    r = monet_cli("plan", *model, *shapes, "--budget", "0.9x", "--time-limit", "5",
                   "--cache-dir", str(tmp_path / "cache"), "-o", plan)
     assert r.returncode == 0, r.stderr
     r = monet_cli("verify", "--plan", plan)
