@@ -89,9 +89,6 @@ enum class SolveProcess {
   kThisProcess,  // this process (what the child runs)
 };
 
-/// A wall-clock limit (seconds) that never ends a solve: the LP relaxation runs to its end.
-inline constexpr double kNoTimeLimit = std::numeric_limits<double>::infinity();
-
 /// Solves the LP relaxation of `milp` with CLP within `time_limit_seconds` (wall clock;
 /// kNoTimeLimit: to its end), or until `*stop` (when not null) is set. A child that ends
 /// abnormally gives no bound.

@@ -16,7 +16,7 @@ SearchLimit search_limit_from_name(const std::string& name) {
 }
 
 double wall_limit(SearchLimit limit, double seconds) {
-  return limit == SearchLimit::kWork ? std::numeric_limits<double>::infinity() : seconds;
+  return limit == SearchLimit::kWork ? kNoTimeLimit : seconds;
 }
 
 SearchClock::SearchClock(SearchLimit limit)

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <limits>
 #include <string>
 
 namespace monet {
@@ -21,6 +22,9 @@ enum class SearchLimit {
 const char* search_limit_name(SearchLimit limit);
 /// Throws std::invalid_argument naming the known values for any other name.
 SearchLimit search_limit_from_name(const std::string& name);
+
+/// A wall-clock limit (seconds) that never ends a solve (an LP relaxation runs to its end).
+inline constexpr double kNoTimeLimit = std::numeric_limits<double>::infinity();
 
 /// The wall-clock limit (seconds) a solver applies for a nominal `seconds`: `seconds`
 /// under kWallClock, +infinity (none) under kWork.
