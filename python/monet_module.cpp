@@ -75,13 +75,10 @@ py::dict step_dict(const monet::StepResult& s) {
 }
 
 // An input's element type from the Python layer: "" (inferred: int64 token ids where an
-// embedding reads it, else float32), "int64", "int32" or "bool".
+// embedding reads it, else float32) or a name monet::input_dtype_from_name reads.
 std::optional<torch::Dtype> input_dtype(const std::string& name) {
   if (name.empty()) return std::nullopt;
-  if (name == "int64") return torch::kLong;
-  if (name == "int32") return torch::kInt;
-  if (name == "bool") return torch::kBool;
-  throw std::invalid_argument("unknown input element type '" + name + "'");
+  return monet::input_dtype_from_name(name);
 }
 
 void bind_model(py::module_& m) {

@@ -57,8 +57,8 @@ TEST_P(AvailabilityRows, AcceptEveryPlanAndBoundBetweenRelaxationAndOptimum) {
   // The LP bound with the rows lies between the plain one and every accepted plan. (That
   // the rows leave the optimum unchanged is checked against exhaustive enumeration in
   // monet_optimality_test.cpp, whose programs have them.)
-  const RelaxationBound p = solve_relaxation(plain.milp(), 120, nullptr);
-  const RelaxationBound t = solve_relaxation(tight.milp(), 120, nullptr);
+  const RelaxationBound p = solve_relaxation(plain.milp(), {120}, nullptr);
+  const RelaxationBound t = solve_relaxation(tight.milp(), {120}, nullptr);
   ASSERT_TRUE(p.solved);
   ASSERT_TRUE(t.solved);
   // Within CLP's tolerances: its absolute dual tolerance (1e-7) is large beside column

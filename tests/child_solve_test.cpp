@@ -50,8 +50,8 @@ TEST(ChildSolve, SolvesAsThisProcessDoes) {
   EXPECT_NEAR(child_default.objective, here.objective, 1e-9);
   EXPECT_EQ(child_default.incumbent_trace.size(), here.incumbent_trace.size());
 
-  const RelaxationBound lp_here = solve_relaxation(m, 10, nullptr, SolveProcess::kThisProcess);
-  const RelaxationBound lp_there = solve_relaxation(m, 10, nullptr, SolveProcess::kChild);
+  const RelaxationBound lp_here = solve_relaxation(m, {10}, nullptr, SolveProcess::kThisProcess);
+  const RelaxationBound lp_there = solve_relaxation(m, {10}, nullptr, SolveProcess::kChild);
   ASSERT_TRUE(lp_here.solved);
   ASSERT_TRUE(lp_there.solved);
   EXPECT_NEAR(lp_there.bound, lp_here.bound, 1e-9);

@@ -53,7 +53,7 @@ TEST(MilpRelaxation, SolvedOrAwaitedWhenUnderWay) {
   std::vector<std::pair<int, double>> row;
   for (int i = 0; i < 3; ++i) row.push_back({m.add_binary(-1), 2});
   m.add_row(row, -1e30, 3);
-  const RelaxationBound lp = solve_relaxation(m, 10, nullptr);
+  const RelaxationBound lp = solve_relaxation(m, {10}, nullptr);
   ASSERT_TRUE(lp.solved);
   EXPECT_NEAR(lp.bound, -1.5, 1e-9);
 

@@ -10,7 +10,7 @@
 namespace monet::testing {
 
 inline std::shared_future<RelaxationBound> slow_relaxation(const Milp& m) {
-  RelaxationBound lp = solve_relaxation(m, 10, nullptr);
+  RelaxationBound lp = solve_relaxation(m, {10}, nullptr);
   lp.seconds = 1e6;
   std::promise<RelaxationBound> solved;
   solved.set_value(lp);

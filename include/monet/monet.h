@@ -57,6 +57,11 @@ const char* loss_kind_name(LossKind kind);
 /// std::invalid_argument.
 LossKind loss_kind_from_name(const std::string& name);
 
+/// "float32", "float64", "int64", "int32" or "bool": the element types an input may have;
+/// throws std::invalid_argument naming them for any other name (the graph layer's table,
+/// graph/model_config.h, which the CLI's --input-shape reads too).
+torch::Dtype input_dtype_from_name(const std::string& name);
+
 /// One input of a traced model's forward.
 struct ModelInput {
   std::vector<int64_t> shape;  // batch first

@@ -113,14 +113,15 @@ def _example_inputs(example_input):
             raise ValueError(f"monet runs on CPU tensors; {what} is on {x.device}")
         if x.numel() == 0:
             raise ValueError(f"{what} has no elements (shape {list(x.shape)})")
-        if x.is_complex() or x.dtype not in _INPUT_DTYPES and not x.is_floating_point():
+        if x.is_complex() or x.dtype not in _ID_DTYPES and not x.is_floating_point():
             raise TypeError(f"{what} has dtype {x.dtype}; monet takes floating-point inputs, "
                             "int64 or int32 ids and bool masks")
     return tuple(inputs)
 
 
-# Element types of non-floating inputs, by the names libmonet reads.
-_INPUT_DTYPES = {torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
+# Element types of non-floating inputs (ids and masks); libmonet reads their names
+# ("int64" for torch.int64).
+_ID_DTYPES = (torch.int64, torch.int32, torch.bool)
 
 
 def _refuse_untraceable(module):
@@ -165,7 +166,8 @@ def _import(module, example_input, output, lossy=False):
     try:
         traced.save(path)
         model = _C.Model.load_traced(path, [list(x.shape) for x in inputs],
-                                     [_INPUT_DTYPES.get(x.dtype, "") for x in inputs],
+                                     [str(x.dtype).removeprefix("torch.")
+                                      if x.dtype in _ID_DTYPES else "" for x in inputs],
                                      "" if output is None else str(output), "sum", bool(lossy))
     finally:
         os.unlink(path)

@@ -66,6 +66,15 @@ const std::vector<std::pair<const char*, at::ScalarType>>& input_dtypes() {
 
 }  // namespace
 
+at::ScalarType input_dtype_from_name(const std::string& name) {
+  std::string known;
+  for (const auto& [type_name, dtype] : input_dtypes()) {
+    if (name == type_name) return dtype;
+    known += (known.empty() ? "" : ", ") + std::string(type_name);
+  }
+  throw std::invalid_argument("unknown element type '" + name + "' (known: " + known + ")");
+}
+
 std::string input_dtype_name(at::ScalarType dtype) {
   for (const auto& [name, type] : input_dtypes())
     if (type == dtype) return name;
@@ -77,15 +86,11 @@ InputSpec parse_input_spec(const std::string& text) {
   InputSpec input;
   input.shape = parse_input_shape(text.substr(0, colon));
   if (colon == std::string::npos) return input;
-  const std::string type = text.substr(colon + 1);
-  std::string known;
-  for (const auto& [name, dtype] : input_dtypes()) {
-    if (type == name) input.dtype = dtype;
-    known += (known.empty() ? "" : ", ") + std::string(name);
+  try {
+    input.dtype = input_dtype_from_name(text.substr(colon + 1));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("invalid input '" + text + "': " + e.what());
   }
-  if (!input.dtype)
-    throw std::invalid_argument("invalid input '" + text + "': unknown element type '" + type +
-                                "' (known: " + known + ")");
   return input;
 }
 

@@ -63,6 +63,8 @@ InputSpec parse_input_spec(const std::string& text);
 std::string input_spec_string(const InputSpec& input);
 /// An input element type's name ("float32", "int64", "bool"...).
 std::string input_dtype_name(at::ScalarType dtype);
+/// The element type of one of those names; throws std::invalid_argument naming the known.
+at::ScalarType input_dtype_from_name(const std::string& name);
 
 struct ModelConfig {
   int64_t batch = 1;           // samples per iteration

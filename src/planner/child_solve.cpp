@@ -43,6 +43,7 @@ struct SharedHeader {
   double gap = 0;
   double seconds = 0;
   double first_incumbent_seconds = -1;
+  int64_t simplex_iterations = 0;
   int trace_size = 0;
   double trace[kTraceCapacity][2] = {};  // (seconds, objective)
 };
@@ -78,6 +79,7 @@ void record(const MilpResult& r, int columns, SharedHeader* header) {
   header->gap = r.gap;
   header->seconds = r.seconds;
   header->first_incumbent_seconds = r.first_incumbent_seconds;
+  header->simplex_iterations = r.simplex_iterations;
   header->trace_size = std::min<int>(kTraceCapacity, static_cast<int>(r.incumbent_trace.size()));
   for (int i = 0; i < header->trace_size; ++i) {
     header->trace[i][0] = r.incumbent_trace[i].first;
@@ -102,14 +104,14 @@ double seconds_since(Clock::time_point t0) {
 }  // namespace
 
 ChildSolve::ChildSolve(const Milp& milp, const MilpOptions& options) : columns_(milp.columns()) {
-  start(milp, &options, 0);
+  start(milp, &options, {});
 }
 
-ChildSolve::ChildSolve(const Milp& milp, double time_limit_seconds) : columns_(milp.columns()) {
-  start(milp, nullptr, time_limit_seconds);
+ChildSolve::ChildSolve(const Milp& milp, RelaxationLimit limit) : columns_(milp.columns()) {
+  start(milp, nullptr, limit);
 }
 
-void ChildSolve::start(const Milp& milp, const MilpOptions* options, double relaxation_seconds) {
+void ChildSolve::start(const Milp& milp, const MilpOptions* options, RelaxationLimit relaxation) {
   failure_ = "the solver process could not be started";
   const size_t values_bytes = sizeof(double) * static_cast<size_t>(columns_);
   stream_offset_ = sizeof(SharedHeader) + values_bytes;
@@ -140,8 +142,8 @@ void ChildSolve::start(const Milp& milp, const MilpOptions* options, double rela
     int code = 0;
     try {
       if (!options) {
-        record(solve_relaxation(milp, relaxation_seconds, nullptr, SolveProcess::kThisProcess),
-               columns_, header);
+        record(solve_relaxation(milp, relaxation, nullptr, SolveProcess::kThisProcess), columns_,
+               header);
       } else {
         MilpOptions o = *options;
         o.process = SolveProcess::kThisProcess;
@@ -264,6 +266,7 @@ MilpResult ChildSolve::wait() {
   r.gap = header->gap;
   r.seconds = header->seconds;
   r.first_incumbent_seconds = header->first_incumbent_seconds;
+  r.simplex_iterations = header->simplex_iterations;
   for (int i = 0; i < header->trace_size; ++i)
     r.incumbent_trace.push_back({header->trace[i][0], header->trace[i][1]});
   r.values = values_after(header, columns_);
@@ -353,16 +356,16 @@ MilpResult solve_milp_in_child(const Milp& milp, const MilpOptions& options) {
   }
 }
 
-RelaxationBound solve_relaxation_in_child(const Milp& milp, double time_limit_seconds,
+RelaxationBound solve_relaxation_in_child(const Milp& milp, RelaxationLimit limit,
                                           const std::atomic<bool>* stop, double overrun_seconds) {
   const auto t0 = Clock::now();
-  ChildSolve child(milp, time_limit_seconds);
+  ChildSolve child(milp, limit);
   bool stopped = false;
   while (!child.finished()) {
     child.wait_for_news(0.05);
     child.forward_progress();
     stopped = stopped || (stop && stop->load());
-    if (stopped || seconds_since(t0) > time_limit_seconds + overrun_seconds) child.kill();
+    if (stopped || seconds_since(t0) > limit.seconds + overrun_seconds) child.kill();
   }
   RelaxationBound r = child.wait_relaxation();
   if (!child.failure().empty() && !stopped)

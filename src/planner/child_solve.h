@@ -28,8 +28,8 @@ class ChildSolve {
   /// options.progress, come back through forward_progress(). When the child cannot be
   /// started, the solve is finished at once with no solution.
   ChildSolve(const Milp& milp, const MilpOptions& options);
-  /// Starts solve_relaxation(milp, time_limit_seconds) in a child process.
-  ChildSolve(const Milp& milp, double time_limit_seconds);
+  /// Starts solve_relaxation(milp, limit) in a child process.
+  ChildSolve(const Milp& milp, RelaxationLimit limit);
   /// A child still running is killed.
   ~ChildSolve();
   ChildSolve(const ChildSolve&) = delete;
@@ -60,7 +60,7 @@ class ChildSolve {
   bool aborted() const { return aborted_; }
 
  private:
-  void start(const Milp& milp, const MilpOptions* options, double relaxation_seconds);
+  void start(const Milp& milp, const MilpOptions* options, RelaxationLimit relaxation);
   void reap(bool block);
   /// Waits for the child and forwards its last progress lines; the shared result, or null
   /// when the child failed.
@@ -87,10 +87,10 @@ class ChildSolve {
 /// stands, with no bound, and a warning says why.
 MilpResult solve_milp_in_child(const Milp& milp, const MilpOptions& options);
 
-/// solve_relaxation(milp, time_limit_seconds) in a child process, killed once `*stop`
-/// (when not null) is set or `overrun_seconds` past the limit. A failed child gives no
-/// bound, and a warning says why.
-RelaxationBound solve_relaxation_in_child(const Milp& milp, double time_limit_seconds,
+/// solve_relaxation(milp, limit) in a child process, killed once `*stop` (when not null) is
+/// set or `overrun_seconds` past the limit's wall seconds. A failed child gives no bound,
+/// and a warning says why.
+RelaxationBound solve_relaxation_in_child(const Milp& milp, RelaxationLimit limit,
                                           const std::atomic<bool>* stop, double overrun_seconds);
 
 }  // namespace monet

@@ -178,17 +178,20 @@ using Clock = std::chrono::steady_clock;
 
 // Reports incumbent, bound and gap on stderr as CBC finds solutions and explores nodes,
 // and keeps a copy of each new incumbent of the whole program's search in `incumbent` and
-// its best bound before the deadline in `bound` (CBC drops its incumbent, and its final
-// bound means nothing, once an LP stopped at the deadline ends the search). A heuristic's
-// sub-search has a parent model: its solutions and bounds are its restriction's.
+// its best bound before the deadline or the work limit (`*limit_hit`) in `bound` (CBC drops its
+// incumbent, and its final bound means nothing, once an LP stopped at the deadline ends the
+// search). A heuristic's sub-search has a parent model: its solutions and bounds are its
+// restriction's.
 class ProgressHandler : public CbcEventHandler {
  public:
-  ProgressHandler(bool print, Clock::time_point t0, double deadline, MilpResult* result,
+  ProgressHandler(bool print, Clock::time_point t0, double deadline,
+                  const std::atomic<bool>* limit_hit, MilpResult* result,
                   std::vector<double>* incumbent, double* bound,
                   std::function<void(const std::vector<double>&)> on_incumbent)
       : print_(print),
         t0_(t0),
         deadline_(deadline),
+        limit_hit_(limit_hit),
         result_(result),
         incumbent_(incumbent),
         bound_(bound),
@@ -213,10 +216,11 @@ class ProgressHandler : public CbcEventHandler {
       report(t, "search");
     }
     // The tree's bound at a node of the whole search, while every LP is still whole.
-    if (which == node && !model_->parentModel() && t <= deadline_)
+    const bool over = t > deadline_ || limit_hit_->load();
+    if (which == node && !model_->parentModel() && !over)
       *bound_ = std::max(*bound_, model_->getBestPossibleObjValue());
     // CBC checks its own limit between nodes only; root cuts and heuristics can run on.
-    if (t <= deadline_ || which == solution || which == heuristicSolution) return noAction;
+    if (!over || which == solution || which == heuristicSolution) return noAction;
     return stop;
   }
 
@@ -238,7 +242,8 @@ class ProgressHandler : public CbcEventHandler {
 
   bool print_;
   Clock::time_point t0_;
-  double deadline_;  // seconds after t0_
+  double deadline_;                     // seconds after t0_
+  const std::atomic<bool>* limit_hit_;  // a simplex stopped at the deadline or the work limit
   MilpResult* result_;
   std::vector<double>* incumbent_;
   double* bound_;
@@ -248,19 +253,28 @@ class ProgressHandler : public CbcEventHandler {
 };
 
 // Stops CLP's simplex at the end of an iteration once `stop` is set (the caller no longer
-// wants the bound, e.g. a search beside it has finished) or once the wall clock
-// passes `deadline`; records the latter in `*deadline_hit`.
+// wants the bound, e.g. a search beside it has finished), once the wall clock passes
+// `deadline`, or once `*iterations` (shared by the clones CBC makes of its solver, its
+// heuristics' included) has counted `iteration_budget` iterations; records either limit
+// in `*limit_hit`.
 class SimplexStop : public ClpEventHandler {
  public:
   SimplexStop(const std::atomic<bool>* stop, Clock::time_point deadline,
-              std::atomic<bool>* deadline_hit)
-      : stop_(stop), deadline_(deadline), deadline_hit_(deadline_hit) {}
+              std::atomic<bool>* limit_hit, std::atomic<int64_t>* iterations = nullptr,
+              int64_t iteration_budget = std::numeric_limits<int64_t>::max())
+      : stop_(stop),
+        deadline_(deadline),
+        limit_hit_(limit_hit),
+        iterations_(iterations),
+        iteration_budget_(iteration_budget) {}
   ClpEventHandler* clone() const override { return new SimplexStop(*this); }
   int event(Event which) override {
     if (which != endOfIteration) return -1;
     if (stop_ && stop_->load()) return 0;
-    if (deadline_hit_ && Clock::now() > deadline_) {
-      *deadline_hit_ = true;
+    if (!limit_hit_) return -1;
+    const bool out_of_work = iterations_ && iterations_->fetch_add(1) + 1 >= iteration_budget_;
+    if (out_of_work || (deadline_ != Clock::time_point::max() && Clock::now() > deadline_)) {
+      *limit_hit_ = true;
       return 0;
     }
     return -1;
@@ -269,19 +283,27 @@ class SimplexStop : public ClpEventHandler {
  private:
   const std::atomic<bool>* stop_;
   Clock::time_point deadline_;
-  std::atomic<bool>* deadline_hit_;
+  std::atomic<bool>* limit_hit_;
+  std::atomic<int64_t>* iterations_;
+  int64_t iteration_budget_;
 };
 
-// Solves the LP relaxation loaded into `lp` within `limit` seconds (wall; +infinity: to its
-// end) or until `*stop` (when not null) is set.
-RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, double limit,
+// Solves the LP relaxation loaded into `lp` within `limit` or until `*stop` (when not
+// null) is set.
+RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, RelaxationLimit limit,
                                         const std::atomic<bool>* stop) {
   const auto t0 = Clock::now();
-  if (std::isfinite(limit)) lp->getModelPtr()->setMaximumWallSeconds(std::max(1.0, limit));
+  ClpSimplex* clp = lp->getModelPtr();
+  const int iteration_limit = clp->maximumIterations();
+  if (std::isfinite(limit.seconds)) clp->setMaximumWallSeconds(std::max(1.0, limit.seconds));
+  if (limit.iterations != kNoIterationLimit)
+    clp->setMaximumIterations(
+        static_cast<int>(std::min<int64_t>(limit.iterations, std::numeric_limits<int>::max())));
   SimplexStop handler(stop, Clock::time_point::max(), nullptr);
-  if (stop) lp->getModelPtr()->passInEventHandler(&handler);
+  if (stop) clp->passInEventHandler(&handler);
   lp->initialSolve();
-  lp->getModelPtr()->setMaximumWallSeconds(-1);
+  clp->setMaximumWallSeconds(-1);
+  clp->setMaximumIterations(iteration_limit);
   RelaxationBound r;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.solved = lp->isProvenOptimal();
@@ -321,13 +343,25 @@ void load_program(const Milp& m, OsiClpSolverInterface* lp) {
                   m.row_ub_.data());
 }
 
-RelaxationBound solve_relaxation(const Milp& m, double time_limit_seconds,
+RelaxationBound solve_relaxation(const Milp& m, RelaxationLimit limit,
                                  const std::atomic<bool>* stop, SolveProcess process) {
   if (process == SolveProcess::kChild)
-    return solve_relaxation_in_child(m, time_limit_seconds, stop, kChildOverrunSeconds);
+    return solve_relaxation_in_child(m, limit, stop, kChildOverrunSeconds);
   OsiClpSolverInterface lp;
   load_program(m, &lp);
-  return solve_loaded_relaxation(&lp, time_limit_seconds, stop);
+  return solve_loaded_relaxation(&lp, limit, stop);
+}
+
+int64_t work_iterations(const Milp& m, const MilpOptions& o, double seconds,
+                        double work_per_second) {
+  const double work = seconds * work_per_second;  // iterations x nonzeros
+  const double per_iteration = static_cast<double>(std::max<int64_t>(1, m.nonzeros()));
+  return std::max<int64_t>(o.min_iterations, static_cast<int64_t>(work / per_iteration));
+}
+
+RelaxationLimit relaxation_limit(const Milp& m, const MilpOptions& o, double seconds) {
+  if (o.search_limit == SearchLimit::kWallClock) return {seconds, kNoIterationLimit};
+  return {kNoTimeLimit, work_iterations(m, o, seconds, o.relaxation_work_per_second)};
 }
 
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
@@ -364,7 +398,8 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     ClpPrimalColumnDantzig dantzig;
     lp.getModelPtr()->setPrimalColumnPivotAlgorithm(dantzig);
   }
-  const RelaxationBound root = solve_loaded_relaxation(&lp, limit, nullptr);
+  const RelaxationBound root =
+      solve_loaded_relaxation(&lp, relaxation_limit(m, o, o.time_limit_seconds), nullptr);
   record_relaxation(root);
   if (root.infeasible) {
     result.status = MilpStatus::kInfeasible;
@@ -392,19 +427,26 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   }
   std::vector<double> incumbent = warm ? o.warm_start : std::vector<double>();
   double cbc_bound = result.lp_bound;
-  ProgressHandler handler(o.progress, t0, limit, &result, &incumbent, &cbc_bound, o.on_incumbent);
-  model.passInEventHandler(&handler);
   // CBC checks its own limit only between nodes, and CbcMain1 solves the root LP again
   // from a basis it no longer takes as optimal (50-90 s of primal simplex on ResNet-50):
-  // every simplex iteration inside CBC, its heuristics' included, stops at the deadline.
-  std::atomic<bool> deadline_hit(false);
-  const SimplexStop clock(nullptr,
-                          std::isfinite(limit) ? t0 + std::chrono::duration_cast<Clock::duration>(
-                                                          std::chrono::duration<double>(limit))
-                                               : Clock::time_point::max(),
-                          &deadline_hit);
+  // every simplex iteration inside CBC, its heuristics' included, stops at the deadline,
+  // or under the work limit once the search has made its budget of iterations (a node's
+  // LP on some programs runs for seconds: a node count alone does not bound the time).
+  std::atomic<bool> limit_hit(false);
+  std::atomic<int64_t> iterations(0);
+  const int64_t budget =
+      work_limited ? work_iterations(m, o, o.time_limit_seconds, o.search_work_per_second) : 0;
+  ProgressHandler handler(o.progress, t0, limit, &limit_hit, &result, &incumbent, &cbc_bound,
+                          o.on_incumbent);
+  model.passInEventHandler(&handler);
+  const SimplexStop clock(
+      nullptr,
+      std::isfinite(limit)
+          ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit))
+          : Clock::time_point::max(),
+      &limit_hit, &iterations, work_limited ? budget : std::numeric_limits<int64_t>::max());
   if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
-    if (std::isfinite(limit)) clp->getModelPtr()->passInEventHandler(&clock);
+    clp->getModelPtr()->passInEventHandler(&clock);
   CbcSolverUsefulData data;
   CbcMain0(model, data);
   model.messageHandler()->setLogLevel(0);
@@ -462,7 +504,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   // An LP stopped at the deadline reads to CBC as infeasible (and then any incumbent as
   // optimal): only the incumbents and the bounds seen before it stand.
   const double search_bound =
-      deadline_hit ? cbc_bound : std::max(model.getBestPossibleObjValue(), result.lp_bound);
+      limit_hit ? cbc_bound : std::max(model.getBestPossibleObjValue(), result.lp_bound);
   if (has_solution) {
     result.values = std::move(incumbent);
     // Evaluated here: CBC's own value is 1e50 once an LP stopped at the deadline has
@@ -470,10 +512,20 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
     result.objective = m.objective_of(result.values);
     result.bound = std::min(search_bound, result.objective);
   } else {  // CBC's own bound is only its tree's; the relaxation here is always solved
-    result.bound = deadline_hit ? cbc_bound : result.lp_bound;
+    result.bound = limit_hit ? cbc_bound : result.lp_bound;
   }
-  if (deadline_hit) {
-    if (o.progress) report_progress("solver: CBC stopped at the time limit\n");
+  result.simplex_iterations = iterations.load();
+  if (o.progress)
+    report_progress("solver: branch and cut: %lld simplex iterations, %lld nonzeros, %.1f s\n",
+                    static_cast<long long>(result.simplex_iterations),
+                    static_cast<long long>(m.nonzeros()),
+                    std::chrono::duration<double>(Clock::now() - t0).count() - result.lp_seconds);
+  if (limit_hit) {
+    if (o.progress)
+      report_progress(work_limited
+                          ? "solver: CBC stopped at its work limit (%lld simplex iterations)\n"
+                          : "solver: CBC stopped at the time limit\n",
+                      static_cast<long long>(result.simplex_iterations));
     result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
   } else if (model.isProvenOptimal() && has_solution) {
     result.status = MilpStatus::kOptimal;

@@ -89,10 +89,18 @@ enum class SolveProcess {
   kThisProcess,  // this process (what the child runs)
 };
 
-/// Solves the LP relaxation of `milp` with CLP within `time_limit_seconds` (wall clock;
-/// kNoTimeLimit: to its end), or until `*stop` (when not null) is set. A child that ends
-/// abnormally gives no bound.
-RelaxationBound solve_relaxation(const Milp& milp, double time_limit_seconds,
+/// The default of RelaxationLimit::iterations: no limit.
+inline constexpr int64_t kNoIterationLimit = std::numeric_limits<int64_t>::max();
+
+/// What ends an LP relaxation short of its optimum (then it gives no bound).
+struct RelaxationLimit {
+  double seconds = kNoTimeLimit;           // wall seconds (kNoTimeLimit: none)
+  int64_t iterations = kNoIterationLimit;  // CLP simplex iterations (kNoIterationLimit: none)
+};
+
+/// Solves the LP relaxation of `milp` with CLP within `limit`, or until `*stop` (when not
+/// null) is set. A child that ends abnormally gives no bound.
+RelaxationBound solve_relaxation(const Milp& milp, RelaxationLimit limit,
                                  const std::atomic<bool>* stop,
                                  SolveProcess process = SolveProcess::kChild);
 
@@ -108,6 +116,11 @@ enum class PrimalPricing {
 
 /// The default of MilpOptions::max_nodes.
 inline constexpr int kWorkLimitNodes = 2000;
+/// The defaults of MilpOptions::relaxation_work_per_second and search_work_per_second
+/// (iterations x nonzeros per nominal second) and min_iterations.
+inline constexpr double kRelaxationWorkPerSecond = 2.5e8;
+inline constexpr double kSearchWorkPerSecond = 2.5e7;
+inline constexpr int64_t kWorkMinIterations = 1000;
 
 struct MilpOptions {
   /// Limit of LP relaxation and branch and bound (seconds): of wall time under
@@ -116,9 +129,20 @@ struct MilpOptions {
   double time_limit_seconds = 60;
   /// What ends a solve short of proven optimality (search_clock.h).
   SearchLimit search_limit = SearchLimit::kWallClock;
-  /// Under SearchLimit::kWork: CBC's branch and cut stops after this many nodes (the LP
-  /// relaxation and the root's cuts and heuristics run to their end).
+  /// Under SearchLimit::kWork: CBC's branch and cut stops after this many nodes.
   int max_nodes = kWorkLimitNodes;
+  /// Under SearchLimit::kWork: the simplex iterations of the LP relaxation and of CBC's
+  /// branch and cut (its nodes' and its heuristics' together), as work per nominal second
+  /// of time_limit_seconds. One unit is one iteration on a program of one nonzero: a
+  /// relaxation makes at most time_limit_seconds * relaxation_work_per_second / nonzeros
+  /// iterations, the branch and cut after it as many at search_work_per_second, and each
+  /// at least min_iterations. An iteration's cost grows with the program's size, and a
+  /// node's re-solve costs CBC about ten of the relaxation's; the rates make a nominal
+  /// second about one to two seconds of one core on the test programs (docs/PLANNER.md,
+  /// "Why the defaults").
+  double relaxation_work_per_second = kRelaxationWorkPerSecond;
+  double search_work_per_second = kSearchWorkPerSecond;
+  int64_t min_iterations = kWorkMinIterations;  // the fewest under kWork, whatever the size
   double relative_gap = 1e-4;  // stop when (incumbent - bound) / |incumbent| <= this
   /// CBC threads (when CBC was built with them) of a branch and cut over a program of at
   /// most root_cuts_max_columns columns (on larger ones CbcMain1 spends the limit
@@ -159,7 +183,8 @@ struct MilpResult {
   /// (objective - bound) / |objective|: 0 when optimal, +infinity when no bound is known
   /// (the LP relaxation was not solved in time).
   double gap = 0;
-  double seconds = 0;  // wall time of the solve
+  double seconds = 0;              // wall time of the solve
+  int64_t simplex_iterations = 0;  // of CBC's branch and cut (the LP relaxation's not counted)
   double first_incumbent_seconds =
       -1;                      // when the first solution was found (0: the warm start; -1: never)
   int neighbourhoods = 0;      // sub-programs solved by neighbourhood search
@@ -170,6 +195,16 @@ struct MilpResult {
 /// CBC's branch and cut over the whole of `milp`, from the LP relaxation's basis, where
 /// options.process says.
 MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
+
+/// The simplex iterations a solve of `milp` for a nominal `seconds` may make under the
+/// work limit at `work_per_second` (one of options' two rates): seconds * work_per_second /
+/// nonzeros, at least options.min_iterations.
+int64_t work_iterations(const Milp& milp, const MilpOptions& options, double seconds,
+                        double work_per_second);
+
+/// The limit of an LP relaxation of `milp` for a nominal `seconds` under
+/// options.search_limit: that wall time, or the iterations the work limit gives it.
+RelaxationLimit relaxation_limit(const Milp& milp, const MilpOptions& options, double seconds);
 
 /// `result` with its wall time (since `t0`) and gap set, its outcome reported on stderr
 /// when `progress`.

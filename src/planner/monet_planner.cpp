@@ -304,8 +304,8 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
     search->solver.relaxation = none.get_future().share();
     return;
   }
-  const double lp_limit =
-      wall_limit(o.solver.search_limit, std::max(1.0, seconds_left - o.relaxation_reserve_seconds));
+  const RelaxationLimit lp_limit = relaxation_limit(
+      program.milp(), o.solver, std::max(1.0, seconds_left - o.relaxation_reserve_seconds));
   const std::atomic<bool>* stop = search->stop.get();
   search->solver.relaxation = std::async(std::launch::async, [&program, lp_limit, stop] {
                                 return solve_relaxation(program.milp(), lp_limit, stop);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "cost/simulator.h"
 #include "planner/baseline_plans.h"
@@ -14,6 +15,16 @@
 namespace monet {
 namespace {
 
+// The outcome of a planner that solved a 0-1 program: `solve`, and `plan` when `found`.
+PlannerOutcome solved(MonetResult solve, bool found, Plan plan) {
+  PlannerOutcome out;
+  out.solve = std::move(solve);
+  out.solved = true;
+  out.found = found;
+  out.plan = std::move(plan);
+  return out;
+}
+
 // A monet mode: the 0-1 program in `mode`, then (post_optimise_convolutions, modes that do
 // not choose convolution algorithms) each convolution switched to its fastest algorithm
 // that keeps the plan within the budget.
@@ -23,11 +34,10 @@ PlannerOutcome run_monet(const Graph& g, const CostModel* costs, const PlannerRe
   o.budget_bytes = r.budget_bytes;
   o.mode = mode;
   o.solver = r.solver;
-  PlannerOutcome out;
-  out.solve = plan_monet(g, *costs, o);
-  out.solved = true;
-  out.found = out.solve.found;
-  out.plan = out.solve.plan;
+  MonetResult solve = plan_monet(g, *costs, o);
+  const bool found = solve.found;
+  Plan plan = solve.plan;
+  PlannerOutcome out = solved(std::move(solve), found, std::move(plan));
   const bool chooses_convolutions = mode == MonetMode::kAll || mode == MonetMode::kConv;
   if (out.found && r.post_optimise_convolutions && !chooses_convolutions) {
     out.algorithm_switches = choose_fastest_convolutions(g, *costs, r.budget_bytes, &out.plan);
@@ -51,11 +61,7 @@ PlannerOutcome run_checkmate(const Graph& g, const CostModel* costs, const Plann
   o.post_optimise = post_optimise;
   o.solver = r.solver;
   CheckmateResult c = plan_checkmate(g, *costs, o);
-  PlannerOutcome out;
-  out.solve = std::move(c.solve);
-  out.solved = true;
-  out.found = c.found;
-  out.plan = std::move(c.plan);
+  PlannerOutcome out = solved(std::move(c.solve), c.found, std::move(c.plan));
   out.algorithm_switches = c.algorithm_switches;
   if (c.found) out.model_peak_bytes = c.checkmate_peak_bytes;
   return out;

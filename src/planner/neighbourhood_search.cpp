@@ -119,6 +119,9 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     r.options.time_limit_seconds = seconds;
     r.options.search_limit = solver.search_limit;
     r.options.max_nodes = solver.max_nodes;
+    r.options.relaxation_work_per_second = solver.relaxation_work_per_second;
+    r.options.search_work_per_second = solver.search_work_per_second;
+    r.options.min_iterations = solver.min_iterations;
     r.options.relative_gap = solver.relative_gap;
     r.options.root_cuts_max_columns = solver.root_cuts_max_columns;
     r.options.threads = 1;  // the relaxation or the second core's search runs beside it
@@ -187,8 +190,8 @@ NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> i
     double offset = 0;
     const Milp rest = milp.without_fixed(&fixed, &offset);
     if (rest.columns() > 0) {
-      const RelaxationBound lp = solve_relaxation(
-          rest, wall_limit(solver.search_limit, options.merge_lp_seconds), nullptr);
+      const RelaxationBound lp =
+          solve_relaxation(rest, relaxation_limit(rest, solver, options.merge_lp_seconds), nullptr);
       if (!lp.solved) return std::vector<double>();
       for (int c = 0, s = 0; c < milp.columns(); ++c)
         if (std::isnan(fixed[c])) fixed[c] = lp.values[s++];

@@ -32,11 +32,10 @@ MilpResult search_program(const Milp& m, const SearchOptions& o) {
   // wanted).
   std::shared_future<RelaxationBound> relaxation =
       std::async(std::launch::async, [&] {
-        RelaxationBound r =
-            o.relaxation.valid()
-                ? o.relaxation.get()
-                : solve_relaxation(m, wall_limit(o.search_limit, o.time_limit_seconds),
-                                   &stop_relaxation);
+        RelaxationBound r = o.relaxation.valid()
+                                ? o.relaxation.get()
+                                : solve_relaxation(m, relaxation_limit(m, o, o.time_limit_seconds),
+                                                   &stop_relaxation);
         result.lp_seconds = r.seconds;
         if (r.solved) result.lp_bound = r.bound;
         if (!o.progress || !(r.solved || r.infeasible || r.seconds > 0)) return r;

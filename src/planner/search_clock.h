@@ -1,11 +1,14 @@
 // SearchClock: the time a planner's stages see as used, and SearchLimit, what ends their
 // searches. Under SearchLimit::kWallClock a stage ends when its share of the time limit has
 // passed on the wall clock (a user's planning time). Under SearchLimit::kWork no stage
-// reads a clock: the clock stands at zero, CBC's branch and cut ends after
-// MilpOptions::max_nodes nodes, LP relaxations and heuristics run to their end, and a
-// neighbourhood search runs its window sequence to its end on one core; the time limit
-// then only chooses strategies (as it does under the wall clock), so a plan depends on the
-// program and the options alone: the same on every machine and under any load (tests).
+// reads a clock: the clock stands at zero, an LP relaxation and CBC's branch and cut each
+// end after the simplex iterations their nominal seconds stand for
+// (MilpOptions::relaxation_work_per_second, search_work_per_second) or CBC's after
+// MilpOptions::max_nodes nodes, and a
+// neighbourhood search runs its window sequence on one core; the time limit then only
+// chooses strategies and sizes the work (as it does under the wall clock), so a plan
+// depends on the program and the options alone: the same on every machine and under any
+// load (tests).
 #pragma once
 
 #include <chrono>
