@@ -261,7 +261,7 @@ class SimplexStop : public ClpEventHandler {
  public:
   SimplexStop(const std::atomic<bool>* stop, Clock::time_point deadline,
               std::atomic<bool>* limit_hit, std::atomic<int64_t>* iterations = nullptr,
-              int64_t iteration_budget = std::numeric_limits<int64_t>::max())
+              int64_t iteration_budget = kNoIterationLimit)
       : stop_(stop),
         deadline_(deadline),
         limit_hit_(limit_hit),
@@ -434,17 +434,17 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   // LP on some programs runs for seconds: a node count alone does not bound the time).
   std::atomic<bool> limit_hit(false);
   std::atomic<int64_t> iterations(0);
-  const int64_t budget =
-      work_limited ? work_iterations(m, o, o.time_limit_seconds, o.search_work_per_second) : 0;
+  const int64_t budget = work_limited
+                             ? work_iterations(m, o, o.time_limit_seconds, o.search_work_per_second)
+                             : kNoIterationLimit;
   ProgressHandler handler(o.progress, t0, limit, &limit_hit, &result, &incumbent, &cbc_bound,
                           o.on_incumbent);
   model.passInEventHandler(&handler);
-  const SimplexStop clock(
-      nullptr,
-      std::isfinite(limit)
-          ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit))
-          : Clock::time_point::max(),
-      &limit_hit, &iterations, work_limited ? budget : std::numeric_limits<int64_t>::max());
+  const SimplexStop clock(nullptr,
+                          std::isfinite(limit) ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(limit))
+                                               : Clock::time_point::max(),
+                          &limit_hit, &iterations, budget);
   if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
     clp->getModelPtr()->passInEventHandler(&clock);
   CbcSolverUsefulData data;
