@@ -252,6 +252,36 @@ TEST(TorchscriptImport, TinyGptTrainsAsAutogradWithTokenInputsAndTiedWeights) {
   expect_gpt_trains_as_autograd("gpt_tiny");
 }
 
+// Fused optimizer updates on traced models, under a MONeT plan made for them: the tied
+// decoder (wte.weight is read by the embedding and the head; it is updated after the
+// embedding's backward, its last use) and torchvision's ResNet-18, 5 steps against
+// torch::optim after LibTorch autograd in float64.
+TEST(TorchscriptImport, FusedUpdatesOfTheTiedDecoderAndResnet18MatchTorchOptim) {
+  ModelSpec gpt;
+  gpt.model = kDir + "/gpt_tiny.pt";
+  gpt.input_shape = {8, 16};
+  gpt.loss = LossKind::kSequenceCrossEntropy;
+  const ModelSpec resnet{kDir + "/resnet18.pt", 8, {}, 1.0, 0, {8, 3, 64, 64}, ""};
+  const std::vector<std::pair<const char*, testing::MakeOptimizer>> optimizers = {
+      {"sgd-nesterov-weight-decay",
+       [](const auto& p) {
+         return std::make_unique<torch::optim::SGD>(
+             p, torch::optim::SGDOptions(0.01).momentum(0.9).nesterov(true).weight_decay(1e-4));
+       }},
+      {"adamw", [](const auto& p) {
+         return std::make_unique<torch::optim::AdamW>(p, torch::optim::AdamWOptions(1e-3));
+       }}};
+  for (const ModelSpec& spec : {gpt, resnet}) {
+    const std::string plan = testing::fused_plan(spec, false);
+    for (const auto& [name, make] : optimizers) {
+      const double err = testing::fused_training_error(spec, plan, make, 5, 5);
+      EXPECT_LE(err, 1e-10) << spec.model << " " << name;
+      std::printf("%s %s fused float64: largest relative error %.3g\n", spec.model.c_str(), name,
+                  err);
+    }
+  }
+}
+
 // The decoder with its logits computed as `h @ wte.weight.t()`: one parameter read by the
 // embedding and, through a view of it (a transpose), by a matmul. Every planner plans it;
 // each plan runs with the peak the simulator predicts and gives PyTorch's loss and

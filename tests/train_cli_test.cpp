@@ -141,8 +141,10 @@ TEST(TrainCommand, BadInputExitsTwoWithOneLineAndWritesNothing) {
       {"--synthetic --budget nan", "not finite"},
       {"--synthetic --budget 1e40GiB", "too large"},
       {"--synthetic --budget 0.3x", "does not hold the model"},
-      {"--synthetic --budget 0.9x", "exceeds"},  // store-all's predicted peak is over it
-      {"--synthetic --optimizer lbfgs", "sgd or adam"},
+      // Store-all's predicted peak is over it (with every gradient kept to the end).
+      {"--synthetic --budget 0.9x --optimizer-update after-backward", "exceeds"},
+      {"--synthetic --optimizer lbfgs", "sgd, adam or adamw"},
+      {"--synthetic --optimizer-update fused --nproc 2", "after-backward"},
   };
   for (const auto& [args, words] : cases) {
     EXPECT_EQ(monet(common + args, dir + "/out", dir + "/err"), 2) << args;

@@ -1,7 +1,8 @@
 // expect_training_matches_autograd: steps of a torch::optim optimizer on a monet::Model
 // trained through PlannedModel::step under a plan, against the same optimizer on plain
 // LibTorch autograd from the same weights and batches: losses, parameters and buffers
-// compared after every step.
+// compared after every step. fused_training_error: the same with the optimizer's updates
+// fused into the planned backward (OptimizerUpdate::kFused).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +17,8 @@
 #include <limits>
 #include <memory>
 #include <set>
+
+#include <torch/optim/schedulers/step_lr.h>
 
 #include "api/model_impl.h"
 #include "gradient_check.h"
@@ -287,6 +290,72 @@ inline torch::Tensor smoothed_nll_with_penalty(const torch::Tensor& logits,
   const torch::Tensor logp = torch::log_softmax(logits, 1);
   const torch::Tensor nll = -logp.gather(1, target.unsqueeze(1)).mean();
   return 0.9 * nll - 0.1 * logp.mean() + 0.01 * logits.pow(2).mean();
+}
+
+/// Makes an optimizer of the given parameters.
+using MakeOptimizer =
+    std::function<std::unique_ptr<torch::optim::Optimizer>(const std::vector<torch::Tensor>&)>;
+
+// A plan of `spec`'s graph made for fused updates, written for PlanOptions::plan_file.
+inline std::string fused_plan(const ModelSpec& spec, bool store_all) {
+  Model model = Model::load(spec, 0);
+  Graph& g = model.impl()->graph;
+  g.set_update_mode(UpdateMode::kFused);
+  if (store_all) return write_plan(g, store_all_plan(g), at::kDouble);
+  return write_monet_plan(model, at::kDouble);
+}
+
+// Steps of `make`'s optimizer fused into the planned backward against the same optimizer
+// stepped after LibTorch autograd, from the same weights and batches, with a StepLR
+// schedule on both: the largest relative error of loss, parameters and buffers. The
+// planned side switches to autograd and the optimizer's own step() after `fused_steps`.
+inline double fused_training_error(const ModelSpec& spec, const std::string& plan_file,
+                                   const MakeOptimizer& make, int steps, int fused_steps) {
+  Model model = Model::load(spec, 0);
+  convert_model(model, at::kDouble);
+  Model::Impl& m = *model.impl();
+  PlanOptions po;
+  po.plan_file = plan_file;
+  po.use_cache = false;
+  po.progress = false;
+  po.optimizer_update = OptimizerUpdate::kFused;
+  PlannedModel planned(model, po);
+  ModelState reference = m.state.clone();
+  AutogradBaseline autograd(m.graph, reference), plain(m.graph, m.state);
+  std::vector<torch::Tensor> ref_params;
+  for (int id : m.graph.parameters()) ref_params.push_back(reference.tensor(id));
+  auto ref_opt = make(ref_params);
+  auto opt = make(model.parameters());
+  planned.use_optimizer(*opt);
+  torch::optim::StepLR ref_schedule(*ref_opt, 2, 0.5), schedule(*opt, 2, 0.5);
+  double worst = 0;
+  std::set<int> noise;
+  for (int s = 0; s < steps; ++s) {
+    const Batch batch = test_batch(model, 100 + s, at::kDouble);
+    IterationOptions io;
+    io.iteration_seed = static_cast<uint64_t>(s);
+    const double ref_loss = autograd.run_iteration(batch, io).loss;
+    ref_opt->step();
+    autograd.release_gradients();
+    if (s == 0) noise = noise_only_buffers(m.graph, reference);
+    zero_grad(model.parameters());
+    double loss = 0;
+    if (s < fused_steps) {
+      loss = planned.step(batch.at(m.input_values[0]), batch.at(m.target_value)).loss;
+      for (const auto& p : model.parameters())
+        EXPECT_FALSE(p.grad().defined()) << "a fused step leaves no gradient";
+      opt->step();  // harmless: no gradient left
+    } else {
+      loss = plain.run_iteration(batch, io).loss;
+      opt->step();
+      plain.release_gradients();
+    }
+    ref_schedule.step();
+    schedule.step();
+    worst = std::max({worst, relative_difference(loss, ref_loss),
+                      state_error(m.graph, m.state, reference, noise, s)});
+  }
+  return worst;
 }
 
 }  // namespace monet::testing

@@ -181,7 +181,8 @@ enum class OptimizerKind {
   kAdam,         // Adam: two moments per parameter
 };
 const char* optimizer_kind_name(OptimizerKind kind);
-/// "sgd" (with momentum when `momentum` > 0), "adam"; throws std::invalid_argument.
+/// "sgd" (with momentum when `momentum` > 0), "adam", "adamw" (Adam's memory), "none";
+/// throws std::invalid_argument.
 OptimizerKind optimizer_kind_from_name(const std::string& name, double momentum);
 
 /// Bytes the optimizer holds (state) and needs at most at once during its update
@@ -192,6 +193,23 @@ struct OptimizerMemory {
   int64_t total() const { return state_bytes + update_bytes; }
 };
 OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay = 0);
+
+/// When the optimizer updates the parameters.
+enum class OptimizerUpdate {
+  /// The caller's optimizer.step() after the backward: every gradient exists at its end.
+  kAfterBackward,
+  /// Inside the backward: each parameter is updated, by the optimizer given to
+  /// PlannedModel::use_optimizer, as soon as the plan no longer uses it (every use of a
+  /// shared parameter counted), and its gradient freed at once. Gradients never all exist
+  /// together and the planner uses the bytes. For torch::optim::SGD, Adam and AdamW; a
+  /// step that needs every gradient first (clipping by global norm, accumulation over
+  /// micro-batches, data parallelism) takes kAfterBackward.
+  kFused,
+};
+/// "after-backward", "fused".
+const char* optimizer_update_name(OptimizerUpdate update);
+/// Throws std::invalid_argument naming the known values for any other name.
+OptimizerUpdate optimizer_update_from_name(const std::string& name);
 
 /// How to plan.
 /// What ends the planner's searches.
@@ -217,6 +235,9 @@ struct PlanOptions {
   std::string budget;
   OptimizerKind optimizer = OptimizerKind::kSGDMomentum;
   double weight_decay = 0;  // the optimizer's (its update then needs one more temporary)
+  /// When the optimizer updates the parameters (kFused: call use_optimizer() before the
+  /// first step). The plan is made for it and records it.
+  OptimizerUpdate optimizer_update = OptimizerUpdate::kAfterBackward;
   /// Other bytes alive during every step that the budget must leave room for (e.g.
   /// prefetched batches).
   int64_t reserved_bytes = 0;
@@ -241,9 +262,10 @@ struct PlanOptions {
 /// What planning decided and predicts.
 struct PlanReport {
   std::string planner;
-  int64_t budget_bytes = -1;                   // the whole step's budget; -1: none
-  int64_t iteration_budget_bytes = -1;         // forward + backward's share given to the planner
-  OptimizerMemory optimizer;                   // reserved for the optimizer
+  int64_t budget_bytes = -1;            // the whole step's budget; -1: none
+  int64_t iteration_budget_bytes = -1;  // forward + backward's share given to the planner
+  OptimizerMemory optimizer;            // reserved for the optimizer
+  OptimizerUpdate optimizer_update = OptimizerUpdate::kAfterBackward;  // the plan's
   int64_t reserved_bytes = 0;                  // PlanOptions::reserved_bytes
   int64_t loss_bytes = 0;                      // PlanOptions::loss_bytes
   int64_t baseline_peak_bytes = -1;            // autograd's measured step peak (-1: not measured)
@@ -332,6 +354,16 @@ class PlannedModel {
 
   /// The measurement of the last step(), or of the last forward() whose backward has run.
   StepResult last_step() const;
+
+  /// The optimizer that updates the parameters inside the backward under
+  /// OptimizerUpdate::kFused (its param_groups' options are read at every update, its
+  /// state kept in optimizer.state() as its own step() keeps it; a later
+  /// optimizer.step() finds no gradient and changes nothing). It must outlive the steps
+  /// it is used for. Throws std::invalid_argument for an optimizer other than
+  /// torch::optim::SGD, Adam or AdamW, and std::logic_error for a model planned with
+  /// kAfterBackward. step() and forward() of a kFused model throw std::logic_error until
+  /// it is called.
+  void use_optimizer(torch::optim::Optimizer& optimizer);
 
   /// The model's output (e.g. logits) for `input` in evaluation mode (batch norm with
   /// its running statistics, dropout off), without gradients.

@@ -35,19 +35,34 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
 
 const char* optimizer_kind_name(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::kNone: return "none";
-    case OptimizerKind::kSGD: return "sgd";
-    case OptimizerKind::kSGDMomentum: return "sgd-momentum";
-    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kNone:
+      return "none";
+    case OptimizerKind::kSGD:
+      return "sgd";
+    case OptimizerKind::kSGDMomentum:
+      return "sgd-momentum";
+    case OptimizerKind::kAdam:
+      return "adam";
   }
   return "?";
 }
 
 OptimizerKind optimizer_kind_from_name(const std::string& name, double momentum) {
   if (name == "sgd") return momentum > 0 ? OptimizerKind::kSGDMomentum : OptimizerKind::kSGD;
-  if (name == "adam") return OptimizerKind::kAdam;
+  // AdamW holds Adam's state; its decoupled decay needs no more temporaries than Adam's.
+  if (name == "adam" || name == "adamw") return OptimizerKind::kAdam;
   if (name == "none") return OptimizerKind::kNone;
-  throw std::invalid_argument("unknown optimizer '" + name + "' (known: sgd, adam, none)");
+  throw std::invalid_argument("unknown optimizer '" + name + "' (known: sgd, adam, adamw, none)");
+}
+
+const char* optimizer_update_name(OptimizerUpdate update) {
+  return update_mode_name(update == OptimizerUpdate::kFused ? UpdateMode::kFused
+                                                            : UpdateMode::kAfterBackward);
+}
+
+OptimizerUpdate optimizer_update_from_name(const std::string& name) {
+  return update_mode_from_name(name) == UpdateMode::kFused ? OptimizerUpdate::kFused
+                                                           : OptimizerUpdate::kAfterBackward;
 }
 
 OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay) {
@@ -62,8 +77,11 @@ OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double 
   // makes sqrt(v) and its quotient (two temporaries) besides the decayed gradient.
   const int64_t decayed = weight_decay != 0 ? largest : 0;
   switch (kind) {
-    case OptimizerKind::kNone: break;
-    case OptimizerKind::kSGD: m.update_bytes = decayed; break;
+    case OptimizerKind::kNone:
+      break;
+    case OptimizerKind::kSGD:
+      m.update_bytes = decayed;
+      break;
     case OptimizerKind::kSGDMomentum:
       m.state_bytes = total;
       m.update_bytes = decayed;
@@ -112,14 +130,14 @@ int64_t parse_budget(const std::string& text, const std::function<int64_t()>& ba
   return static_cast<int64_t>(bytes);
 }
 
-int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer,
-                                   double weight_decay, const std::string& cache_dir) {
+int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
+                                   const std::string& cache_dir) {
   const Model::Impl& m = *model.impl();
-  const std::string cache =
-      cache_dir.empty() ? ""
-                        : cache_dir + "/baseline-" + m.graph.fingerprint() + "-" +
-                              optimizer_kind_name(optimizer) + (weight_decay != 0 ? "-wd" : "") +
-                              "-t" + std::to_string(at::get_num_threads()) + ".json";
+  const std::string cache = cache_dir.empty() ? ""
+                                              : cache_dir + "/baseline-" + m.graph.fingerprint() +
+                                                    "-" + optimizer_kind_name(optimizer) +
+                                                    (weight_decay != 0 ? "-wd" : "") + "-t" +
+                                                    std::to_string(at::get_num_threads()) + ".json";
   if (!cache.empty()) {
     std::ifstream f(cache);
     try {

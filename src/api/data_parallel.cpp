@@ -165,6 +165,10 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
                            const DataParallelOptions& options)
     : impl_(std::make_unique<Impl>()) {
   if (!group.group) throw std::invalid_argument("DataParallel needs a process group");
+  if (plan.optimizer_update == OptimizerUpdate::kFused)
+    throw std::invalid_argument(
+        "data-parallel training updates the parameters after the backward (their "
+        "gradients are all-reduced first): plan it with the after-backward update mode");
   Impl& d = *impl_;
   d.pg = std::move(group);
   d.options = options;

@@ -85,7 +85,8 @@ std::string plan_cache_path(const std::string& dir, const Graph& g, const std::s
   return dir + "/plans/v" + std::to_string(kPlanCacheVersion) + "-" + g.fingerprint() + "-" +
          implementation_set_key(g) + "-" + planner + "-" +
          (iteration_budget > 0 ? std::to_string(iteration_budget) : "none") +
-         (loss_bytes > 0 ? "-loss" + std::to_string(loss_bytes) : "") + ".json";
+         (loss_bytes > 0 ? "-loss" + std::to_string(loss_bytes) : "") +
+         (g.update_mode() == UpdateMode::kFused ? "-fused" : "") + ".json";
 }
 
 Plan read_plan(const Graph& g, const std::string& path) {
@@ -182,6 +183,9 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
 PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->model = std::move(model);
   Model::Impl& m = *impl_->model.impl();
+  m.graph.set_update_mode(o.optimizer_update == OptimizerUpdate::kFused
+                              ? UpdateMode::kFused
+                              : UpdateMode::kAfterBackward);
   check_planner_name(o.planner);
   if (planner_requires_budget(o.planner) && o.budget.empty() && o.plan_file.empty())
     throw std::invalid_argument("planner '" + o.planner + "' needs a budget");
@@ -189,6 +193,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
   PlanReport& r = impl_->report;
   r.planner = o.planner;
   r.optimizer = optimizer_memory(impl_->model, o.optimizer, o.weight_decay);
+  r.optimizer_update = o.optimizer_update;
   r.reserved_bytes = o.reserved_bytes;
   r.loss_bytes = o.loss_bytes;
   if (!o.budget.empty()) {
@@ -250,10 +255,7 @@ StepResult PlannedModel::step(const std::vector<torch::Tensor>& inputs,
   Model::Impl& m = *impl_->model.impl();
   MemoryTracker::install();
   const Batch batch = m.batch(inputs, target);
-  ExecutionOptions eo;
-  eo.gradients = GradientDestination::kParameters;
-  eo.iteration_seed = static_cast<uint64_t>(m.steps);
-  eo.on_parameter_gradient = impl_->on_parameter_gradient;
+  const ExecutionOptions eo = impl_->execution_options(m);
   const ExecutionResult run = impl_->executor->run(batch, eo);
   ++m.steps;
   *impl_->last_step = step_result(run);
@@ -267,10 +269,7 @@ torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
 torch::Tensor PlannedModel::forward(const std::vector<torch::Tensor>& inputs) {
   Model::Impl& m = *impl_->model.impl();
   MemoryTracker::install();
-  ExecutionOptions eo;
-  eo.gradients = GradientDestination::kParameters;
-  eo.iteration_seed = static_cast<uint64_t>(m.steps);
-  eo.on_parameter_gradient = impl_->on_parameter_gradient;
+  const ExecutionOptions eo = impl_->execution_options(m);
   std::unique_ptr<PendingIteration> pending = impl_->executor->start(m.input_batch(inputs), eo);
   ++m.steps;
   // The loss node reads the output, so a valid plan has it alive here.
@@ -283,6 +282,32 @@ torch::Tensor PlannedModel::forward(const std::vector<torch::Tensor>& inputs) {
 }
 
 StepResult PlannedModel::last_step() const { return *impl_->last_step; }
+
+ExecutionOptions PlannedModel::Impl::execution_options(const Model::Impl& m) {
+  ExecutionOptions eo;
+  eo.gradients = GradientDestination::kParameters;
+  eo.iteration_seed = static_cast<uint64_t>(m.steps);
+  eo.on_parameter_gradient = on_parameter_gradient;
+  if (m.graph.update_mode() == UpdateMode::kFused) {
+    if (!update)
+      throw std::logic_error(
+          "the model was planned for fused optimizer updates: call use_optimizer() before "
+          "the first step");
+    // The parameter tensors are the model's (value ids index its state).
+    eo.update_parameter = [u = update, state = &m.state](int p, const at::Tensor& grad) {
+      u->update(state->tensor(p), grad);
+    };
+  }
+  return eo;
+}
+
+void PlannedModel::use_optimizer(torch::optim::Optimizer& optimizer) {
+  if (impl_->model.impl()->graph.update_mode() != UpdateMode::kFused)
+    throw std::logic_error(
+        "use_optimizer() is for fused optimizer updates; this model was planned with "
+        "after-backward updates (step the optimizer after the backward)");
+  impl_->update = std::make_shared<ParameterUpdate>(optimizer);
+}
 
 torch::Tensor PlannedModel::predict(const torch::Tensor& input) {
   return predict(std::vector<torch::Tensor>{input});

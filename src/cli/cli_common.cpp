@@ -203,6 +203,7 @@ LoadedPlan load_plan_file(const std::string& path) {
     ModelConfig c;
     read_plan_model(j, &model, &c);
     Graph g = build_graph(model, c);
+    g.set_update_mode(plan_update_mode(j));
     Plan plan = plan_from_json(g, j);
     plan.model = model;
     plan.config = c;

@@ -27,6 +27,7 @@ struct PlanOptions {
   std::string output;
   bool json = false;
   bool exact = false;
+  std::string optimizer_update = "after-backward";  // --optimizer-update (UpdateMode's name)
 };
 
 // Throws the error for a budget no plan of a program-based planner fits: the solver ran
@@ -81,7 +82,8 @@ struct PlanOptions {
 
 int run_plan(PlanOptions o) {
   if (o.planner.empty()) o.planner = o.budget.empty() ? "storeall" : "monet";
-  const Graph g = build_graph(o.model);
+  Graph g = build_graph(o.model);
+  g.set_update_mode(update_mode_from_name(o.optimizer_update));
   try {
     check_planner_name(o.planner);
   } catch (const std::invalid_argument& e) {
@@ -138,7 +140,8 @@ int run_plan(PlanOptions o) {
                         {"instructions", plan.program.size()},
                         {"recomputations", s.recomputations},
                         {"explicit_frees", s.frees},
-                        {"lossy_forwards", s.lossy}};
+                        {"lossy_forwards", s.lossy},
+                        {"optimizer_update", update_mode_name(g.update_mode())}};
     if (budget > 0) j["budget_bytes"] = budget;
     if (baseline_peak > 0) j["baseline_peak_bytes"] = baseline_peak;
     if (have_costs) {
@@ -215,6 +218,12 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
                 "limit of 20 s or more, and on programs over 20,000 columns: neighbourhood "
                 "search from the best heuristic plan around the LP relaxation)");
   cmd->add_option("--seed", o->seed, "seed of the random planner")->capture_default_str();
+  cmd->add_option("--optimizer-update", o->optimizer_update,
+                  "the step the plan is for: after-backward (every gradient kept to the end) "
+                  "or fused (each parameter updated, and its gradient freed, inside the "
+                  "backward once the plan is done with it)")
+      ->check(CLI::IsMember({"after-backward", "fused"}))
+      ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "plan file to write")->required();
   cmd->add_flag("--json", o->json, "machine-readable output");
   commands.push_back({cmd, [o] { return run_plan(*o); }});

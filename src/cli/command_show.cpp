@@ -83,14 +83,19 @@ int run_show(const ShowOptions& o) {
                         {"activation_bytes", g.activation_bytes()},
                         {"operator_count", g.nodes().size()},
                         {"operators", ops}};
-    if (!o.plan.empty()) j["plan"] = o.plan;
+    if (!o.plan.empty()) {
+      j["plan"] = o.plan;
+      j["optimizer_update"] = update_mode_name(g.update_mode());
+    }
     print_json(j);
     return 0;
   }
   std::printf("%s  batch %lld  image %s  width %g  fingerprint %s\n", model.c_str(),
               static_cast<long long>(c.batch), image_size_string(c.image).c_str(), c.width,
               g.fingerprint().c_str());
-  if (!choices.empty()) std::printf("plan %s\n", o.plan.c_str());
+  if (!choices.empty())
+    std::printf("plan %s  optimizer updates %s\n", o.plan.c_str(),
+                update_mode_name(g.update_mode()));
   std::printf("%-5s %-34s %-20s %-24s %12s", "#", "operator", "kind", "output shape", "bytes");
   if (!choices.empty()) std::printf("  %-14s %-10s %s", "forward", "recomputed", "backward");
   std::printf("\n");

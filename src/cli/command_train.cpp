@@ -29,6 +29,7 @@ struct TrainOptions {
   double time_limit = 60;
   std::string search_limit = "wall-clock";  // --search-limit (PlanningLimit's name)
   std::string optimizer = "sgd";
+  std::string optimizer_update;  // --optimizer-update; empty: fused alone, after-backward in DP
   double lr = 0.01, momentum = 0.9, weight_decay = 0;
   int64_t epochs = 0, steps = 0;
   uint64_t seed = 0;
@@ -52,6 +53,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o,
   if (o.optimizer == "adam")
     return std::make_unique<torch::optim::Adam>(
         params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  if (o.optimizer == "adamw")
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
   return std::make_unique<torch::optim::SGD>(
       params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
 }
@@ -84,8 +88,12 @@ void check_options(const TrainOptions& o) {
   if (o.synthetic == !o.data.empty())
     throw UsageError("give --data DIR (with --data-format) or --synthetic");
   if ((o.epochs > 0) == (o.steps > 0)) throw UsageError("give --epochs N or --steps N");
-  if (o.optimizer != "sgd" && o.optimizer != "adam")
-    throw UsageError("--optimizer must be sgd or adam");
+  if (o.optimizer != "sgd" && o.optimizer != "adam" && o.optimizer != "adamw")
+    throw UsageError("--optimizer must be sgd, adam or adamw");
+  if (o.optimizer_update == "fused" && o.nproc * o.nnodes > 1)
+    throw UsageError(
+        "--optimizer-update fused: data-parallel training updates after the backward (the "
+        "gradients are all-reduced first); use --optimizer-update after-backward");
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
     throw UsageError("--checkpoint-every needs --checkpoint FILE");
   if (o.node_rank >= o.nnodes)
@@ -147,8 +155,17 @@ Model load_model(const TrainOptions& o, DataSource& data) {
 }
 
 PlanOptions plan_options(const TrainOptions& o, const LoaderOptions& lo, bool real_data,
-                         bool primary) {
+                         const RankContext& rc) {
+  const bool primary = rc.primary();
   PlanOptions po;
+  // Fused updates by default where allowed: one process; data parallelism all-reduces
+  // every gradient before its update.
+  const std::string update = o.optimizer_update.empty()
+                                 ? (rc.distributed ? "after-backward" : "fused")
+                                 : o.optimizer_update;
+  if (update == "fused" && rc.distributed)
+    throw UsageError("--optimizer-update fused: data-parallel training updates after the backward");
+  po.optimizer_update = optimizer_update_from_name(update);
   po.planner = o.planner;
   po.budget = o.budget;
   po.optimizer = optimizer_kind_from_name(o.optimizer, o.momentum);
@@ -213,7 +230,7 @@ void print_plan(const PlanReport& r, const DataSource& data, const RankContext& 
     std::cerr << " (autograd's step: " << format_bytes(r.baseline_peak_bytes) << ")";
   if (r.predicted_peak_bytes > 0)
     std::cerr << ", forward+backward predicted " << format_bytes(r.predicted_peak_bytes);
-  std::cerr << "\n";
+  std::cerr << ", optimizer updates " << optimizer_update_name(r.optimizer_update) << "\n";
 }
 
 struct TrainTotals {
@@ -347,9 +364,10 @@ int run_train(TrainOptions o) {
   lo.rank = rc.where.rank;
   lo.world_size = rc.where.world_size;
   lo.warn = [](const std::string& m) { std::cerr << "\nwarning: " << m << "\n"; };
-  Trainer trainer =
-      make_trainer(o, model, plan_options(o, lo, data.dataset != nullptr, rc.primary()), rc);
+  Trainer trainer = make_trainer(o, model, plan_options(o, lo, data.dataset != nullptr, rc), rc);
   auto optimizer = make_optimizer(o, model.parameters());
+  if (trainer.alone && trainer.alone->report().optimizer_update == OptimizerUpdate::kFused)
+    trainer.alone->use_optimizer(*optimizer);
   if (!o.resume.empty()) {
     try {
       lo.seed = o.seed = load_checkpoint(o.resume, model, *optimizer);
@@ -456,7 +474,12 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       ->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir,
                   "plan, cost and baseline cache (default ~/.cache/monet)");
-  cmd->add_option("--optimizer", o->optimizer, "sgd or adam")->capture_default_str();
+  cmd->add_option("--optimizer", o->optimizer, "sgd, adam or adamw")->capture_default_str();
+  cmd->add_option("--optimizer-update", o->optimizer_update,
+                  "when the optimizer updates: fused (each parameter inside the backward, as "
+                  "soon as the plan is done with it; its gradient freed at once) or "
+                  "after-backward (default: fused, after-backward for data parallelism)")
+      ->check(CLI::IsMember({"fused", "after-backward"}));
   cmd->add_option("--lr", o->lr, "learning rate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

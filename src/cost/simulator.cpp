@@ -151,6 +151,7 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
       drop(tensor[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)]);
     }
     for (int t : live.free_after[i]) drop(tensor[t]);
+    for (int p : live.update_after[i]) drop(param_grad[p]);  // the optimizer's, fused
     result.steps.push_back({mem.peak(), mem.current(), gradient_before,
                             std::max(mem.gradient_peak(), gradient_before)});
     result.peak_bytes = std::max(result.peak_bytes, mem.peak());

@@ -2,7 +2,9 @@
 // predicts what the executor will measure — the memory after every instruction, the
 // peak (including each call's workspace) and the total time. It interprets the program
 // exactly as the executor does: the same liveness, the same in-place and view aliasing,
-// the same gradient accumulation (in place when the slot is exclusively held).
+// the same gradient accumulation (in place when the slot is exclusively held), and
+// parameter gradients freed at their fused update (UpdateMode::kFused). The optimizer's
+// state and update temporaries are not in the replay: callers reserve them beside it.
 #pragma once
 
 #include <cstdint>

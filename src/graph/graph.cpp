@@ -287,6 +287,17 @@ int64_t Graph::parameter_bytes() const {
   return n;
 }
 
+const char* update_mode_name(UpdateMode mode) {
+  return mode == UpdateMode::kFused ? "fused" : "after-backward";
+}
+
+UpdateMode update_mode_from_name(const std::string& name) {
+  if (name == "fused") return UpdateMode::kFused;
+  if (name == "after-backward") return UpdateMode::kAfterBackward;
+  throw std::invalid_argument("unknown optimizer update mode '" + name +
+                              "' (known: fused, after-backward)");
+}
+
 std::string Graph::fingerprint() const {
   std::ostringstream s;
   for (const auto& v : values_) {

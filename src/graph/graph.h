@@ -32,6 +32,21 @@ enum class ValueKind {
 };
 const char* value_kind_name(ValueKind kind);
 
+/// When a training step's optimizer updates the parameters: what every plan, simulation
+/// and memory bound for the graph assumes about parameter gradients.
+enum class UpdateMode {
+  /// Every gradient exists when the backward ends; the optimizer steps afterwards.
+  kAfterBackward,
+  /// Each parameter is updated, and its gradient freed, right after the last instruction
+  /// that uses it (its node's last backward part, every use of a shared parameter
+  /// counted): gradients never all exist together.
+  kFused,
+};
+/// "after-backward", "fused".
+const char* update_mode_name(UpdateMode mode);
+/// Throws std::invalid_argument naming the known values for any other name.
+UpdateMode update_mode_from_name(const std::string& name);
+
 struct Value {
   int id = -1;
   std::string name;
@@ -95,6 +110,12 @@ class Graph {
   /// at the end, unique names. Throws GraphError with a specific message.
   void validate() const;
 
+  /// When the step updates the parameters (default kAfterBackward). Not part of the
+  /// fingerprint: it changes which tensors are alive, not what any operator computes, so
+  /// profiled costs hold for both modes; plans record it.
+  UpdateMode update_mode() const { return update_mode_; }
+  void set_update_mode(UpdateMode mode) { update_mode_ = mode; }
+
   int64_t parameter_count() const;
   /// Total bytes of all activation values (every node output, nothing freed).
   int64_t activation_bytes() const;
@@ -119,6 +140,7 @@ class Graph {
   std::string name_;
   std::vector<Value> values_;
   std::vector<Node> nodes_;
+  UpdateMode update_mode_ = UpdateMode::kAfterBackward;
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);

@@ -39,6 +39,37 @@ InstrEffects instruction_effects(const Graph& g, const TensorIds& ids,
   return e;
 }
 
+namespace {
+
+// Fills Liveness::gradient_final_after and ::update_after.
+void schedule_parameter_events(const Graph& g, const Plan& plan,
+                               const std::vector<bool>& needs_grad, Liveness* l) {
+  const size_t count = plan.program.size();
+  l->gradient_final_after.assign(count, {});
+  l->update_after.assign(count, {});
+  std::vector<int> last_gradient(g.values().size(), -1), last_use(g.values().size(), -1);
+  for (size_t i = 0; i < count; ++i) {
+    const Instruction& in = plan.program[i];
+    if (in.kind == InstrKind::kFree) continue;
+    const Node& n = g.node(in.node);
+    const std::vector<bool> mask = in.kind == InstrKind::kBackward
+                                       ? backward_grad_mask(g, n, in.part, needs_grad)
+                                       : std::vector<bool>(n.inputs.size(), false);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (g.value(n.inputs[k]).kind != ValueKind::kParameter) continue;
+      last_use[n.inputs[k]] = static_cast<int>(i);
+      if (mask[k]) last_gradient[n.inputs[k]] = static_cast<int>(i);
+    }
+  }
+  for (int p : g.parameters()) {
+    if (last_gradient[p] < 0) continue;
+    l->gradient_final_after[last_gradient[p]].push_back(p);
+    if (g.update_mode() == UpdateMode::kFused) l->update_after[last_use[p]].push_back(p);
+  }
+}
+
+}  // namespace
+
 Liveness analyze_liveness(const Graph& g, const Plan& plan) {
   Liveness l;
   l.ids.values = static_cast<int>(g.values().size());
@@ -63,6 +94,7 @@ Liveness analyze_liveness(const Graph& g, const Plan& plan) {
     for (int t : e.reads) needed[t] = true;
     for (int t : e.accumulates) needed[t] = true;
   }
+  schedule_parameter_events(g, plan, needs_grad, &l);
   return l;
 }
 

@@ -32,6 +32,15 @@ struct Liveness {
   TensorIds ids;
   std::vector<InstrEffects> effects;         // per instruction
   std::vector<std::vector<int>> free_after;  // per instruction: tensors dead after it
+  /// Per instruction: the parameters (value ids) whose gradient is complete after it (the
+  /// last backward instruction that adds to it). Parameters the plan gives no gradient
+  /// appear nowhere.
+  std::vector<std::vector<int>> gradient_final_after;
+  /// Per instruction, for a graph with UpdateMode::kFused: the parameters the optimizer
+  /// updates right after it, their gradient then freed: the last instruction of any node
+  /// that reads the parameter (so no instruction reads a parameter after its update, and
+  /// the update follows the gradient's last contribution). Empty lists otherwise.
+  std::vector<std::vector<int>> update_after;
 };
 
 /// Effects of one instruction (implementation names must exist for the node);
@@ -39,7 +48,8 @@ struct Liveness {
 InstrEffects instruction_effects(const Graph& graph, const TensorIds& ids,
                                  const std::vector<bool>& needs_grad, const Instruction& in);
 
-/// Liveness of the whole program. Parameter gradients are results and never die.
+/// Liveness of the whole program. Parameter gradients are results: they die only at
+/// their update (UpdateMode::kFused), never otherwise.
 Liveness analyze_liveness(const Graph& graph, const Plan& plan);
 
 /// Whether each tensor (TensorIds numbering) is alive right before instruction `at` of the

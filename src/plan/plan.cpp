@@ -55,9 +55,12 @@ nlohmann::json plan_to_json(const Graph& g, const Plan& plan) {
     model["lossy"] = lossy_offer_name(plan.config.import.lossy);
   if (plan.config.import.activations_and_norms != OperatorPath::kSpecialised)
     model["operator_path"] = operator_path_name(plan.config.import.activations_and_norms);
-  return {{"format", "monet-plan-1"}, {"graph", g.name()},
-          {"model", model},           {"fingerprint", plan.graph_fingerprint},
-          {"planner", plan.planner},  {"program", program}};
+  nlohmann::json j = {{"format", "monet-plan-1"}, {"graph", g.name()},
+                      {"model", model},           {"fingerprint", plan.graph_fingerprint},
+                      {"planner", plan.planner},  {"program", program}};
+  if (g.update_mode() != UpdateMode::kAfterBackward)
+    j["optimizer_update"] = update_mode_name(g.update_mode());
+  return j;
 }
 
 void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* config) {
@@ -97,9 +100,22 @@ void read_plan_model(const nlohmann::json& j, std::string* model, ModelConfig* c
   }
 }
 
+UpdateMode plan_update_mode(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("optimizer_update")) return UpdateMode::kAfterBackward;
+  try {
+    return update_mode_from_name(j["optimizer_update"].get<std::string>());
+  } catch (const std::exception& e) {
+    throw PlanError(std::string("not a monet plan: \"optimizer_update\": ") + e.what());
+  }
+}
+
 Plan plan_from_json(const Graph& g, const nlohmann::json& j) {
   Plan plan;
   read_plan_model(j, &plan.model, &plan.config);
+  const UpdateMode update = plan_update_mode(j);
+  if (update != g.update_mode())
+    throw PlanError(std::string("the plan was made for ") + update_mode_name(update) +
+                    " optimizer updates, this step's are " + update_mode_name(g.update_mode()));
   try {
     plan.graph_fingerprint = j.at("fingerprint").get<std::string>();
     plan.planner = j.value("planner", "");

@@ -51,7 +51,11 @@ std::string describe(const Graph& graph, const Instruction& instr);
 nlohmann::json plan_to_json(const Graph& graph, const Plan& plan);
 /// Reads only the model and configuration a plan file names (to build its graph).
 void read_plan_model(const nlohmann::json& json, std::string* model, ModelConfig* config);
-/// Parses and checks against `graph`: fingerprint, node names, implementation names.
+/// The optimizer update mode a plan file was made for ("optimizer_update"; absent:
+/// after-backward). Build the graph with it before plan_from_json.
+UpdateMode plan_update_mode(const nlohmann::json& json);
+/// Parses and checks against `graph`: fingerprint, update mode, node names,
+/// implementation names.
 /// Throws PlanError naming the instruction at fault.
 Plan plan_from_json(const Graph& graph, const nlohmann::json& json);
 

@@ -11,11 +11,18 @@ namespace monet {
 namespace {
 
 // Per node: bytes of the parameter gradients alive whenever its backward runs: its own
-// and those of every node downstream of it (whose backward must have run before).
+// and those of every node downstream of it (whose backward must have run before); under
+// fused updates only its own (the others' may be updated already).
 std::vector<int64_t> gradients_at_backward(const Graph& g) {
   std::vector<int64_t> out(g.nodes().size(), 0);
   for (const Node& n : g.nodes()) {
     std::set<int> seen = {n.id}, parameters;
+    if (g.update_mode() == UpdateMode::kFused) {
+      for (int v : n.inputs)
+        if (g.value(v).kind == ValueKind::kParameter) parameters.insert(v);
+      for (int v : parameters) out[n.id] += g.value(v).bytes();
+      continue;
+    }
     std::vector<int> stack = {n.id};
     while (!stack.empty()) {
       const Node& m = g.node(stack.back());
@@ -65,8 +72,9 @@ int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const Node& 
 int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
   const auto needs_backward = nodes_needing_backward(g);
   const std::vector<int64_t> gradients = gradients_at_backward(g);
-  int64_t all_gradients = 0;
-  for (int v : g.parameters()) all_gradients += g.value(v).bytes();
+  int64_t all_gradients = 0;  // all alive at once unless each is freed at its update
+  if (g.update_mode() == UpdateMode::kAfterBackward)
+    for (int v : g.parameters()) all_gradients += g.value(v).bytes();
   int64_t above_start = all_gradients;
   for (const Node& n : g.nodes()) {
     int64_t inputs = 0;
@@ -74,9 +82,14 @@ int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
       if (g.value(v).kind == ValueKind::kActivation) inputs += g.value(v).bytes();
     above_start = std::max(above_start, forward_call_bytes(g, costs, n, inputs));
     if (!needs_backward[n.id]) continue;
-    for (BackwardPart part : backward_parts(g, n))
-      above_start =
-          std::max(above_start, gradients[n.id] + backward_call_bytes(g, costs, n, part, inputs));
+    // A part that adds to no parameter's gradient and runs before any that does (an
+    // input part first) has none of the node's own parameter gradients alive.
+    bool parameter_gradients = g.update_mode() == UpdateMode::kAfterBackward;
+    for (BackwardPart part : backward_parts(g, n)) {
+      parameter_gradients = parameter_gradients || part != BackwardPart::kInput;
+      above_start = std::max(above_start, (parameter_gradients ? gradients[n.id] : 0) +
+                                              backward_call_bytes(g, costs, n, part, inputs));
+    }
   }
   return iteration_start_bytes(g) + above_start;
 }

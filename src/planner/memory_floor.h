@@ -5,7 +5,8 @@
 // (activation inputs, output, intermediate, workspace); any backward call's least working
 // set (what it reads, the output's gradient, the input gradients, workspace) beside the
 // parameter gradients that exist whenever it runs (its node's and those of every node
-// downstream). Planners report it next to the budget, so a user sees how far a budget
+// downstream; under fused updates its node's only, and no moment has every gradient).
+// Planners report it next to the budget, so a user sees how far a budget
 // can go.
 #pragma once
 

@@ -50,7 +50,10 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
                     ", this one has " + graph_.fingerprint() + ")");
   validate_plan(graph_, plan_);
   needs_grad_ = values_needing_grad(graph_);
-  free_after_ = analyze_liveness(graph_, plan_).free_after;
+  Liveness live = analyze_liveness(graph_, plan_);
+  free_after_ = std::move(live.free_after);
+  gradients_final_after_ = std::move(live.gradient_final_after);
+  updates_after_ = std::move(live.update_after);
   // Resolve implementations once, not on every iteration.
   forward_.resize(plan_.program.size());
   backward_.resize(plan_.program.size());
@@ -62,19 +65,6 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
     else if (in.kind == InstrKind::kBackward)
       backward_[i] = find_backward_impl(backward_impls(graph_, n), n, in.part, in.impl);
   }
-  gradients_final_after_.resize(plan_.program.size());
-  std::vector<int> last(graph_.values().size(), -1);
-  for (size_t i = 0; i < plan_.program.size(); ++i) {
-    const Instruction& in = plan_.program[i];
-    if (in.kind != InstrKind::kBackward) continue;
-    const Node& n = graph_.node(in.node);
-    const std::vector<bool> mask = backward_grad_mask(graph_, n, in.part, needs_grad_);
-    for (size_t k = 0; k < n.inputs.size(); ++k)
-      if (mask[k] && graph_.value(n.inputs[k]).kind == ValueKind::kParameter)
-        last[n.inputs[k]] = static_cast<int>(i);
-  }
-  for (int p : graph_.parameters())
-    if (last[p] >= 0) gradients_final_after_[last[p]].push_back(p);
   const int loss_node = graph_.value(graph_.loss_value()).producer;
   output_ = graph_.node(loss_node).inputs[0];
   loss_forward_ = plan_.program.size();
@@ -172,6 +162,14 @@ ExecutionResult Executor::finish(PendingIteration::State& state) const {
   return result;
 }
 
+void Executor::update_parameter(PendingIteration::State& state, int parameter) const {
+  at::Tensor& grad = state.options.gradients == GradientDestination::kParameters
+                         ? state_.tensor(parameter).mutable_grad()
+                         : state.param_grads[parameter];
+  state.options.update_parameter(parameter, grad);
+  grad.reset();
+}
+
 void Executor::execute(PendingIteration::State& state, size_t begin, size_t end) const {
   const TensorIds ids = PendingIteration::State::tensor_ids(graph_);
   const bool into_parameters = state.options.gradients == GradientDestination::kParameters;
@@ -247,6 +245,8 @@ void Executor::execute(PendingIteration::State& state, size_t begin, size_t end)
     for (int t : free_after_[i]) tensors[t].reset();
     if (state.options.on_parameter_gradient)
       for (int p : gradients_final_after_[i]) state.options.on_parameter_gradient(p);
+    if (state.options.update_parameter)
+      for (int p : updates_after_[i]) update_parameter(state, p);
     if (state.options.record_trace) MemoryTracker::mark(describe(graph_, in));
   }
 }

@@ -31,6 +31,12 @@ struct ExecutionOptions {
   /// communicating it while the rest of the backward runs. Parameters the plan gives no
   /// gradient are not reported.
   std::function<void(int parameter)> on_parameter_gradient;
+  /// For a graph with UpdateMode::kFused: called with a parameter's value id and its
+  /// complete gradient where the plan updates it (Liveness::update_after), after
+  /// on_parameter_gradient; the executor then frees the gradient (.grad() is left
+  /// undefined). Unset: the gradients are kept as in UpdateMode::kAfterBackward (the
+  /// plan's memory model then does not hold).
+  std::function<void(int parameter, const at::Tensor& gradient)> update_parameter;
 };
 
 struct ExecutionResult {
@@ -100,14 +106,17 @@ class Executor {
   /// backward are skipped when the state's loss is external.
   void execute(PendingIteration::State& state, size_t begin, size_t end) const;
   ExecutionResult finish(PendingIteration::State& state) const;
+  /// Hands `parameter`'s gradient to ExecutionOptions::update_parameter and frees it.
+  void update_parameter(PendingIteration::State& state, int parameter) const;
 
   const Graph& graph_;
   ModelState& state_;
   Plan plan_;
   std::vector<bool> needs_grad_;
   std::vector<std::vector<int>> free_after_;
-  // Per instruction: the parameters whose gradient is complete after it.
-  std::vector<std::vector<int>> gradients_final_after_;
+  // Per instruction: the parameters whose gradient is complete after it, and those the
+  // optimizer updates after it (UpdateMode::kFused).
+  std::vector<std::vector<int>> gradients_final_after_, updates_after_;
   // Per instruction: its resolved implementation (forward or backward instructions).
   std::vector<ForwardImplInfo> forward_;
   std::vector<BackwardImplInfo> backward_;

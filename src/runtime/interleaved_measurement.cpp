@@ -29,6 +29,9 @@ InterleavedMeasurement measure_interleaved(const Graph& g, ModelState& state, co
     baseline.release_gradients();
     ExecutionOptions eo;
     eo.record_trace = last && o.record_last_trace;
+    // Fused updates: each gradient freed where the plan updates its parameter; the
+    // optimizer's arithmetic is left out here as it is on autograd's side.
+    if (g.update_mode() == UpdateMode::kFused) eo.update_parameter = [](int, const at::Tensor&) {};
     ExecutionResult p = executor.run(batch, eo);
     p.gradients.clear();
     if (o.progress) {
