@@ -63,6 +63,7 @@ py::dict report_dict(const monet::PlanReport& r) {
   d["from_cache"] = r.from_cache;
   d["plan_path"] = r.plan_path;
   d["lossy_forwards"] = r.lossy_forwards;
+  d["optimizer_update"] = monet::optimizer_update_name(r.optimizer_update);
   return d;
 }
 
@@ -125,6 +126,8 @@ monet::PlanOptions plan_options(const py::dict& kw) {
   o.cache_dir = kw["cache_dir"].cast<std::string>();
   o.use_cache = kw["use_cache"].cast<bool>();
   o.progress = kw["progress"].cast<bool>();
+  o.optimizer_update =
+      monet::optimizer_update_from_name(kw["optimizer_update"].cast<std::string>());
   return o;
 }
 
@@ -144,6 +147,26 @@ py::tuple budget_range(const monet::Model& model, const py::dict& kw) {
   return py::make_tuple(r.smallest_bytes, r.storeall_bytes, r.floor_bytes);
 }
 
+// A Python callable `update(parameter)` as the planned model's fused update. It runs
+// inside the planned backward, on whichever thread runs it: the GIL is taken for the call,
+// and a Python exception comes back as std::runtime_error (the backward then fails with
+// its message; nothing unwinds through the interpreter with an error still set).
+void use_update(monet::PlannedModel& planned, py::object update) {
+  if (!PyCallable_Check(update.ptr())) throw py::type_error("use_update takes a callable");
+  auto callable = std::shared_ptr<py::object>(new py::object(std::move(update)), [](py::object* f) {
+    py::gil_scoped_acquire gil;
+    delete f;
+  });
+  planned.use_update([callable](const torch::Tensor& parameter, const torch::Tensor&) {
+    py::gil_scoped_acquire gil;
+    try {
+      (*callable)(parameter);
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(std::string("the fused optimizer update failed: ") + e.what());
+    }
+  });
+}
+
 void bind_planned_model(py::module_& m) {
   py::class_<monet::PlannedModel>(m, "PlannedModel", "A Model planned under a budget.")
       .def(py::init(&make_planned_model), py::arg("model"), py::arg("options"))
@@ -152,7 +175,9 @@ void bind_planned_model(py::module_& m) {
            py::arg("inputs"), py::call_guard<py::gil_scoped_release>())
       .def("report", [](const monet::PlannedModel& p) { return report_dict(p.report()); })
       .def("last_step", [](const monet::PlannedModel& p) { return step_dict(p.last_step()); })
-      .def("save_plan", &monet::PlannedModel::save_plan, py::arg("path"));
+      .def("save_plan", &monet::PlannedModel::save_plan, py::arg("path"))
+      .def("use_update", &use_update, py::arg("update"),
+           "update(parameter) steps one parameter from its .grad, inside the backward");
 }
 
 // Progress text goes to `sink(warning, text)`, a Python callable, or back to stderr (None).

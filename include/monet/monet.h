@@ -362,8 +362,15 @@ class PlannedModel {
   /// it is used for. Throws std::invalid_argument for an optimizer other than
   /// torch::optim::SGD, Adam or AdamW, and std::logic_error for a model planned with
   /// kAfterBackward. step() and forward() of a kFused model throw std::logic_error until
-  /// it is called.
+  /// it (or use_update) is called.
   void use_optimizer(torch::optim::Optimizer& optimizer);
+  /// The same with an update of the caller's own: `update(parameter, gradient)` must
+  /// update that one parameter (a tensor of model().parameters()) from its complete
+  /// gradient, which is also its .grad() and is freed when it returns (Python's
+  /// torch.optim steps this way, one parameter at a time).
+  using ParameterUpdateFn =
+      std::function<void(const torch::Tensor& parameter, const torch::Tensor& gradient)>;
+  void use_update(ParameterUpdateFn update);
 
   /// The model's output (e.g. logits) for `input` in evaluation mode (batch norm with
   /// its running statistics, dropout off), without gradients.

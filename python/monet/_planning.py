@@ -22,6 +22,11 @@ from .errors import UnsupportedOperator
 OPTIMIZERS = ("none", "sgd", "sgd-momentum", "adam")
 #: What ends the planner's searches, `search_limit=`: "wall-clock" or "work".
 SEARCH_LIMITS = ("wall-clock", "work")
+#: When the optimizer updates, `optimizer_update=`: "fused" (each parameter inside the
+#: backward, once the plan is done with it) or "after-backward" (your opt.step()).
+OPTIMIZER_UPDATES = ("fused", "after-backward")
+#: torch.optim classes whose updates monet fuses into the backward.
+FUSABLE_OPTIMIZERS = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
 
 BudgetRange = collections.namedtuple("BudgetRange", ["smallest", "store_all", "floor"])
 BudgetRange.__doc__ = """Whole-step budgets in bytes: every budget from `smallest` up has
@@ -49,9 +54,46 @@ def _number(name, value, minimum, integer=False):
     return value
 
 
+def _optimizer_memory(optimizer, weight_decay, optimizer_update):
+    """(memory name, weight decay, update mode) for `optimizer=`: a name, or a torch.optim
+    instance whose updates are then fused by default."""
+    if isinstance(optimizer, torch.optim.Optimizer):
+        if not isinstance(optimizer, FUSABLE_OPTIMIZERS):
+            if optimizer_update == "after-backward":
+                raise TypeError(
+                    f"optimizer={type(optimizer).__name__}: for the after-backward update "
+                    "mode give the optimizer's name as far as memory goes ('none', 'sgd', "
+                    "'sgd-momentum', 'adam') and call its step() after the backward")
+            raise TypeError(
+                f"monet fuses the updates of torch.optim.SGD, Adam and AdamW into the "
+                f"backward, not {type(optimizer).__name__}'s: plan with "
+                "optimizer_update='after-backward' and optimizer=<its memory name> and call its "
+                "step() after the backward")
+        groups = optimizer.param_groups
+        if isinstance(optimizer, torch.optim.SGD):
+            name = "sgd-momentum" if any(g["momentum"] for g in groups) else "sgd"
+        else:
+            name = "adam"
+        if any(g.get("maximize") or g.get("foreach") or g.get("differentiable")
+               for g in groups):
+            raise ValueError("monet fuses torch.optim's plain updates (maximize, foreach and "
+                             "differentiable off)")
+        decay = max(g["weight_decay"] for g in groups)
+        return name, max(weight_decay, decay), optimizer_update or "fused"
+    if optimizer_update == "fused":
+        raise ValueError("optimizer_update='fused' needs the optimizer itself "
+                         "(optimizer=torch.optim.SGD(...), Adam or AdamW), not a name")
+    return optimizer, weight_decay, optimizer_update or "after-backward"
+
+
 def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_decay=0.0,
              reserved_bytes=0, time_limit=60.0, plan_file="", cache_dir=None,
-             use_cache=True, progress=True, search_limit="wall-clock"):
+             use_cache=True, progress=True, search_limit="wall-clock", optimizer_update=None):
+    if optimizer_update is not None and optimizer_update not in OPTIMIZER_UPDATES:
+        raise ValueError(f"unknown optimizer_update {optimizer_update!r} "
+                         f"(known: {', '.join(OPTIMIZER_UPDATES)})")
+    optimizer, weight_decay, optimizer_update = _optimizer_memory(optimizer, weight_decay,
+                                                                  optimizer_update)
     if not isinstance(planner, str):
         raise TypeError(f"planner must be a name (str), not {type(planner).__name__}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
@@ -71,7 +113,8 @@ def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_deca
             "loss_bytes": 0,
             "time_limit": float(time_limit), "plan_file": str(plan_file or ""),
             "cache_dir": str(cache_dir or ""), "use_cache": bool(use_cache),
-            "progress": bool(progress), "search_limit": search_limit}
+            "progress": bool(progress), "search_limit": search_limit,
+            "optimizer_update": optimizer_update}
 
 
 @contextlib.contextmanager
@@ -198,6 +241,7 @@ class Plan:
         self.baseline_peak = r["baseline_peak_bytes"] if r["baseline_peak_bytes"] >= 0 else None
         self.from_cache = r["from_cache"]
         self.lossy_forwards = r["lossy_forwards"]  # > 0: gradients differ from autograd's
+        self.optimizer_update = r["optimizer_update"]  # "fused" or "after-backward"
         self.fingerprint = model.fingerprint
         self.input_shape = tuple(model.input_shape)  # the first input's
         self.input_shapes = [tuple(shape) for shape in model.input_shapes]
@@ -256,10 +300,33 @@ def load_plan(path):
     return PlanFile(path)
 
 
+def _one_parameter_step(optimizer):
+    """update(parameter): the optimizer's own step() on that one parameter (its .grad is
+    complete), with its group's current options and its state in optimizer.state: exactly
+    torch.optim's arithmetic, one parameter at a time."""
+    groups = {}
+
+    def update(parameter):
+        if len(groups) != sum(len(g["params"]) for g in optimizer.param_groups):
+            groups.clear()
+            groups.update({id(p): g for g in optimizer.param_groups for p in g["params"]})
+        group = groups.get(id(parameter))
+        if group is None:
+            return  # a parameter the optimizer does not train
+        saved = optimizer.param_groups
+        optimizer.param_groups = [dict(group, params=[parameter])]
+        try:
+            optimizer.step()
+        finally:
+            optimizer.param_groups = saved
+
+    return update
+
+
 def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-momentum",
          weight_decay=0.0, reserved_bytes=0, loss_copies=3, time_limit=60.0, plan=None,
          output=None, cache_dir=None, use_cache=True, progress=True, lossy=False,
-         search_limit="wall-clock"):
+         search_limit="wall-clock", optimizer_update=None):
     """Plans a training step of `module` on batches shaped like `example_input`: a tensor,
     or a tuple of tensors for a module whose forward takes several (token ids and a bool
     mask: call the optimized module with as many, in the same order).
@@ -267,8 +334,18 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     budget: the whole step's peak (parameters, gradients, optimizer state, the batch,
         forward and backward): bytes, "3GiB", "800MiB", or "0.4x" of autograd's peak.
     planner: "monet" (the 0-1 program) or another of monet.planner_names().
-    optimizer: the optimizer that steps the parameters, as far as memory goes: "none",
-        "sgd", "sgd-momentum" or "adam"; weight_decay: its weight decay.
+    optimizer: the optimizer itself (torch.optim.SGD, Adam or AdamW over the module's
+        parameters): its updates are then fused into the planned backward, each parameter
+        stepped by optimizer.step() on that parameter alone as soon as the plan no longer
+        uses it and its gradient freed at once, so the gradients never all exist together
+        (its state stays in optimizer.state; learning rates a scheduler sets are read at
+        every update; optimizer.step() and zero_grad() after the backward do nothing).
+        Or, for an optimizer you step after the backward, its name as far as memory goes:
+        "none", "sgd", "sgd-momentum" or "adam". weight_decay: its weight decay (read from
+        the optimizer itself when given).
+    optimizer_update: "fused" (the default with an optimizer) or "after-backward" (the
+        default with a name; needed for gradient clipping by global norm or accumulation
+        over micro-batches, which need every gradient before any update).
     reserved_bytes: other bytes the step must leave room for (e.g. prefetched batches).
     loss_copies: tensors of the output's size the caller's loss holds at once beside the
         output and the output's gradient (the loss is outside the plan: cross-entropy
@@ -290,10 +367,23 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     """
     plan_file = plan.path if isinstance(plan, PlanFile) else plan
     options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
-                       plan_file, cache_dir, use_cache, progress, search_limit)
+                       plan_file, cache_dir, use_cache, progress, search_limit,
+                       optimizer_update)
     model = _import(module, example_input, output, lossy)
     _leave_room_beside(model, module, loss_copies, options)
-    return Plan(_C.PlannedModel(model, options), model)
+    planned = _C.PlannedModel(model, options)
+    if options["optimizer_update"] == "fused":
+        _check_optimizer_holds(optimizer, module)
+        planned.use_update(_one_parameter_step(optimizer))
+    return Plan(planned, model)
+
+
+def _check_optimizer_holds(optimizer, module):
+    """The fused optimizer must step the module's own parameter tensors."""
+    held = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    if not held & {id(p) for p in module.parameters()}:
+        raise ValueError("the optimizer holds none of the module's parameters: make it "
+                         "from module.parameters()")
 
 
 def _leave_room_beside(model, module, loss_copies, options):
@@ -327,10 +417,11 @@ def _loss_bytes(model, copies):
 
 def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_decay=0.0,
                  reserved_bytes=0, loss_copies=3, time_limit=60.0, output=None, cache_dir=None,
-                 use_cache=True, progress=True, search_limit="wall-clock"):
+                 use_cache=True, progress=True, search_limit="wall-clock",
+                 optimizer_update=None):
     """The budgets `module` can be planned for (a BudgetRange, bytes)."""
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
-                       cache_dir, use_cache, progress, search_limit)
+                       cache_dir, use_cache, progress, search_limit, optimizer_update)
     model = _import(module, example_input, output)
     _leave_room_beside(model, module, loss_copies, options)
     return BudgetRange(*_C.budget_range(model, options))

@@ -55,9 +55,12 @@ OptimizerKind optimizer_kind_from_name(const std::string& name, double momentum)
   throw std::invalid_argument("unknown optimizer '" + name + "' (known: sgd, adam, adamw, none)");
 }
 
+UpdateMode update_mode_of(OptimizerUpdate update) {
+  return update == OptimizerUpdate::kFused ? UpdateMode::kFused : UpdateMode::kAfterBackward;
+}
+
 const char* optimizer_update_name(OptimizerUpdate update) {
-  return update_mode_name(update == OptimizerUpdate::kFused ? UpdateMode::kFused
-                                                            : UpdateMode::kAfterBackward);
+  return update_mode_name(update_mode_of(update));
 }
 
 OptimizerUpdate optimizer_update_from_name(const std::string& name) {

@@ -54,7 +54,8 @@ BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOp
 }
 
 BudgetRange budget_range(const Model& model, const PlanOptions& o) {
-  const Graph& g = model.impl()->graph;
+  Graph& g = model.impl()->graph;
+  g.set_update_mode(update_mode_of(o.optimizer_update));
   const CostModel costs = model_costs(g, o, cache_dir_of(o));
   return budget_range_of(g, costs, o, optimizer_memory(model, o.optimizer, o.weight_decay).total());
 }

@@ -33,7 +33,8 @@ void save_checkpoint(const std::string& path, const Model& model,
   write_atomically(path, [&](const std::string& tmp) { archive.save_to(tmp); });
 }
 
-uint64_t load_checkpoint(const std::string& path, Model& model, torch::optim::Optimizer& optimizer) {
+uint64_t load_checkpoint(const std::string& path, Model& model,
+                         torch::optim::Optimizer& optimizer) {
   Model::Impl& m = *model.impl();
   torch::serialize::InputArchive archive;
   c10::IValue format, fingerprint, steps, seed, tensors;
@@ -51,9 +52,9 @@ uint64_t load_checkpoint(const std::string& path, Model& model, torch::optim::Op
                                 "' (truncated or not a checkpoint): " + e.what_without_backtrace());
   }
   if (fingerprint.toStringRef() != m.graph.fingerprint())
-    throw std::invalid_argument("checkpoint '" + path + "' is from another model or shape (fingerprint " +
-                                fingerprint.toStringRef() + ", this model has " +
-                                m.graph.fingerprint() + ")");
+    throw std::invalid_argument(
+        "checkpoint '" + path + "' is from another model or shape (fingerprint " +
+        fingerprint.toStringRef() + ", this model has " + m.graph.fingerprint() + ")");
   const auto saved = c10::impl::toTypedDict<std::string, at::Tensor>(tensors.toGenericDict());
   const auto current = state_dict(m);
   for (const auto& e : current) {

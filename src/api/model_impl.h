@@ -47,6 +47,8 @@ bool cached_model_costs(const Graph& graph, const PlanOptions& options,
 /// options.reserved_bytes beside each iteration peak.
 BudgetRange budget_range_of(const Graph& graph, const CostModel& costs, const PlanOptions& options,
                             int64_t optimizer_bytes);
+/// The graph's update mode for `update` (the public enum's twin in graph/).
+UpdateMode update_mode_of(OptimizerUpdate update);
 /// The cache directory `options` name: "" when caching is off.
 std::string cache_dir_of(const PlanOptions& options);
 

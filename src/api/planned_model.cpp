@@ -23,6 +23,7 @@
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
 #include "runtime/interleaved_measurement.h"
+#include "runtime/parameter_update.h"
 
 namespace monet {
 
@@ -183,9 +184,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
 PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->model = std::move(model);
   Model::Impl& m = *impl_->model.impl();
-  m.graph.set_update_mode(o.optimizer_update == OptimizerUpdate::kFused
-                              ? UpdateMode::kFused
-                              : UpdateMode::kAfterBackward);
+  m.graph.set_update_mode(update_mode_of(o.optimizer_update));
   check_planner_name(o.planner);
   if (planner_requires_budget(o.planner) && o.budget.empty() && o.plan_file.empty())
     throw std::invalid_argument("planner '" + o.planner + "' needs a budget");
@@ -291,22 +290,29 @@ ExecutionOptions PlannedModel::Impl::execution_options(const Model::Impl& m) {
   if (m.graph.update_mode() == UpdateMode::kFused) {
     if (!update)
       throw std::logic_error(
-          "the model was planned for fused optimizer updates: call use_optimizer() before "
-          "the first step");
+          "the model was planned for fused optimizer updates: give it the optimizer "
+          "(use_optimizer or use_update) before the first step");
     // The parameter tensors are the model's (value ids index its state).
     eo.update_parameter = [u = update, state = &m.state](int p, const at::Tensor& grad) {
-      u->update(state->tensor(p), grad);
+      u(state->tensor(p), grad);
     };
   }
   return eo;
 }
 
 void PlannedModel::use_optimizer(torch::optim::Optimizer& optimizer) {
+  auto update = std::make_shared<ParameterUpdate>(optimizer);
+  use_update(
+      [update](const torch::Tensor& p, const torch::Tensor& grad) { update->update(p, grad); });
+}
+
+void PlannedModel::use_update(ParameterUpdateFn update) {
   if (impl_->model.impl()->graph.update_mode() != UpdateMode::kFused)
     throw std::logic_error(
-        "use_optimizer() is for fused optimizer updates; this model was planned with "
+        "fused optimizer updates need a model planned for them; this one was planned with "
         "after-backward updates (step the optimizer after the backward)");
-  impl_->update = std::make_shared<ParameterUpdate>(optimizer);
+  if (!update) throw std::invalid_argument("use_update: an empty update function");
+  impl_->update = std::move(update);
 }
 
 torch::Tensor PlannedModel::predict(const torch::Tensor& input) {

@@ -9,7 +9,6 @@
 
 #include "plan/plan.h"
 #include "runtime/executor.h"
-#include "runtime/parameter_update.h"
 
 namespace monet {
 
@@ -22,8 +21,9 @@ struct PlannedModel::Impl {
   std::shared_ptr<StepResult> last_step = std::make_shared<StepResult>();
   /// Passed to every step's executor: called when a parameter's gradient is complete.
   std::function<void(int parameter)> on_parameter_gradient;
-  /// UpdateMode::kFused: updates each parameter inside the backward (use_optimizer).
-  std::shared_ptr<ParameterUpdate> update;
+  /// UpdateMode::kFused: updates each parameter inside the backward (use_optimizer,
+  /// use_update).
+  PlannedModel::ParameterUpdateFn update;
   /// The options every step's executor runs with.
   ExecutionOptions execution_options(const Model::Impl& model);
 };
