@@ -4,8 +4,8 @@
 # $MONET_SANITIZE_BUILD_DIR), then runs a subset of the suite with them, where memory
 # errors would show: every planner on the tiny zoo models and on imported fixtures (the
 # tied decoder among them), the executor's random and rotated plans, the simulator's
-# byte-exact checks, plan-file parsing and its mutations, the fuzzed models, and the
-# Python tests that load the extension (the ASan runtime preloaded into python3). Any
+# byte-exact checks, plan-file parsing and its mutations, the fuzzed models, fused
+# optimizer updates, and the Python tests that load the extension (the ASan runtime preloaded into python3). Any
 # sanitizer report fails the job.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -44,7 +44,7 @@ fuzz_pid=$!
 # across resolutions); then the imported fixtures made above.
 run "monet_sanitize_tests" "$tests" --gtest_brief=1 --gtest_filter="$(tr -d ' \n' <<'FILTER'
 Fuzz.*:CostModel.*:Executor.*:PlanValidator.*:PlanJson.*:NamedPlanner.*:GistPlanner.*:
-Zoo/*/resnet18:Zoo/*/googlenet:Zoo/*/mobilenet_v2:Zoo/*/unet-Fuzz.GeneratedModels*
+FusedUpdates.*:Zoo/*/resnet18:Zoo/*/googlenet:Zoo/*/mobilenet_v2:Zoo/*/unet-Fuzz.GeneratedModels*:Zoo/FusedTraining.*
 FILTER
 )"
 run "monet_sanitize_tests (imported)" "$tests" --gtest_brief=1 --gtest_filter="$(tr -d ' \n' <<'FILTER'
@@ -60,9 +60,11 @@ cat "$fuzz_log" >&2
 
 # The Python tests that load the extension, with the sanitizer runtimes loaded first;
 # of the model corpus, the cases whose import paths no other part covers (lists of
-# tensors into einsum and LSTM weights, a dict output).
+# tensors into einsum and LSTM weights, a dict output); of the fused updates, the Python
+# update called from inside the backward (its errors included).
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output"; do
+for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output" \
+            "fused_updates -k refused or error_in_the_update or state_dict"; do
   read -r name filter <<<"$part"
   run "python_$name" env LD_PRELOAD="$preload" PYTHONPATH="$build/python" \
     MONET_SOURCE_DIR="$root" MONET_BINARY="$build/src/monet" \

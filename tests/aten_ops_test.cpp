@@ -11,6 +11,7 @@
 #include "graph/graph_builder.h"
 #include "halfway_budget.h"
 #include "node_named.h"
+#include "ops/aten_impls.h"
 #include "ops/op_kernels.h"
 #include "planner/baseline_plans.h"
 #include "planner/monet_planner.h"
@@ -315,6 +316,48 @@ TEST(AtenOps, EveryImplementationMatchesAutograd) {
   EXPECT_TRUE(used.count("aten forward mask"));
   // Recomputation: the norms reuse the statistics of their first forward.
   EXPECT_LT(testing::max_gradient_error(g, chen_plan(g)), 1e-9);
+}
+
+// A traced loss inside the plan: logits [N, C, T] into a generic aten::cross_entropy_loss
+// (mean, some targets ignore_index), its scalar summed as the graph's loss. Its "softmax"
+// backward gives autograd's gradients, and needs a tensor of the logits' size where the
+// re-run makes three.
+TEST(AtenOps, CrossEntropyBackwardFromTheSoftmaxMatchesAutogradWithIgnoredTargets) {
+  MemoryTracker::install();
+  GraphBuilder b("traced_cross_entropy");
+  const int x = b.input("input", {4, 6});
+  const int h = b.linear(x, "fc", 5 * 3);
+  OpAttrs view;
+  view.aten = make_aten_call("aten::view", "", {c10::IValue(), std::vector<int64_t>{4, 5, 3}},
+                             {0}, {b.graph().value(h).shape}, {true});
+  const int logits = b.graph().add_node(OpKind::kAten, "view", {h}, view);
+  const int target = b.graph().add_input("labels", {4, 3}, at::kLong);
+  OpAttrs ce;
+  ce.aten = make_aten_call("aten::cross_entropy_loss", "",
+                           {c10::IValue(), c10::IValue(), c10::IValue(), int64_t{1}, int64_t{1},
+                            0.0},
+                           {0, 1}, {{4, 5, 3}, {4, 3}}, {true, false}, {},
+                           {at::kFloat, at::kLong});
+  const int loss = b.graph().add_node(OpKind::kAten, "ce", {logits, target}, ce);
+  b.graph().add_node(OpKind::kSumLoss, "loss", {loss});
+  const Graph g = b.finish();
+  const Node& n = testing::node_named(g, "ce");
+  ASSERT_TRUE(is_plain_cross_entropy(g, n));
+  std::set<std::string> names;
+  for (const auto& impl : backward_impls(g, n)) names.insert(impl.name);
+  EXPECT_EQ(names, (std::set<std::string>{"softmax", "rerun"}));
+  // Targets 0 and 1 at random (ignore_index 1): some ignored, some kept.
+  for (const std::string impl : {"softmax", "rerun"}) {
+    Plan plan = store_all_plan(g);
+    for (Instruction& in : plan.program)
+      if (in.kind == InstrKind::kBackward && in.node == n.id) in.impl = impl;
+    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9) << impl;
+  }
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, ModelState::initialize(g, 0), batch);
+  const int64_t logits_bytes = g.value(logits).bytes();
+  EXPECT_LE(costs.backward(g, n.id, BackwardPart::kAll, "softmax").workspace_bytes,
+            logits_bytes);
 }
 
 TEST(AtenOps, SignMaskHasItsDeclaredSize) {

@@ -15,6 +15,7 @@ import warnings
 import torch
 
 from . import _C
+from ._step import (WithLoss, check_optimizer_holds, one_parameter_step, optimizer_memory)
 from .errors import UnsupportedOperator
 
 #: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
@@ -25,8 +26,6 @@ SEARCH_LIMITS = ("wall-clock", "work")
 #: When the optimizer updates, `optimizer_update=`: "fused" (each parameter inside the
 #: backward, once the plan is done with it) or "after-backward" (your opt.step()).
 OPTIMIZER_UPDATES = ("fused", "after-backward")
-#: torch.optim classes whose updates monet fuses into the backward.
-FUSABLE_OPTIMIZERS = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
 
 BudgetRange = collections.namedtuple("BudgetRange", ["smallest", "store_all", "floor"])
 BudgetRange.__doc__ = """Whole-step budgets in bytes: every budget from `smallest` up has
@@ -54,46 +53,14 @@ def _number(name, value, minimum, integer=False):
     return value
 
 
-def _optimizer_memory(optimizer, weight_decay, optimizer_update):
-    """(memory name, weight decay, update mode) for `optimizer=`: a name, or a torch.optim
-    instance whose updates are then fused by default."""
-    if isinstance(optimizer, torch.optim.Optimizer):
-        if not isinstance(optimizer, FUSABLE_OPTIMIZERS):
-            if optimizer_update == "after-backward":
-                raise TypeError(
-                    f"optimizer={type(optimizer).__name__}: for the after-backward update "
-                    "mode give the optimizer's name as far as memory goes ('none', 'sgd', "
-                    "'sgd-momentum', 'adam') and call its step() after the backward")
-            raise TypeError(
-                f"monet fuses the updates of torch.optim.SGD, Adam and AdamW into the "
-                f"backward, not {type(optimizer).__name__}'s: plan with "
-                "optimizer_update='after-backward' and optimizer=<its memory name> and call its "
-                "step() after the backward")
-        groups = optimizer.param_groups
-        if isinstance(optimizer, torch.optim.SGD):
-            name = "sgd-momentum" if any(g["momentum"] for g in groups) else "sgd"
-        else:
-            name = "adam"
-        if any(g.get("maximize") or g.get("foreach") or g.get("differentiable")
-               for g in groups):
-            raise ValueError("monet fuses torch.optim's plain updates (maximize, foreach and "
-                             "differentiable off)")
-        decay = max(g["weight_decay"] for g in groups)
-        return name, max(weight_decay, decay), optimizer_update or "fused"
-    if optimizer_update == "fused":
-        raise ValueError("optimizer_update='fused' needs the optimizer itself "
-                         "(optimizer=torch.optim.SGD(...), Adam or AdamW), not a name")
-    return optimizer, weight_decay, optimizer_update or "after-backward"
-
-
 def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_decay=0.0,
              reserved_bytes=0, time_limit=60.0, plan_file="", cache_dir=None,
              use_cache=True, progress=True, search_limit="wall-clock", optimizer_update=None):
     if optimizer_update is not None and optimizer_update not in OPTIMIZER_UPDATES:
         raise ValueError(f"unknown optimizer_update {optimizer_update!r} "
                          f"(known: {', '.join(OPTIMIZER_UPDATES)})")
-    optimizer, weight_decay, optimizer_update = _optimizer_memory(optimizer, weight_decay,
-                                                                  optimizer_update)
+    optimizer, weight_decay, optimizer_update = optimizer_memory(optimizer, weight_decay,
+                                                                 optimizer_update)
     if not isinstance(planner, str):
         raise TypeError(f"planner must be a name (str), not {type(planner).__name__}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
@@ -300,33 +267,10 @@ def load_plan(path):
     return PlanFile(path)
 
 
-def _one_parameter_step(optimizer):
-    """update(parameter): the optimizer's own step() on that one parameter (its .grad is
-    complete), with its group's current options and its state in optimizer.state: exactly
-    torch.optim's arithmetic, one parameter at a time."""
-    groups = {}
-
-    def update(parameter):
-        if len(groups) != sum(len(g["params"]) for g in optimizer.param_groups):
-            groups.clear()
-            groups.update({id(p): g for g in optimizer.param_groups for p in g["params"]})
-        group = groups.get(id(parameter))
-        if group is None:
-            return  # a parameter the optimizer does not train
-        saved = optimizer.param_groups
-        optimizer.param_groups = [dict(group, params=[parameter])]
-        try:
-            optimizer.step()
-        finally:
-            optimizer.param_groups = saved
-
-    return update
-
-
 def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-momentum",
          weight_decay=0.0, reserved_bytes=0, loss_copies=3, time_limit=60.0, plan=None,
          output=None, cache_dir=None, use_cache=True, progress=True, lossy=False,
-         search_limit="wall-clock", optimizer_update=None):
+         search_limit="wall-clock", optimizer_update=None, loss=None, target=None):
     """Plans a training step of `module` on batches shaped like `example_input`: a tensor,
     or a tuple of tensors for a module whose forward takes several (token ids and a bool
     mask: call the optimized module with as many, in the same order).
@@ -347,6 +291,11 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
         default with a name; needed for gradient clipping by global norm or accumulation
         over micro-batches, which need every gradient before any update).
     reserved_bytes: other bytes the step must leave room for (e.g. prefetched batches).
+    loss, target: the loss inside the plan: `loss(output, target)` (an nn.Module such as
+        nn.CrossEntropyLoss() or a function; anything that traces) and an example target.
+        The optimized module is then called with the inputs and the target and returns the
+        loss (`fast(x, y).backward()`); the plan frees the output (a language model's
+        logits) where its backward is done with it, and loss_copies does not apply.
     loss_copies: tensors of the output's size the caller's loss holds at once beside the
         output and the output's gradient (the loss is outside the plan: cross-entropy
         keeps the log-probabilities, and its backward makes their gradient before the
@@ -369,21 +318,33 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
                        plan_file, cache_dir, use_cache, progress, search_limit,
                        optimizer_update)
-    model = _import(module, example_input, output, lossy)
-    _leave_room_beside(model, module, loss_copies, options)
+    traced, example_input, output, loss_copies = _with_loss(module, example_input, output,
+                                                            loss_copies, loss, target)
+    model = _import(traced, example_input, output, lossy)
+    _leave_room_beside(model, traced, loss_copies, options)
     planned = _C.PlannedModel(model, options)
     if options["optimizer_update"] == "fused":
-        _check_optimizer_holds(optimizer, module)
-        planned.use_update(_one_parameter_step(optimizer))
-    return Plan(planned, model)
+        check_optimizer_holds(optimizer, module)
+        planned.use_update(one_parameter_step(optimizer))
+    result = Plan(planned, model)
+    result.loss_inside = loss is not None
+    result._traced_module = traced
+    return result
 
 
-def _check_optimizer_holds(optimizer, module):
-    """The fused optimizer must step the module's own parameter tensors."""
-    held = {id(p) for g in optimizer.param_groups for p in g["params"]}
-    if not held & {id(p) for p in module.parameters()}:
-        raise ValueError("the optimizer holds none of the module's parameters: make it "
-                         "from module.parameters()")
+def _with_loss(module, example_input, output, loss_copies, loss, target):
+    """(module to trace, its example inputs, output, loss copies): `module` as it is, or
+    with `loss` after it (WithLoss) and `target` as its last input."""
+    if loss is None:
+        if target is not None:
+            raise ValueError("target= is the example target of loss=; give the loss too")
+        return module, example_input, output, loss_copies
+    if not callable(loss):
+        raise TypeError(f"loss must be a callable of (output, target), not {type(loss).__name__}")
+    if not isinstance(target, torch.Tensor):
+        raise TypeError("loss= needs target=, an example target tensor (the batch's labels)")
+    inputs = (example_input,) if isinstance(example_input, torch.Tensor) else tuple(example_input)
+    return WithLoss(module, loss, output), inputs + (target,), None, 0
 
 
 def _leave_room_beside(model, module, loss_copies, options):
@@ -418,12 +379,14 @@ def _loss_bytes(model, copies):
 def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_decay=0.0,
                  reserved_bytes=0, loss_copies=3, time_limit=60.0, output=None, cache_dir=None,
                  use_cache=True, progress=True, search_limit="wall-clock",
-                 optimizer_update=None):
+                 optimizer_update=None, loss=None, target=None):
     """The budgets `module` can be planned for (a BudgetRange, bytes)."""
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
                        cache_dir, use_cache, progress, search_limit, optimizer_update)
-    model = _import(module, example_input, output)
-    _leave_room_beside(model, module, loss_copies, options)
+    traced, example_input, output, loss_copies = _with_loss(module, example_input, output,
+                                                            loss_copies, loss, target)
+    model = _import(traced, example_input, output)
+    _leave_room_beside(model, traced, loss_copies, options)
     return BudgetRange(*_C.budget_range(model, options))
 
 
@@ -440,7 +403,8 @@ class OptimizedModule(torch.nn.Module):
     In training mode with gradients enabled, calling it runs the planned forward and
     returns the output, whose backward runs the planned backward and accumulates the
     parameters' .grad, as autograd would. In eval() mode or under torch.no_grad() it
-    runs the module's plain forward."""
+    runs the module's plain forward. With the loss inside the plan (loss=, target=) it
+    takes the inputs and the target and returns the loss."""
 
     def __init__(self, module, plan):
         super().__init__()
@@ -450,13 +414,15 @@ class OptimizedModule(torch.nn.Module):
 
     def forward(self, *inputs):
         if not (self.training and torch.is_grad_enabled()):
-            return self.module(*inputs)
+            return self.plan._traced_module(*inputs)
         if any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             raise ValueError("monet computes the parameters' gradients, not the input's: pass "
                              "an input that does not require grad")
         if len(inputs) != len(self.plan.input_shapes):
-            raise TypeError(f"the module was planned for {len(self.plan.input_shapes)} "
-                            f"input(s), {len(inputs)} given")
+            what = "input(s) and the target" if self.plan.loss_inside else "input(s)"
+            count = len(self.plan.input_shapes) - self.plan.loss_inside
+            raise TypeError(f"the module was planned for {count} {what}, "
+                            f"{len(inputs)} given")
         out = self.plan._planned.forward(list(inputs))
         with torch.no_grad():
             for m in self._batch_norms:  # as nn.BatchNorm counts its training forwards

@@ -466,10 +466,14 @@ Graph import_torchscript(const std::string& path, const std::vector<InputSpec>& 
                          const ImportOptions& options) {
   if (inputs.empty()) throw ImportError("no input shape given for '" + path + "'");
   for (const InputSpec& in : inputs) {
-    if (in.shape.size() < 2)
-      throw ImportError(
-          "the input shape must give at least the batch and one more dimension, got " +
-          shape_string(in.shape));
+    // The first input is a batch of samples; a later one may be a batch of labels (a
+    // target traced with the loss).
+    if (in.shape.size() < (&in == &inputs.front() ? 2u : 1u))
+      throw ImportError(&in == &inputs.front()
+                            ? "the input shape must give at least the batch and one more "
+                              "dimension, got " + shape_string(in.shape)
+                            : "an input shape must give at least the batch, got " +
+                                  shape_string(in.shape));
     for (auto d : in.shape)
       if (d < 1)
         throw ImportError("input shape " + shape_string(in.shape) + " has a non-positive size");

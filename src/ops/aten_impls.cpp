@@ -57,6 +57,19 @@ bool is_plain_softmax(const Node& n) {
          n.attrs.aten->arguments[2].isNone();
 }
 
+bool is_plain_cross_entropy(const Graph& g, const Node& n) {
+  if (op_of(n) != "aten::cross_entropy_loss" || n.inputs.size() != 2) return false;
+  const auto& args = n.attrs.aten->arguments;  // (input, target, weight, reduction,
+  if (args.size() != 6 || !args[2].isNone() || !args[3].isInt() ||  // ignore_index,
+      args[3].toInt() != at::Reduction::Mean || !args[4].isInt() ||  // label_smoothing)
+      !args[5].isDouble() || args[5].toDouble() != 0.0)
+    return false;
+  const Value& logits = g.value(n.inputs[0]);
+  const Value& target = g.value(n.inputs[1]);  // class indices, not probabilities
+  return target.dtype == at::kLong && target.shape.size() + 1 == logits.shape.size() &&
+         logits.shape.size() >= 2;
+}
+
 bool is_aten_norm(const Node& n) {
   return op_of(n) == "aten::layer_norm" || op_of(n) == "aten::group_norm";
 }
@@ -89,7 +102,7 @@ bool has_specialised_backward(const Graph& g, const Node& n) {
   const std::string& op = op_of(n);
   return op == "aten::tanh" || op == "aten::gelu" || op == "aten::elu" ||
          op == "aten::leaky_relu" || is_plain_softmax(n) || is_plain_batched_matmul(g, n) ||
-         is_aten_norm(n);
+         is_aten_norm(n) || is_plain_cross_entropy(g, n);
 }
 
 }  // namespace
@@ -159,6 +172,11 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
   if (is_plain_batched_matmul(g, n))
     return {make_backward_impl("inputs", P::kAll, activations_among(g, n, 2), false, false,
                                "from both inputs: two matmuls, no re-run, as PyTorch does"),
+            rerun(g, n)};
+  if (is_plain_cross_entropy(g, n))
+    return {make_backward_impl("softmax", P::kAll, input_read(g, n), false, false,
+                               "(softmax(logits) - one-hot) x grad / count, in one tensor of "
+                               "the logits' size"),
             rerun(g, n)};
   if (is_aten_norm(n))
     return {make_backward_impl("input", P::kAll, input_read(g, n), false, false,

@@ -8,6 +8,9 @@
 //    from a 1-bit sign mask a "mask" forward leaves (the derivative is 1 or the slope);
 //  - GELU: backward from the input with ATen's derivative (no re-run); where lossy
 //    implementations are offered, also from a 4-bit code of the input (few_bit_gelu.h);
+//  - cross-entropy with class indices, mean reduction, no class weights or smoothing:
+//    backward as (softmax(logits) - one-hot) x grad / count in one tensor of the logits'
+//    size (ATen's derivative makes the log-probabilities' gradient first: two more);
 //  - layer norm and group norm: the first forward keeps the statistics for the iteration
 //    (recomputations reuse them, as batch norm's do); backward from the input (ATen's
 //    native backward) or from the output (x_hat = (y - bias) / weight: it needs a weight
@@ -45,6 +48,9 @@ bool is_aten_norm(const Node& node);
 /// matmul or bmm of two tensors of one rank (at least 2) and the same batch dimensions:
 /// its backward is two matmuls of the inputs and the output's gradient.
 bool is_plain_batched_matmul(const Graph& graph, const Node& node);
+/// aten::cross_entropy_loss of logits [N, C, ...] and int64 class indices [N, ...], mean
+/// reduction, no class weights, no label smoothing (any ignore_index).
+bool is_plain_cross_entropy(const Graph& graph, const Node& node);
 /// softmax without a dtype conversion: its backward needs only the output.
 bool is_plain_softmax(const Node& node);
 /// An operator with the autograd node's forward and backward ("autograd"): a generic

@@ -45,6 +45,19 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   return grads;
 }
 
+// d mean(cross_entropy(logits, target)) / d logits, times `go`: softmax over the class
+// dimension (1), minus one at each target class, zero where the target is ignore_index,
+// divided by the number of targets not ignored; one tensor of the logits' size.
+at::Tensor cross_entropy_backward(const at::Tensor& go, const at::Tensor& logits,
+                                  const at::Tensor& target, int64_t ignore_index) {
+  at::Tensor grad = at::softmax(logits, 1);
+  const at::Tensor kept = target.ne(ignore_index).unsqueeze(1);
+  const at::Tensor classes = target.masked_fill(target.eq(ignore_index), 0).unsqueeze(1);
+  grad.scatter_add_(1, classes, kept.to(grad.scalar_type()).neg());
+  const at::Tensor scale = go / kept.sum().to(grad.scalar_type());
+  return grad.mul_(kept).mul_(scale);
+}
+
 // The specialised backwards (aten_impls.h) of an operator with one activation input.
 at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                 const BackwardArgs& a) {
@@ -52,6 +65,9 @@ at::Tensor specialised_backward(const Graph& g, const Node& n, const BackwardImp
   const at::Tensor& go = a.grad_output;
   const bool from_output = impl.name == "output";
   if (op == "aten::tanh") return at::tanh_backward(go, a.output);
+  if (op == "aten::cross_entropy_loss")
+    return cross_entropy_backward(go, a.inputs[0], a.inputs[1],
+                                  n.attrs.aten->arguments.at(4).toInt());
   if (op == "aten::softmax")
     return at::_softmax_backward_data(go, a.output, n.attrs.aten->arguments.at(1).toInt(),
                                       a.output.scalar_type());

@@ -1,0 +1,94 @@
+"""What a planned training step runs besides the module: the caller's loss traced into
+the plan (WithLoss), and optimizer updates fused into the planned backward
+(optimizer_memory, one_parameter_step)."""
+import torch
+
+#: torch.optim classes whose updates monet fuses into the backward.
+FUSABLE_OPTIMIZERS = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
+
+
+class WithLoss(torch.nn.Module):
+    """`module` followed by `loss(output, target)`, the target its last argument: what
+    monet traces for a loss inside the plan, so that the plan frees the output (a language
+    model's logits) where its own backward is done with it. `output` picks the output of
+    a module returning a tuple or dict (an index or key; default the first)."""
+
+    def __init__(self, module, loss, output=None):
+        super().__init__()
+        self.module = module
+        self.loss = loss  # a module's tensors (class weights) trace as constants
+        self.output = output
+
+    def forward(self, *args):
+        *inputs, target = args
+        out = self.module(*inputs)
+        if self.output is not None:
+            out = out[self.output]
+        elif isinstance(out, (tuple, list)):
+            out = out[0]
+        elif isinstance(out, dict):
+            out = next(iter(out.values()))
+        return self.loss(out, target)
+
+
+def optimizer_memory(optimizer, weight_decay, optimizer_update):
+    """(memory name, weight decay, update mode) for `optimizer=`: a name, or a torch.optim
+    instance whose updates are then fused by default."""
+    if isinstance(optimizer, torch.optim.Optimizer):
+        if not isinstance(optimizer, FUSABLE_OPTIMIZERS):
+            if optimizer_update == "after-backward":
+                raise TypeError(
+                    f"optimizer={type(optimizer).__name__}: for the after-backward update "
+                    "mode give the optimizer's name as far as memory goes ('none', 'sgd', "
+                    "'sgd-momentum', 'adam') and call its step() after the backward")
+            raise TypeError(
+                f"monet fuses the updates of torch.optim.SGD, Adam and AdamW into the "
+                f"backward, not {type(optimizer).__name__}'s: plan with "
+                "optimizer_update='after-backward' and optimizer=<its memory name> and call its "
+                "step() after the backward")
+        groups = optimizer.param_groups
+        if isinstance(optimizer, torch.optim.SGD):
+            name = "sgd-momentum" if any(g["momentum"] for g in groups) else "sgd"
+        else:
+            name = "adam"
+        if any(g.get("maximize") or g.get("foreach") or g.get("differentiable")
+               for g in groups):
+            raise ValueError("monet fuses torch.optim's plain updates (maximize, foreach and "
+                             "differentiable off)")
+        decay = max(g["weight_decay"] for g in groups)
+        return name, max(weight_decay, decay), optimizer_update or "fused"
+    if optimizer_update == "fused":
+        raise ValueError("optimizer_update='fused' needs the optimizer itself "
+                         "(optimizer=torch.optim.SGD(...), Adam or AdamW), not a name")
+    return optimizer, weight_decay, optimizer_update or "after-backward"
+
+
+def one_parameter_step(optimizer):
+    """update(parameter): the optimizer's own step() on that one parameter (its .grad is
+    complete), with its group's current options and its state in optimizer.state: exactly
+    torch.optim's arithmetic, one parameter at a time."""
+    groups = {}
+
+    def update(parameter):
+        if len(groups) != sum(len(g["params"]) for g in optimizer.param_groups):
+            groups.clear()
+            groups.update({id(p): g for g in optimizer.param_groups for p in g["params"]})
+        group = groups.get(id(parameter))
+        if group is None:
+            return  # a parameter the optimizer does not train
+        saved = optimizer.param_groups
+        optimizer.param_groups = [dict(group, params=[parameter])]
+        try:
+            optimizer.step()
+        finally:
+            optimizer.param_groups = saved
+
+    return update
+
+
+def check_optimizer_holds(optimizer, module):
+    """The fused optimizer must step the module's own parameter tensors."""
+    held = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    if not held & {id(p) for p in module.parameters()}:
+        raise ValueError("the optimizer holds none of the module's parameters: make it "
+                         "from module.parameters()")

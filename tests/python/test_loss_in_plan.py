@@ -1,0 +1,87 @@
+"""The loss inside the plan from Python: monet.optimize(..., loss=..., target=y) traces the
+module and the loss together; fast(x, y) returns the loss, whose backward is the planned
+backward. Training equals plain PyTorch's in float64 (with fused updates too), and the
+plan frees the logits where it is done with them instead of keeping room for copies of
+them beside the step."""
+import copy
+import os
+import sys
+
+import pytest
+import torch
+
+import monet
+from test_training import CASES, STEPS, TOLERANCE, batches, sequence_cross_entropy, \
+    worst_state_error
+
+sys.path.insert(0, os.path.join(os.environ["MONET_SOURCE_DIR"], "tools"))
+from make_import_fixtures import TinyGPT  # noqa: E402
+
+LOSSES = {"resnet18": torch.nn.CrossEntropyLoss(), "gpt": sequence_cross_entropy}
+
+
+def run(fast, opt, xs, ys, loss_inside, loss_fn):
+    losses = []
+    for x, y in zip(xs, ys):
+        opt.zero_grad(set_to_none=True)
+        loss = fast(x, y) if loss_inside else loss_fn(fast(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["after-backward", "fused"])
+@pytest.mark.parametrize("case", ["resnet18", "gpt"])
+def test_loss_inside_the_plan_trains_as_pytorch(case, fused, cache_dir):
+    make, shape = CASES[case]
+    torch.manual_seed(0)
+    model = make().double().train()
+    reference = copy.deepcopy(model)
+    xs, ys, loss_fn = batches(case, shape)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    optimizer = opt if fused else "sgd-momentum"
+    r = monet.budget_range(model, xs[0], optimizer=optimizer, loss=LOSSES[case], target=ys[0],
+                           cache_dir=cache_dir, time_limit=20)
+    fast = monet.optimize(model, xs[0], budget=(r.smallest + r.store_all) // 2,
+                          optimizer=optimizer, loss=LOSSES[case], target=ys[0],
+                          cache_dir=cache_dir, time_limit=20)
+    assert fast.plan.loss_inside
+    losses = run(fast, opt, xs, ys, True, None)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.01, momentum=0.9)
+    want = run(reference, ref_opt, xs, ys, False, loss_fn)
+    for got, expected in zip(losses, want):
+        assert abs(got - expected) <= TOLERANCE * abs(expected)
+    assert worst_state_error(model, reference) <= TOLERANCE
+    with torch.no_grad():  # the plain forward: the loss again
+        assert torch.is_tensor(fast(xs[0], ys[0])) and fast(xs[0], ys[0]).dim() == 0
+
+
+def test_the_plan_frees_the_logits_instead_of_keeping_room_for_copies(cache_dir):
+    torch.manual_seed(0)
+    model = TinyGPT(vocab=4096, dim=32, heads=4, layers=2, length=32).train()
+    x = torch.randint(0, 4096, (8, 32))
+    outside = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=20)
+    inside = monet.budget_range(model, x, loss=sequence_cross_entropy, target=x,
+                                cache_dir=cache_dir, time_limit=20)
+    # Outside, the default loss_copies=3 (log-probabilities, their gradient, one more);
+    # inside, the specialised backward makes the logits' gradient from their softmax alone.
+    logits = 8 * 32 * 4096 * 4
+    assert outside.smallest - inside.smallest >= 0.9 * logits, (inside, outside)
+
+
+def test_loss_arguments_are_checked(cache_dir):
+    model = torch.nn.Linear(4, 3)
+    x, y = torch.randn(2, 4), torch.tensor([0, 2])
+    with pytest.raises(TypeError, match="needs target="):
+        monet.optimize(model, x, loss=torch.nn.CrossEntropyLoss(), cache_dir=cache_dir,
+                       planner="storeall")
+    with pytest.raises(ValueError, match="give the loss too"):
+        monet.optimize(model, x, target=y, cache_dir=cache_dir, planner="storeall")
+    with pytest.raises(TypeError, match="callable"):
+        monet.optimize(model, x, loss="cross_entropy", target=y, cache_dir=cache_dir,
+                       planner="storeall")
+    fast = monet.optimize(model, x, loss=torch.nn.CrossEntropyLoss(), target=y,
+                          cache_dir=cache_dir, planner="storeall")
+    with pytest.raises(TypeError, match="1 input\\(s\\) and the target, 1 given"):
+        fast(x)
