@@ -106,6 +106,10 @@ void train_one_ddp_rank() {
   Model model = Model::load(spec);
   testing::convert_model(model, at::kDouble);
   PlanOptions po = quiet("monet");
+  // MONET_DDP_FUSED: the optimizer's updates fused into the backward, each with its
+  // bucket's average.
+  const bool fused = std::getenv("MONET_DDP_FUSED") != nullptr;
+  if (fused) po.optimizer_update = OptimizerUpdate::kFused;
   DataParallelOptions dpo;
   dpo.bucket_bytes = 4096;  // several buckets, two in flight
   if (where.rank == 0) {
@@ -128,11 +132,12 @@ void train_one_ddp_rank() {
   lo.world_size = where.world_size;
   BatchLoader loader(std::shared_ptr<ImageDataset>(open_cifar10(kDdp + "/data")), lo);
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  if (fused) ddp.use_optimizer(sgd);
   for (int s = 0; s < kDdpSteps; ++s) {
     zero_grad(model.parameters());
     auto [x, y] = loader.next();
     ddp.step(x, y);
-    sgd.step();
+    sgd.step();  // after fused updates: no gradient left, nothing to do
   }
   ddp.barrier();
   torch::jit::Module ref =
@@ -158,8 +163,8 @@ void train_one_ddp_rank() {
   }
   std::printf(
       "rank %d: largest relative error against DistributedDataParallel %.3g "
-      "(%zu parameters and buffers)\n",
-      where.rank, worst, named.size());
+      "(%zu parameters and buffers%s)\n",
+      where.rank, worst, named.size(), fused ? ", fused updates" : "");
 }
 
 TEST(DataParallel, RankOfAJobMatchesPytorchDdp) {
@@ -224,6 +229,16 @@ TEST(DataParallel, TwoRankProcessesOnLoopbackMatchPytorchDdp) {
   std::string output;
   EXPECT_TRUE(run_two_ranks({"", ""}, "127.0.0.1", &output)) << output;
   expect_both_ranks_matched(output);
+}
+
+// The same with SGD's updates fused into the planned backward: each parameter updated
+// with its bucket's average once the all-reduce has completed and the plan is done with it.
+TEST(DataParallel, TwoRankProcessesWithFusedUpdatesMatchPytorchDdp) {
+  std::string output;
+  EXPECT_TRUE(run_two_ranks({"MONET_DDP_FUSED=1", "MONET_DDP_FUSED=1"}, "127.0.0.1", &output))
+      << output;
+  expect_both_ranks_matched(output);
+  EXPECT_NE(output.find("fused updates"), std::string::npos) << output;
 }
 
 // The two ranks in two network namespaces joined by a veth pair: their traffic crosses a
@@ -332,6 +347,53 @@ TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
     EXPECT_LE(error, 1e-9);
     EXPECT_EQ(max_relative_error(trained[1], trained[0]), 0.0);
   }
+}
+
+// Fused updates: two ranks on halves of each batch, tiny buckets (many, two in flight, so
+// that averages arrive both before and after the plan is done with a parameter), against
+// one process on the whole batch with SGD stepped after the backward.
+TEST(DataParallel, FusedUpdatesOnTwoRanksEqualOneProcessOnTheWholeBatch) {
+  const int steps = 3;
+  std::vector<at::Tensor> xs, ys;
+  for (int s = 0; s < steps; ++s) {
+    xs.push_back(at::randn({4, 3, 32, 32}, at::kDouble));
+    ys.push_back(at::randint(0, 4, {4}, at::kLong));
+  }
+  auto sgd = [](const std::vector<torch::Tensor>& p) {
+    return torch::optim::SGD(p, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+  };
+  Model whole = plain_cnn(4);
+  PlannedModel one(whole, quiet("storeall"));
+  auto opt = sgd(whole.parameters());
+  for (int s = 0; s < steps; ++s) {
+    zero_grad(whole.parameters());
+    one.step(xs[s], ys[s]);
+    opt.step();
+  }
+  std::vector<std::vector<torch::Tensor>> trained(2);
+  run_ranks(2, [&](int rank, ProcessGroup pg) {
+    DataParallelOptions o;
+    o.bucket_bytes = 256;
+    PlanOptions po = quiet("chen");
+    po.optimizer_update = OptimizerUpdate::kFused;
+    DataParallel ddp(plain_cnn(2), po, pg, o);
+    auto opt = sgd(ddp.model().parameters());
+    EXPECT_THROW(ddp.set_gradient_sync(GradientSync::kAfterBackward), std::logic_error);
+    ddp.use_optimizer(opt);
+    for (int s = 0; s < steps; ++s) {
+      zero_grad(ddp.model().parameters());
+      ddp.step(xs[s].narrow(0, 2 * rank, 2), ys[s].narrow(0, 2 * rank, 2));
+      for (const auto& p : ddp.model().parameters()) EXPECT_FALSE(p.grad().defined());
+    }
+    ddp.barrier();
+    for (const auto& p : ddp.model().parameters()) trained[rank].push_back(p.detach().clone());
+  });
+  std::vector<torch::Tensor> expected;
+  for (const auto& p : whole.parameters()) expected.push_back(p.detach());
+  const double error = max_relative_error(trained[0], expected);
+  std::printf("fused updates: largest relative parameter error against one process %.3g\n", error);
+  EXPECT_LE(error, 1e-9);
+  EXPECT_EQ(max_relative_error(trained[1], trained[0]), 0.0);
 }
 
 TEST(DataParallel, RankZerosPlanningErrorReachesEveryRank) {

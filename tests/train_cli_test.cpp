@@ -144,7 +144,8 @@ TEST(TrainCommand, BadInputExitsTwoWithOneLineAndWritesNothing) {
       // Store-all's predicted peak is over it (with every gradient kept to the end).
       {"--synthetic --budget 0.9x --optimizer-update after-backward", "exceeds"},
       {"--synthetic --optimizer lbfgs", "sgd, adam or adamw"},
-      {"--synthetic --optimizer-update fused --nproc 2", "after-backward"},
+      {"--synthetic --optimizer-update fused --gradient-sync after-backward --nproc 2",
+       "during-backward"},
   };
   for (const auto& [args, words] : cases) {
     EXPECT_EQ(monet(common + args, dir + "/out", dir + "/err"), 2) << args;

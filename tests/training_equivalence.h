@@ -9,9 +9,12 @@
 
 #include <monet/monet.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -192,10 +195,15 @@ inline Batch test_batch(const Model& model, uint64_t seed, at::ScalarType dtype)
 
 /// Writes `plan` of `g`, with convolutions comparable in `dtype`, for PlanOptions::plan_file;
 /// returns the path.
+/// The file is named by the graph, the planner, the update mode and this process (tests of
+/// one graph run side by side under ctest -j), and written whole before it is renamed
+/// into place.
 inline std::string write_plan(const Graph& g, const Plan& plan, at::ScalarType dtype) {
-  const std::string path =
-      ::testing::TempDir() + "/training_" + g.fingerprint() + "_" + plan.planner + ".json";
-  std::ofstream(path) << plan_to_json(g, comparable_plan(g, plan, dtype)).dump();
+  const std::string path = ::testing::TempDir() + "/training_" + g.fingerprint() + "_" +
+                           plan.planner + "_" + update_mode_name(g.update_mode()) + "_" +
+                           std::to_string(getpid()) + ".json";
+  std::ofstream(path + ".tmp") << plan_to_json(g, comparable_plan(g, plan, dtype)).dump();
+  std::filesystem::rename(path + ".tmp", path);
   return path;
 }
 

@@ -13,6 +13,10 @@
 //   torch::optim::SGD sgd(ddp.model().parameters(), ...);
 //   for (...) { monet::zero_grad(...); ddp.step(x, y); sgd.step(); }
 //
+// With plan_options.optimizer_update = OptimizerUpdate::kFused, ddp.use_optimizer(sgd)
+// instead: each parameter is updated inside the backward once its bucket's average has
+// arrived, and sgd.step() afterwards finds no gradient.
+//
 // Units: bytes for memory, seconds for time.
 #pragma once
 
@@ -96,6 +100,17 @@ class DataParallel {
   /// as with DistributedDataParallel). StepResult::seconds includes waiting for the last
   /// all-reduce. Throws DistributedError when a collective fails.
   StepResult step(const torch::Tensor& input, const torch::Tensor& target);
+
+  /// Under OptimizerUpdate::kFused (PlanOptions::optimizer_update, with
+  /// GradientSync::kDuringBackward): the optimizer that updates each parameter with its
+  /// averaged gradient inside the backward, as soon as its bucket's all-reduce has
+  /// completed and the plan is done with the parameter; the local gradient is freed at
+  /// the plan's update point, as in one process (the bucket buffers hold the averages).
+  /// As PlannedModel::use_optimizer: torch::optim::SGD, Adam or AdamW, their arithmetic
+  /// and state. Throws std::logic_error for a model planned with kAfterBackward.
+  void use_optimizer(torch::optim::Optimizer& optimizer);
+  /// The same with an update of the caller's own: `update(parameter, averaged gradient)`.
+  void use_update(PlannedModel::ParameterUpdateFn update);
 
   PlannedModel& planned();
   Model& model();

@@ -6,11 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
 #include "api/planned_model_impl.h"
 #include "distributed/gradient_buckets.h"
+#include "runtime/parameter_update.h"
 
 namespace monet {
 
@@ -20,8 +22,21 @@ struct DataParallel::Impl {
   std::unique_ptr<PlannedModel> planned;
   std::unique_ptr<GradientBuckets> buckets;
   std::vector<size_t> bucket_index;  // by value id: the parameter's index in the buckets
+  std::vector<at::Tensor> bucketed;  // the parameters, in the buckets' order
+  /// Fused updates (OptimizerUpdate::kFused): the caller's update, and per parameter (in
+  /// the buckets' order) whether the plan is done with it this step (its update point
+  /// passed) and whether its averaged gradient waits in .grad() for that point.
+  PlannedModel::ParameterUpdateFn update;
+  std::vector<bool> released, averaged_in_grad;
+
+  /// The bucket's averaged gradient of parameter `i`: its update now if the plan is done
+  /// with the parameter, else into .grad() (the local gradient's storage) until it is.
+  void averaged(size_t i, const at::Tensor& averaged);
+  /// The plan's update point of parameter `i`: its update if its average has arrived.
+  void release(size_t i);
 
   int rank() const { return pg.group->getRank(); }
+  bool fused() const { return planned->model().impl()->graph.update_mode() == UpdateMode::kFused; }
   /// After a failed collective: which ranks still answer through the store.
   std::string peers_report(int64_t step) const;
 };
@@ -165,10 +180,12 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
                            const DataParallelOptions& options)
     : impl_(std::make_unique<Impl>()) {
   if (!group.group) throw std::invalid_argument("DataParallel needs a process group");
-  if (plan.optimizer_update == OptimizerUpdate::kFused)
+  if (plan.optimizer_update == OptimizerUpdate::kFused &&
+      options.sync != GradientSync::kDuringBackward)
     throw std::invalid_argument(
-        "data-parallel training updates the parameters after the backward (their "
-        "gradients are all-reduced first): plan it with the after-backward update mode");
+        "fused optimizer updates take each bucket's average as its all-reduce completes "
+        "during the backward: use GradientSync::kDuringBackward, or the after-backward "
+        "update mode");
   Impl& d = *impl_;
   d.pg = std::move(group);
   d.options = options;
@@ -201,12 +218,54 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
     d.bucket_index[order[i]] = i;
     tensors.push_back(model.impl()->state.tensor(order[i]));
   }
+  d.bucketed = tensors;
   d.buckets = std::make_unique<GradientBuckets>(tensors, d.pg.group, bo);
   GradientBuckets* buckets = d.buckets.get();
   const std::vector<size_t>* index = &d.bucket_index;
   d.planned->impl().on_parameter_gradient = [buckets, index](int v) {
     buckets->gradient_ready((*index)[v]);
   };
+  if (plan.optimizer_update == OptimizerUpdate::kFused) {
+    Impl* impl = impl_.get();
+    buckets->set_averaged_handler(
+        [impl](size_t i, const at::Tensor& averaged) { impl->averaged(i, averaged); });
+    std::unordered_map<const c10::TensorImpl*, size_t> position;
+    for (size_t i = 0; i < tensors.size(); ++i) position[tensors[i].unsafeGetTensorImpl()] = i;
+    // The planned backward's update point: the plan is done with the parameter.
+    d.planned->impl().update = [impl, position](const torch::Tensor& p, const torch::Tensor&) {
+      impl->release(position.at(p.unsafeGetTensorImpl()));
+    };
+  }
+}
+
+void DataParallel::Impl::averaged(size_t i, const at::Tensor& averaged) {
+  at::Tensor p = bucketed[i];
+  if (released[i]) {
+    update(p, averaged);
+  } else {
+    p.mutable_grad().copy_(averaged);
+    averaged_in_grad[i] = true;
+  }
+}
+
+void DataParallel::Impl::release(size_t i) {
+  released[i] = true;
+  if (averaged_in_grad[i]) update(bucketed[i], bucketed[i].grad());
+}
+
+void DataParallel::use_optimizer(torch::optim::Optimizer& optimizer) {
+  auto update = std::make_shared<ParameterUpdate>(optimizer);
+  use_update(
+      [update](const torch::Tensor& p, const torch::Tensor& grad) { update->update(p, grad); });
+}
+
+void DataParallel::use_update(PlannedModel::ParameterUpdateFn update) {
+  if (!impl_->fused())
+    throw std::logic_error(
+        "fused optimizer updates need a model planned for them; this one was planned with "
+        "after-backward updates (step the optimizer after DataParallel::step)");
+  if (!update) throw std::invalid_argument("use_update: an empty update function");
+  impl_->update = std::move(update);
 }
 
 DataParallel::~DataParallel() = default;
@@ -221,6 +280,14 @@ StepResult DataParallel::step(const torch::Tensor& input, const torch::Tensor& t
   try {
     const auto start = std::chrono::steady_clock::now();
     d.buckets->begin_step();
+    if (d.fused()) {
+      if (!d.update)
+        throw std::logic_error(
+            "the model was planned for fused optimizer updates: give DataParallel the "
+            "optimizer (use_optimizer or use_update) before the first step");
+      d.released.assign(d.bucketed.size(), false);
+      d.averaged_in_grad.assign(d.bucketed.size(), false);
+    }
     StepResult r = d.planned->step(input, target);
     d.buckets->finish_step();
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -235,6 +302,10 @@ Model& DataParallel::model() { return impl_->planned->model(); }
 int DataParallel::rank() const { return impl_->rank(); }
 int DataParallel::world_size() const { return impl_->pg.group->getSize(); }
 void DataParallel::set_gradient_sync(GradientSync sync) {
+  if (impl_->fused() && sync != GradientSync::kDuringBackward)
+    throw std::logic_error(
+        "a model planned for fused optimizer updates all-reduces during the backward: its "
+        "local gradients are freed at their update points");
   impl_->buckets->set_timing(timing_of(sync));
 }
 

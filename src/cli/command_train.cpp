@@ -90,10 +90,11 @@ void check_options(const TrainOptions& o) {
   if ((o.epochs > 0) == (o.steps > 0)) throw UsageError("give --epochs N or --steps N");
   if (o.optimizer != "sgd" && o.optimizer != "adam" && o.optimizer != "adamw")
     throw UsageError("--optimizer must be sgd, adam or adamw");
-  if (o.optimizer_update == "fused" && o.nproc * o.nnodes > 1)
+  if (o.optimizer_update == "fused" && o.sync != "during-backward")
     throw UsageError(
-        "--optimizer-update fused: data-parallel training updates after the backward (the "
-        "gradients are all-reduced first); use --optimizer-update after-backward");
+        "--optimizer-update fused takes each bucket's average as its all-reduce completes "
+        "during the backward: use --gradient-sync during-backward, or --optimizer-update "
+        "after-backward");
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
     throw UsageError("--checkpoint-every needs --checkpoint FILE");
   if (o.node_rank >= o.nnodes)
@@ -158,13 +159,11 @@ PlanOptions plan_options(const TrainOptions& o, const LoaderOptions& lo, bool re
                          const RankContext& rc) {
   const bool primary = rc.primary();
   PlanOptions po;
-  // Fused updates by default where allowed: one process; data parallelism all-reduces
-  // every gradient before its update.
-  const std::string update = o.optimizer_update.empty()
-                                 ? (rc.distributed ? "after-backward" : "fused")
-                                 : o.optimizer_update;
-  if (update == "fused" && rc.distributed)
-    throw UsageError("--optimizer-update fused: data-parallel training updates after the backward");
+  // Fused updates by default where allowed: not when the gradients are all-reduced after
+  // the backward (every one must exist then).
+  const std::string update = !o.optimizer_update.empty()   ? o.optimizer_update
+                             : o.sync == "during-backward" ? "fused"
+                                                           : "after-backward";
   po.optimizer_update = optimizer_update_from_name(update);
   po.planner = o.planner;
   po.budget = o.budget;
@@ -366,8 +365,12 @@ int run_train(TrainOptions o) {
   lo.warn = [](const std::string& m) { std::cerr << "\nwarning: " << m << "\n"; };
   Trainer trainer = make_trainer(o, model, plan_options(o, lo, data.dataset != nullptr, rc), rc);
   auto optimizer = make_optimizer(o, model.parameters());
-  if (trainer.alone && trainer.alone->report().optimizer_update == OptimizerUpdate::kFused)
-    trainer.alone->use_optimizer(*optimizer);
+  if (trainer.planned().report().optimizer_update == OptimizerUpdate::kFused) {
+    if (trainer.parallel)
+      trainer.parallel->use_optimizer(*optimizer);
+    else
+      trainer.alone->use_optimizer(*optimizer);
+  }
   if (!o.resume.empty()) {
     try {
       lo.seed = o.seed = load_checkpoint(o.resume, model, *optimizer);
@@ -478,7 +481,8 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   cmd->add_option("--optimizer-update", o->optimizer_update,
                   "when the optimizer updates: fused (each parameter inside the backward, as "
                   "soon as the plan is done with it; its gradient freed at once) or "
-                  "after-backward (default: fused, after-backward for data parallelism)")
+                  "after-backward (default: fused; after-backward with --gradient-sync "
+                  "after-backward or alternate)")
       ->check(CLI::IsMember({"fused", "after-backward"}));
   cmd->add_option("--lr", o->lr, "learning rate")
       ->check(CLI::PositiveNumber)

@@ -31,6 +31,8 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
   if (options_.buckets_in_flight < 1)
     throw std::invalid_argument("at least one bucket must be allowed in flight");
   bucket_of_.resize(parameters_.size());
+  offset_of_.resize(parameters_.size());
+  ready_.assign(parameters_.size(), false);
   int64_t bytes = 0, largest = 0;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const at::Tensor& p = parameters_[i];
@@ -42,6 +44,7 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
       bytes = 0;
     }
     buckets_.back().members.push_back(i);
+    offset_of_[i] = buckets_.back().numel;
     buckets_.back().numel += p.numel();
     bytes += b;
     largest = std::max(largest, bytes);
@@ -76,14 +79,43 @@ void GradientBuckets::begin_step() {
   for (auto& b : buckets_) {
     b.pending = b.members.size();
     b.launched = false;
+    b.buffer = -1;
   }
+  ready_.assign(parameters_.size(), false);
 }
 
 void GradientBuckets::gradient_ready(size_t index) {
   Bucket& b = buckets_.at(bucket_of_.at(index));
+  ready_.at(index) = true;
+  const bool during = options_.timing == AllReduceTiming::kDuringBackward;
+  if (during && !b.launched) {
+    if (b.buffer < 0) take_buffer(b);
+    copy_in(index);
+  }
   if (b.pending > 0) --b.pending;
-  if (b.pending == 0 && !b.launched && options_.timing == AllReduceTiming::kDuringBackward)
-    launch(bucket_of_[index]);
+  if (b.pending == 0 && !b.launched && during) launch(bucket_of_[index]);
+}
+
+void GradientBuckets::take_buffer(Bucket& b) {
+  if (free_buffers_.empty() && in_flight_.empty())
+    throw std::logic_error(
+        "GradientBuckets: every buffer is held by a bucket still filling (gradients "
+        "reported out of the constructor's order)");
+  if (free_buffers_.empty()) complete_oldest();
+  b.buffer = static_cast<long>(free_buffers_.back());
+  free_buffers_.pop_back();
+}
+
+void GradientBuckets::copy_in(size_t index) {
+  const Bucket& b = buckets_[bucket_of_[index]];
+  const at::Tensor& p = parameters_[index];
+  torch::NoGradGuard no_grad;
+  at::Tensor slot = flat(static_cast<size_t>(b.buffer), b).narrow(0, offset_of_[index], p.numel());
+  if (ready_[index] && p.grad().defined())
+    at::mul_out(slot, p.grad().reshape({-1}),
+                at::scalar_tensor(1.0 / group_->getSize(), at::kDouble));
+  else
+    slot.zero_();
 }
 
 at::Tensor GradientBuckets::flat(size_t buffer, const Bucket& b) const {
@@ -92,24 +124,16 @@ at::Tensor GradientBuckets::flat(size_t buffer, const Bucket& b) const {
 }
 
 void GradientBuckets::launch(size_t bucket) {
-  if (free_buffers_.empty()) complete_oldest();
-  const size_t buffer = free_buffers_.back();
-  free_buffers_.pop_back();
   Bucket& b = buckets_[bucket];
+  // Under kDuringBackward the gradients made this step are in the buffer already; the
+  // rest (none, or every one after the backward) are copied now.
+  const bool filled = b.buffer >= 0;
+  if (!filled) take_buffer(b);
+  for (size_t i : b.members)
+    if (!filled || !ready_[i]) copy_in(i);
   b.launched = true;
-  torch::NoGradGuard no_grad;
+  const size_t buffer = static_cast<size_t>(b.buffer);
   at::Tensor data = flat(buffer, b);
-  const double scale = 1.0 / group_->getSize();
-  int64_t offset = 0;
-  for (size_t i : b.members) {
-    const at::Tensor& p = parameters_[i];
-    at::Tensor slot = data.narrow(0, offset, p.numel());
-    if (p.grad().defined())
-      at::mul_out(slot, p.grad().reshape({-1}), at::scalar_tensor(scale, at::kDouble));
-    else
-      slot.zero_();
-    offset += p.numel();
-  }
   std::vector<at::Tensor> tensors{data};
   c10d::AllreduceOptions opts;
   opts.timeout = options_.timeout;
@@ -137,12 +161,13 @@ void GradientBuckets::complete_oldest() {
   }
   torch::NoGradGuard no_grad;
   const at::Tensor data = flat(f.buffer, b);
-  int64_t offset = 0;
   for (size_t i : b.members) {
     at::Tensor p = parameters_[i];
-    if (p.grad().defined())
-      p.mutable_grad().copy_(data.narrow(0, offset, p.numel()).view(p.sizes()));
-    offset += p.numel();
+    const at::Tensor averaged = data.narrow(0, offset_of_[i], p.numel()).view(p.sizes());
+    if (averaged_ && ready_[i])
+      averaged_(i, averaged);
+    else if (!averaged_ && p.grad().defined())
+      p.mutable_grad().copy_(averaged);
   }
   free_buffers_.push_back(f.buffer);
 }

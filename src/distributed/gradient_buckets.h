@@ -3,7 +3,9 @@
 // parameters whose gradients the plan completes one after another; it is all-reduced as
 // soon as the last of them is complete, so communication overlaps the rest of the
 // backward. Gradients are copied into one of a few preallocated flat buffers (scaled by
-// 1 / world size), all-reduced (summed) in place, and copied back into .grad().
+// 1 / world size; under kDuringBackward each as soon as it is complete, so that its
+// .grad() may be freed at once), all-reduced (summed) in place, and copied back into
+// .grad() or handed to an averaged-gradient handler (fused optimizer updates).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -56,10 +59,18 @@ class GradientBuckets {
 
   /// When the next steps all-reduce (between steps).
   void set_timing(AllReduceTiming timing) { options_.timing = timing; }
+  /// Called, when a bucket's all-reduce completes, with each of its parameters that had
+  /// a gradient this step (index in the constructor's order) and its averaged gradient (a
+  /// view of the bucket's buffer, valid during the call), in place of copying it into
+  /// .grad(). Empty: copy into .grad() (the default).
+  using AveragedHandler = std::function<void(size_t index, const at::Tensor& averaged)>;
+  void set_averaged_handler(AveragedHandler handler) { averaged_ = std::move(handler); }
   /// Starts a step: no gradient is complete yet.
   void begin_step();
   /// Parameter `index` (its position in the constructor's order) has its complete
-  /// gradient in .grad(); launches its bucket when that was the bucket's last.
+  /// gradient in .grad(); under kDuringBackward it is copied into its bucket's buffer now
+  /// (the bucket takes a buffer at its first gradient, completing the oldest all-reduce
+  /// when none is free). Launches its bucket when that was the bucket's last.
   void gradient_ready(size_t index);
   /// Launches the buckets not launched yet (parameters the plan gives no gradient, or
   /// every bucket with AllReduceTiming::kAfterBackward), waits for all, and writes the
@@ -74,6 +85,7 @@ class GradientBuckets {
     at::ScalarType dtype = at::kFloat;
     size_t pending = 0;  // gradients not complete yet in this step
     bool launched = false;
+    long buffer = -1;  // the buffer it fills, once it has one this step
   };
   struct InFlight {
     size_t bucket;
@@ -82,13 +94,21 @@ class GradientBuckets {
   };
   void launch(size_t bucket);
   void complete_oldest();
+  /// A free buffer for `b` (completing the oldest all-reduce when none is free).
+  void take_buffer(Bucket& b);
+  /// Parameter `index`'s gradient, scaled, into its slot of its bucket's buffer (zeros
+  /// when it has none).
+  void copy_in(size_t index);
   at::Tensor flat(size_t buffer, const Bucket& b) const;
 
   std::vector<at::Tensor> parameters_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   BucketOptions options_;
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;    // per parameter
+  std::vector<size_t> bucket_of_;   // per parameter
+  std::vector<int64_t> offset_of_;  // per parameter: its first element in the bucket
+  std::vector<bool> ready_;         // per parameter: its gradient was complete this step
+  AveragedHandler averaged_;
   std::vector<at::Tensor> buffers_;  // uint8, each of the largest bucket's bytes
   std::vector<size_t> free_buffers_;
   std::deque<InFlight> in_flight_;
