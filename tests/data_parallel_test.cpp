@@ -295,27 +295,42 @@ TEST(Executor, ReportsEachParametersGradientOnceWhenComplete) {
   }
 }
 
+// Batches of 4 for `steps` steps, and the parameters one process trains on them (the
+// store-all plan, `make`'s optimizer stepped after the backward): what two ranks on
+// halves of each batch must end with.
+struct WholeBatchRun {
+  std::vector<at::Tensor> xs, ys;
+  std::vector<torch::Tensor> trained;
+};
+WholeBatchRun train_on_whole_batches(
+    int steps, const std::function<torch::optim::SGD(const std::vector<torch::Tensor>&)>& make) {
+  WholeBatchRun run;
+  for (int s = 0; s < steps; ++s) {
+    run.xs.push_back(at::randn({4, 3, 32, 32}, at::kDouble));
+    run.ys.push_back(at::randint(0, 4, {4}, at::kLong));
+  }
+  Model whole = plain_cnn(4);
+  PlannedModel one(whole, quiet("storeall"));
+  auto opt = make(whole.parameters());
+  for (int s = 0; s < steps; ++s) {
+    zero_grad(whole.parameters());
+    one.step(run.xs[s], run.ys[s]);
+    opt.step();
+  }
+  for (const auto& p : whole.parameters()) run.trained.push_back(p.detach());
+  return run;
+}
+
 // Two ranks on halves of each batch against one process on the whole batch, SGD with
 // momentum, for both gradient synchronisations and small buckets (many of them, two in
 // flight).
 TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
   const int steps = 3;
-  std::vector<at::Tensor> xs, ys;
-  for (int s = 0; s < steps; ++s) {
-    xs.push_back(at::randn({4, 3, 32, 32}, at::kDouble));
-    ys.push_back(at::randint(0, 4, {4}, at::kLong));
-  }
   auto sgd = [](const std::vector<torch::Tensor>& p) {
     return torch::optim::SGD(p, torch::optim::SGDOptions(0.1).momentum(0.9));
   };
-  Model whole = plain_cnn(4);
-  PlannedModel one(whole, quiet("storeall"));
-  auto opt = sgd(whole.parameters());
-  for (int s = 0; s < steps; ++s) {
-    zero_grad(whole.parameters());
-    one.step(xs[s], ys[s]);
-    opt.step();
-  }
+  const WholeBatchRun whole = train_on_whole_batches(steps, sgd);
+  const std::vector<at::Tensor>&xs = whole.xs, &ys = whole.ys;
   for (const GradientSync sync : {GradientSync::kDuringBackward, GradientSync::kAfterBackward}) {
     std::vector<std::vector<torch::Tensor>> trained(2);
     run_ranks(2, [&](int rank, ProcessGroup pg) {
@@ -338,9 +353,7 @@ TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
       ddp.barrier();
       for (const auto& p : ddp.model().parameters()) trained[rank].push_back(p.detach().clone());
     });
-    std::vector<torch::Tensor> expected;
-    for (const auto& p : whole.parameters()) expected.push_back(p.detach());
-    const double error = max_relative_error(trained[0], expected);
+    const double error = max_relative_error(trained[0], whole.trained);
     std::printf("%s: largest relative parameter error against one process %.3g\n",
                 sync == GradientSync::kDuringBackward ? "during backward" : "after backward",
                 error);
@@ -354,22 +367,11 @@ TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
 // one process on the whole batch with SGD stepped after the backward.
 TEST(DataParallel, FusedUpdatesOnTwoRanksEqualOneProcessOnTheWholeBatch) {
   const int steps = 3;
-  std::vector<at::Tensor> xs, ys;
-  for (int s = 0; s < steps; ++s) {
-    xs.push_back(at::randn({4, 3, 32, 32}, at::kDouble));
-    ys.push_back(at::randint(0, 4, {4}, at::kLong));
-  }
   auto sgd = [](const std::vector<torch::Tensor>& p) {
     return torch::optim::SGD(p, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
   };
-  Model whole = plain_cnn(4);
-  PlannedModel one(whole, quiet("storeall"));
-  auto opt = sgd(whole.parameters());
-  for (int s = 0; s < steps; ++s) {
-    zero_grad(whole.parameters());
-    one.step(xs[s], ys[s]);
-    opt.step();
-  }
+  const WholeBatchRun whole = train_on_whole_batches(steps, sgd);
+  const std::vector<at::Tensor>&xs = whole.xs, &ys = whole.ys;
   std::vector<std::vector<torch::Tensor>> trained(2);
   run_ranks(2, [&](int rank, ProcessGroup pg) {
     DataParallelOptions o;
@@ -388,9 +390,7 @@ TEST(DataParallel, FusedUpdatesOnTwoRanksEqualOneProcessOnTheWholeBatch) {
     ddp.barrier();
     for (const auto& p : ddp.model().parameters()) trained[rank].push_back(p.detach().clone());
   });
-  std::vector<torch::Tensor> expected;
-  for (const auto& p : whole.parameters()) expected.push_back(p.detach());
-  const double error = max_relative_error(trained[0], expected);
+  const double error = max_relative_error(trained[0], whole.trained);
   std::printf("fused updates: largest relative parameter error against one process %.3g\n", error);
   EXPECT_LE(error, 1e-9);
   EXPECT_EQ(max_relative_error(trained[1], trained[0]), 0.0);

@@ -201,9 +201,9 @@ enum class OptimizerUpdate {
   /// Inside the backward: each parameter is updated, by the optimizer given to
   /// PlannedModel::use_optimizer, as soon as the plan no longer uses it (every use of a
   /// shared parameter counted), and its gradient freed at once. Gradients never all exist
-  /// together and the planner uses the bytes. For torch::optim::SGD, Adam and AdamW; a
-  /// step that needs every gradient first (clipping by global norm, accumulation over
-  /// micro-batches, data parallelism) takes kAfterBackward.
+  /// together and the planner uses the bytes. For torch::optim::SGD, Adam and AdamW (and
+  /// DataParallel, with the averaged gradients); a step that needs every gradient first
+  /// (clipping by global norm, accumulation over micro-batches) takes kAfterBackward.
   kFused,
 };
 /// "after-backward", "fused".
