@@ -254,9 +254,7 @@ void DataParallel::Impl::release(size_t i) {
 }
 
 void DataParallel::use_optimizer(torch::optim::Optimizer& optimizer) {
-  auto update = std::make_shared<ParameterUpdate>(optimizer);
-  use_update(
-      [update](const torch::Tensor& p, const torch::Tensor& grad) { update->update(p, grad); });
+  use_update(parameter_update_fn(optimizer));
 }
 
 void DataParallel::use_update(PlannedModel::ParameterUpdateFn update) {

@@ -301,9 +301,7 @@ ExecutionOptions PlannedModel::Impl::execution_options(const Model::Impl& m) {
 }
 
 void PlannedModel::use_optimizer(torch::optim::Optimizer& optimizer) {
-  auto update = std::make_shared<ParameterUpdate>(optimizer);
-  use_update(
-      [update](const torch::Tensor& p, const torch::Tensor& grad) { update->update(p, grad); });
+  use_update(parameter_update_fn(optimizer));
 }
 
 void PlannedModel::use_update(ParameterUpdateFn update) {

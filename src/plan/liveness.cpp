@@ -39,14 +39,12 @@ InstrEffects instruction_effects(const Graph& g, const TensorIds& ids,
   return e;
 }
 
-namespace {
-
-// Fills Liveness::gradient_final_after and ::update_after.
-void schedule_parameter_events(const Graph& g, const Plan& plan,
-                               const std::vector<bool>& needs_grad, Liveness* l) {
+ParameterEvents parameter_events(const Graph& g, const Plan& plan,
+                                 const std::vector<bool>& needs_grad) {
   const size_t count = plan.program.size();
-  l->gradient_final_after.assign(count, {});
-  l->update_after.assign(count, {});
+  ParameterEvents events;
+  events.gradient_final_after.assign(count, {});
+  events.update_after.assign(count, {});
   std::vector<int> last_gradient(g.values().size(), -1), last_use(g.values().size(), -1);
   for (size_t i = 0; i < count; ++i) {
     const Instruction& in = plan.program[i];
@@ -63,12 +61,11 @@ void schedule_parameter_events(const Graph& g, const Plan& plan,
   }
   for (int p : g.parameters()) {
     if (last_gradient[p] < 0) continue;
-    l->gradient_final_after[last_gradient[p]].push_back(p);
-    if (g.update_mode() == UpdateMode::kFused) l->update_after[last_use[p]].push_back(p);
+    events.gradient_final_after[last_gradient[p]].push_back(p);
+    if (g.update_mode() == UpdateMode::kFused) events.update_after[last_use[p]].push_back(p);
   }
+  return events;
 }
-
-}  // namespace
 
 Liveness analyze_liveness(const Graph& g, const Plan& plan) {
   Liveness l;
@@ -94,7 +91,10 @@ Liveness analyze_liveness(const Graph& g, const Plan& plan) {
     for (int t : e.reads) needed[t] = true;
     for (int t : e.accumulates) needed[t] = true;
   }
-  schedule_parameter_events(g, plan, needs_grad, &l);
+  if (g.update_mode() == UpdateMode::kFused)
+    l.update_after = parameter_events(g, plan, needs_grad).update_after;
+  else
+    l.update_after.assign(count, {});
   return l;
 }
 

@@ -32,16 +32,26 @@ struct Liveness {
   TensorIds ids;
   std::vector<InstrEffects> effects;         // per instruction
   std::vector<std::vector<int>> free_after;  // per instruction: tensors dead after it
-  /// Per instruction: the parameters (value ids) whose gradient is complete after it (the
-  /// last backward instruction that adds to it). Parameters the plan gives no gradient
-  /// appear nowhere.
-  std::vector<std::vector<int>> gradient_final_after;
-  /// Per instruction, for a graph with UpdateMode::kFused: the parameters the optimizer
-  /// updates right after it, their gradient then freed: the last instruction of any node
-  /// that reads the parameter (so no instruction reads a parameter after its update, and
-  /// the update follows the gradient's last contribution). Empty lists otherwise.
+  /// ParameterEvents::update_after for a graph with UpdateMode::kFused; empty lists
+  /// otherwise (the analysis then does not look for it).
   std::vector<std::vector<int>> update_after;
 };
+
+/// When a plan is done with each parameter, per instruction.
+struct ParameterEvents {
+  /// The parameters (value ids) whose gradient is complete after the instruction (the last
+  /// backward instruction that adds to it). Parameters the plan gives no gradient appear
+  /// nowhere.
+  std::vector<std::vector<int>> gradient_final_after;
+  /// For a graph with UpdateMode::kFused: the parameters the optimizer updates right after
+  /// the instruction, their gradient then freed: the last instruction of any node that
+  /// reads the parameter (so no instruction reads a parameter after its update, and the
+  /// update follows the gradient's last contribution). Empty lists otherwise.
+  std::vector<std::vector<int>> update_after;
+};
+/// `needs_grad` is values_needing_grad(graph).
+ParameterEvents parameter_events(const Graph& graph, const Plan& plan,
+                                 const std::vector<bool>& needs_grad);
 
 /// Effects of one instruction (implementation names must exist for the node);
 /// `needs_grad` is values_needing_grad(graph).

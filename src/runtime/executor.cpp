@@ -50,10 +50,10 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
                     ", this one has " + graph_.fingerprint() + ")");
   validate_plan(graph_, plan_);
   needs_grad_ = values_needing_grad(graph_);
-  Liveness live = analyze_liveness(graph_, plan_);
-  free_after_ = std::move(live.free_after);
-  gradients_final_after_ = std::move(live.gradient_final_after);
-  updates_after_ = std::move(live.update_after);
+  free_after_ = analyze_liveness(graph_, plan_).free_after;
+  ParameterEvents events = parameter_events(graph_, plan_, needs_grad_);
+  gradients_final_after_ = std::move(events.gradient_final_after);
+  updates_after_ = std::move(events.update_after);
   // Resolve implementations once, not on every iteration.
   forward_.resize(plan_.program.size());
   backward_.resize(plan_.program.size());

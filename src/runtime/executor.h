@@ -32,7 +32,7 @@ struct ExecutionOptions {
   /// gradient are not reported.
   std::function<void(int parameter)> on_parameter_gradient;
   /// For a graph with UpdateMode::kFused: called with a parameter's value id and its
-  /// complete gradient where the plan updates it (Liveness::update_after), after
+  /// complete gradient where the plan updates it (ParameterEvents::update_after), after
   /// on_parameter_gradient; the executor then frees the gradient (.grad() is left
   /// undefined). Unset: the gradients are kept as in UpdateMode::kAfterBackward (the
   /// plan's memory model then does not hold).

@@ -123,4 +123,10 @@ void ParameterUpdate::update_adam(const at::Tensor& p, const at::Tensor& grad, s
         optimizer_, p, grad, static_cast<const torch::optim::AdamOptions&>(options), false);
 }
 
+std::function<void(const at::Tensor&, const at::Tensor&)> parameter_update_fn(
+    torch::optim::Optimizer& optimizer) {
+  auto update = std::make_shared<ParameterUpdate>(optimizer);
+  return [update](const at::Tensor& p, const at::Tensor& grad) { update->update(p, grad); };
+}
+
 }  // namespace monet

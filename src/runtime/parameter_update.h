@@ -10,6 +10,7 @@
 #include <torch/optim.h>
 
 #include <cstddef>
+#include <functional>
 #include <unordered_map>
 
 namespace monet {
@@ -39,5 +40,10 @@ class ParameterUpdate {
   std::unordered_map<const c10::TensorImpl*, size_t> groups_;
   size_t indexed_groups_ = 0;  // param_groups().size() when groups_ was built
 };
+
+/// `optimizer`'s update as a function of (parameter, gradient), for the executor's and
+/// data parallelism's update hooks; throws as ParameterUpdate's constructor does.
+std::function<void(const at::Tensor& parameter, const at::Tensor& gradient)> parameter_update_fn(
+    torch::optim::Optimizer& optimizer);
 
 }  // namespace monet

@@ -26,7 +26,7 @@ SCHEDULES = {
 
 def fused_budget(model, x, opt, cache_dir):
     """Halfway between the leanest fused plan and store-all (bytes)."""
-    r = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20)
+    r = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20, search_limit="work")
     assert r.floor <= r.smallest < r.store_all
     return (r.smallest + r.store_all) // 2
 
@@ -55,7 +55,7 @@ def test_fused_training_matches_pytorch(case, optimizer, schedule, cache_dir):
     xs, ys, loss_fn = batches(case, shape)
     opt = OPTIMIZERS[optimizer](model.parameters())
     fast = monet.optimize(model, xs[0], budget=fused_budget(model, xs[0], opt, cache_dir),
-                          optimizer=opt, cache_dir=cache_dir, time_limit=20)
+                          optimizer=opt, cache_dir=cache_dir, time_limit=20, search_limit="work")
     assert fast.plan.optimizer_update == "fused"
     ref_opt = OPTIMIZERS[optimizer](reference.parameters())
     losses = run(fast, opt, SCHEDULES[schedule](opt), xs, ys, loss_fn)
@@ -75,7 +75,7 @@ def test_state_dict_after_fused_steps_continues_in_plain_pytorch(cache_dir):
     xs, ys, loss_fn = batches("resnet18", shape)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, amsgrad=True)
     fast = monet.optimize(model, xs[0], budget=fused_budget(model, xs[0], opt, cache_dir),
-                          optimizer=opt, cache_dir=cache_dir, time_limit=20)
+                          optimizer=opt, cache_dir=cache_dir, time_limit=20, search_limit="work")
     schedule = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
     run(fast, opt, schedule, xs[:3], ys[:3], loss_fn)
     saved = copy.deepcopy((model.state_dict(), opt.state_dict(), schedule.state_dict()))
@@ -101,9 +101,9 @@ def test_fused_updates_give_the_plan_the_gradients_bytes(cache_dir):
     model = make().train()
     x = torch.randn(shape)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    fused = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20)
+    fused = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20, search_limit="work")
     after = monet.budget_range(model, x, optimizer="sgd-momentum", cache_dir=cache_dir,
-                               time_limit=20)
+                               time_limit=20, search_limit="work")
     assert fused.floor < after.floor
     assert fused.store_all < after.store_all
     assert fused.smallest < after.smallest

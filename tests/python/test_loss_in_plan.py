@@ -42,10 +42,10 @@ def test_loss_inside_the_plan_trains_as_pytorch(case, fused, cache_dir):
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     optimizer = opt if fused else "sgd-momentum"
     r = monet.budget_range(model, xs[0], optimizer=optimizer, loss=LOSSES[case], target=ys[0],
-                           cache_dir=cache_dir, time_limit=20)
+                           cache_dir=cache_dir, time_limit=20, search_limit="work")
     fast = monet.optimize(model, xs[0], budget=(r.smallest + r.store_all) // 2,
                           optimizer=optimizer, loss=LOSSES[case], target=ys[0],
-                          cache_dir=cache_dir, time_limit=20)
+                          cache_dir=cache_dir, time_limit=20, search_limit="work")
     assert fast.plan.loss_inside
     losses = run(fast, opt, xs, ys, True, None)
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.01, momentum=0.9)
@@ -61,9 +61,9 @@ def test_the_plan_frees_the_logits_instead_of_keeping_room_for_copies(cache_dir)
     torch.manual_seed(0)
     model = TinyGPT(vocab=4096, dim=32, heads=4, layers=2, length=32).train()
     x = torch.randint(0, 4096, (8, 32))
-    outside = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=20)
+    outside = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=20, search_limit="work")
     inside = monet.budget_range(model, x, loss=sequence_cross_entropy, target=x,
-                                cache_dir=cache_dir, time_limit=20)
+                                cache_dir=cache_dir, time_limit=20, search_limit="work")
     # Outside, the default loss_copies=3 (log-probabilities, their gradient, one more);
     # inside, the specialised backward makes the logits' gradient from their softmax alone.
     logits = 8 * 32 * 4096 * 4
