@@ -13,6 +13,7 @@
 #include "rotated_plan.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
+#include "step_peak.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -29,6 +30,18 @@ TEST_P(ExecutorOnTinyModel, StoreAllMatchesAutograd) {
   const double err32 = testing::max_gradient_error(g, store_all_plan(g), at::kFloat, 1e-4);
   std::cout << GetParam().name << " store-all: max relative gradient error " << err32
             << " (float32), " << err64 << " (float64)\n";
+}
+
+// Store-all runs autograd's kernels in autograd's order (a node's input gradient before
+// its weight gradient) and frees what autograd frees when autograd does (a batch norm's
+// statistics after its backward): its whole step never peaks above autograd's.
+TEST_P(ExecutorOnTinyModel, StoreAllStepPeaksAtMostAsAutogradsStep) {
+  const Graph g = build_zoo_model(GetParam().name, GetParam().config);
+  const testing::StepPeaks peaks =
+      testing::store_all_and_autograd_step_peaks(g, ModelState::initialize(g, 0), make_batch(g, 1));
+  EXPECT_LE(peaks.store_all, peaks.autograd);
+  std::cout << GetParam().name << " Adam step: store-all " << peaks.store_all << " B, autograd "
+            << peaks.autograd << " B above the step's start\n";
 }
 
 TEST_P(ExecutorOnTinyModel, ChenMatchesAutogradAndRecomputes) {

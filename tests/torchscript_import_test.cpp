@@ -18,6 +18,7 @@
 #include "quick_profile.h"
 #include "runtime/executor.h"
 #include "runtime/torchscript_weights.h"
+#include "step_peak.h"
 #include "training_equivalence.h"
 
 namespace monet {
@@ -145,6 +146,16 @@ TEST_P(ImportedTorchvision, StoreAllMatchesPyTorch) {
   const double err = worst_error_against_pytorch(m, store_all_plan(m.graph));
   std::cout << GetParam() << ": " << m.graph.nodes().size() << " nodes, store-all worst relative "
             << "error " << err << "\n";
+}
+
+// Store-all's whole step (float32, Adam) never peaks above autograd's.
+TEST_P(ImportedTorchvision, StoreAllStepPeaksAtMostAsAutogradsStep) {
+  const Imported m = import(GetParam());
+  const testing::StepPeaks peaks =
+      testing::store_all_and_autograd_step_peaks(m.graph, m.state, m.batch);
+  EXPECT_LE(peaks.store_all, peaks.autograd);
+  std::cout << GetParam() << " Adam step: store-all " << peaks.store_all << " B, autograd "
+            << peaks.autograd << " B above the step's start\n";
 }
 
 // A MONeT plan under a budget halfway between the smallest peak of the memory-lean

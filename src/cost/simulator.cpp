@@ -152,6 +152,7 @@ SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& cos
     }
     for (int t : live.free_after[i]) drop(tensor[t]);
     for (int p : live.update_after[i]) drop(param_grad[p]);  // the optimizer's, fused
+    for (int node : live.state_free_after[i]) mem.add_untracked(-node_state_bytes(g, g.node(node)));
     result.steps.push_back({mem.peak(), mem.current(), gradient_before,
                             std::max(mem.gradient_peak(), gradient_before)});
     result.peak_bytes = std::max(result.peak_bytes, mem.peak());

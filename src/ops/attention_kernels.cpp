@@ -3,6 +3,7 @@
 // given its probabilities P_b and the output gradient dO_b:
 //   dV += (P_b ∘ M_b)ᵀ dO_b;  dP_b = (dO_b vᵀ) ∘ M_b;  dS_b = P_b ∘ (dP_b - rowsum(P_b ∘ dP_b))
 //   dQ_b = scale dS_b k;       dK += scale dS_bᵀ q_b
+// with rowsum(P_b ∘ dP_b) = rowsum(dO_b ∘ O_b), O_b = (P_b ∘ M_b) v (FlashAttention's D).
 // (M_b the dropout noise; masked_fill's masked scores get no gradient; the scale goes on
 // the smaller operands: q's rows, dQ_b and dK's terms).
 #include <algorithm>
@@ -123,14 +124,17 @@ std::vector<at::Tensor> kernels::attention_backward(const Node& n, const Backwar
     }
     const at::Tensor go = b.grad_output.narrow(-2, r0, rows);
     const at::Tensor noise = drop ? noise_rows(n.attrs.p, p, r0, state.seed) : at::Tensor();
-    if (b.needs_grad[2])
-      accumulate(grads[2], at::matmul((drop ? p * noise : p).transpose(-2, -1), go));
+    at::Tensor dropped = drop ? p * noise : p;
+    if (b.needs_grad[2]) accumulate(grads[2], at::matmul(dropped.transpose(-2, -1), go));
     if (!b.needs_grad[0] && !b.needs_grad[1]) continue;
-    at::Tensor dp = at::matmul(go, v.transpose(-2, -1));
-    if (drop) dp.mul_(noise);
-    // softmax's backward from its output: P ∘ (dP - rowsum(P ∘ dP)).
-    at::Tensor ds = at::_softmax_backward_data(dp, p, -1, p.scalar_type());
-    dp.reset();
+    // softmax's backward from its output, dS = P ∘ (dP - rowsum(P ∘ dP)), in dP's storage:
+    // rowsum(P ∘ dP) = rowsum(dO_b ∘ O_b) with O_b = (P ∘ M) v the block's output, so
+    // no second tensor of the scores' size is made.
+    const at::Tensor rowsum = (go * at::matmul(dropped, v)).sum(-1, /*keepdim=*/true);
+    dropped.reset();
+    at::Tensor ds = at::matmul(go, v.transpose(-2, -1));
+    if (drop) ds.mul_(noise);
+    ds.sub_(rowsum).mul_(p);
     if (a.mask == AttentionMask::kFill) ds.masked_fill_(mask_rows(a.mask_values, r0, rows), 0.0);
     if (b.needs_grad[0]) {
       const at::Tensor dq = at::matmul(ds, k).mul_(a.scale);

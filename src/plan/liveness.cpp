@@ -67,6 +67,18 @@ ParameterEvents parameter_events(const Graph& g, const Plan& plan,
   return events;
 }
 
+// Liveness::state_free_after.
+static std::vector<std::vector<int>> node_state_free_after(const Graph& g, const Plan& plan) {
+  std::vector<int> last(g.nodes().size(), -1);  // per node: its last forward or backward
+  for (size_t i = 0; i < plan.program.size(); ++i)
+    if (plan.program[i].kind != InstrKind::kFree) last[plan.program[i].node] = static_cast<int>(i);
+  std::vector<std::vector<int>> after(plan.program.size());
+  for (size_t n = 0; n < last.size(); ++n)
+    if (last[n] >= 0 && plan.program[last[n]].kind == InstrKind::kBackward)
+      after[last[n]].push_back(static_cast<int>(n));
+  return after;
+}
+
 Liveness analyze_liveness(const Graph& g, const Plan& plan) {
   Liveness l;
   l.ids.values = static_cast<int>(g.values().size());
@@ -95,6 +107,7 @@ Liveness analyze_liveness(const Graph& g, const Plan& plan) {
     l.update_after = parameter_events(g, plan, needs_grad).update_after;
   else
     l.update_after.assign(count, {});
+  l.state_free_after = node_state_free_after(g, plan);
   return l;
 }
 

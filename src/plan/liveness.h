@@ -35,6 +35,11 @@ struct Liveness {
   /// ParameterEvents::update_after for a graph with UpdateMode::kFused; empty lists
   /// otherwise (the analysis then does not look for it).
   std::vector<std::vector<int>> update_after;
+  /// Per instruction: the nodes whose per-node state (NodeState: a batch or layer norm's
+  /// saved statistics) is released right after it: a node's last instruction, when that
+  /// is one of its backward parts. The state of a node whose last instruction is a
+  /// forward lives to the end of the iteration.
+  std::vector<std::vector<int>> state_free_after;
 };
 
 /// When a plan is done with each parameter, per instruction.

@@ -7,16 +7,37 @@
 
 namespace monet {
 
+namespace {
+
+// Runs each node's input-gradient part right before its weight-gradient part where the
+// schedule has them the other way round, as ATen's backward formulas compute them
+// (convolution_backward and addmm's backward: the input's gradient first).
+void inputs_before_weights(Plan& plan) {
+  auto& program = plan.program;
+  for (size_t i = 0; i + 1 < program.size(); ++i) {
+    Instruction& a = program[i];
+    Instruction& b = program[i + 1];
+    if (a.kind == InstrKind::kBackward && b.kind == InstrKind::kBackward && a.node == b.node &&
+        a.part == BackwardPart::kWeight && b.part == BackwardPart::kInput)
+      std::swap(a, b);
+  }
+}
+
+}  // namespace
+
 Plan store_all_plan(const Graph& g, StoreAllOperators ops) {
   ScheduleChoices c = default_choices(g);
-  if (ops == StoreAllOperators::kAutograd)
-    for (const auto& n : g.nodes()) {
-      if (n.op != OpKind::kConv) continue;
-      const auto parts = backward_parts(g, n);
-      for (size_t k = 0; k < parts.size(); ++k)
-        if (parts[k] == BackwardPart::kInput) c.backward[n.id][k] = "aten";
-    }
-  return build_schedule(g, c, "storeall");
+  if (ops == StoreAllOperators::kDefault) return build_schedule(g, c, "storeall");
+  for (const auto& n : g.nodes()) {
+    if (n.op == OpKind::kReLU) c.backward[n.id] = {"output"};  // relu saves its result
+    if (n.op != OpKind::kConv) continue;
+    const auto parts = backward_parts(g, n);
+    for (size_t k = 0; k < parts.size(); ++k)
+      if (parts[k] == BackwardPart::kInput) c.backward[n.id][k] = "aten";
+  }
+  Plan plan = build_schedule(g, c, "storeall");
+  inputs_before_weights(plan);
+  return plan;
 }
 
 std::vector<int> articulation_values(const Graph& g) {

@@ -20,7 +20,9 @@ namespace monet {
 enum class StoreAllOperators {
   /// What LibTorch autograd runs: the default implementations, except that a
   /// convolution's input gradient reads the kept input ("aten"), as convolution_backward
-  /// does (the default, "aten_shape", runs the same kernel on a stand-in of the input).
+  /// does (the default, "aten_shape", runs the same kernel on a stand-in of the input),
+  /// a ReLU's backward reads its output, as PyTorch saves it, and a node's input gradient
+  /// runs before its weight gradient, in ATen's order.
   kAutograd,
   kDefault,  // every node's default implementation (the space of monet-noop)
 };

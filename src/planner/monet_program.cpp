@@ -39,6 +39,11 @@ MonetProgram::MonetProgram(const Graph& g, const CostModel& costs, const MonetPr
   }
   start_bytes_ = iteration_start_bytes(g_);
   for (const auto& n : g_.nodes()) state_bytes_ += node_state_bytes(g_, n);
+  // A node's state is released after its last backward part (Liveness::state_free_after).
+  stage_state_bytes_.push_back(state_bytes_);
+  for (size_t t = 1; t < stages_.size(); ++t)
+    stage_state_bytes_.push_back(stage_state_bytes_.back() -
+                                 node_state_bytes(g_, g_.node(stages_[t - 1])));
   if (o.budget_rows == BudgetRows::kMinimised) {
     budget_col_ = milp_.add_continuous(1.0, 0, 1e12);
     time_.push_back(0);
@@ -444,7 +449,7 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
   const int k = stages_[t];
   const int pk = pos_[k];
   const int inter = intermediates_[pk];
-  const double base = static_cast<double>(start_bytes_ + state_bytes_);
+  const double base = static_cast<double>(start_bytes_ + stage_state_bytes_[t]);
   // later[p] = MiB of s[t][q] |x_q| over q >= p; carried[p] = of s[t+1][q] |x_q| over q < p.
   std::vector<int> later(pk + 2, -1), carried(pk + 2, -1);
   for (int p = pk; p >= 0; --p) {

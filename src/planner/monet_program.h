@@ -278,7 +278,8 @@ class MonetProgram {
   // node -> backward part: bytes of gradient storages alive before it, of the gradients
   // it returns, and the most alive during it (accumulation copies included).
   std::vector<std::vector<int64_t>> grads_before_, grads_result_, grads_peak_;
-  int64_t start_bytes_ = 0, state_bytes_ = 0;
+  int64_t start_bytes_ = 0, state_bytes_ = 0;  // bytes: the batch and weights; all node states
+  std::vector<int64_t> stage_state_bytes_;     // per stage: node states alive in it (bytes)
 };
 
 }  // namespace monet

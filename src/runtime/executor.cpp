@@ -50,7 +50,9 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
                     ", this one has " + graph_.fingerprint() + ")");
   validate_plan(graph_, plan_);
   needs_grad_ = values_needing_grad(graph_);
-  free_after_ = analyze_liveness(graph_, plan_).free_after;
+  Liveness live = analyze_liveness(graph_, plan_);
+  free_after_ = std::move(live.free_after);
+  state_free_after_ = std::move(live.state_free_after);
   ParameterEvents events = parameter_events(graph_, plan_, needs_grad_);
   gradients_final_after_ = std::move(events.gradient_final_after);
   updates_after_ = std::move(events.update_after);
@@ -243,6 +245,10 @@ void Executor::execute(PendingIteration::State& state, size_t begin, size_t end)
       tensors[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)].reset();
     }
     for (int t : free_after_[i]) tensors[t].reset();
+    for (int node : state_free_after_[i]) {  // as autograd frees a node's saved tensors
+      state.node_state[node].save_mean.reset();
+      state.node_state[node].save_invstd.reset();
+    }
     if (state.options.on_parameter_gradient)
       for (int p : gradients_final_after_[i]) state.options.on_parameter_gradient(p);
     if (state.options.update_parameter)

@@ -114,6 +114,7 @@ class Executor {
   Plan plan_;
   std::vector<bool> needs_grad_;
   std::vector<std::vector<int>> free_after_;
+  std::vector<std::vector<int>> state_free_after_;  // Liveness::state_free_after
   // Per instruction: the parameters whose gradient is complete after it, and those the
   // optimizer updates after it (UpdateMode::kFused).
   std::vector<std::vector<int>> gradients_final_after_, updates_after_;
