@@ -2,12 +2,15 @@
 """The peer for monet's data-parallel training: PyTorch's DistributedDataParallel over
 Gloo, one rank of it, on the shard monet's loader gives that rank.
 
-Usage: ddp_reference.py DIR RANK WORLD PORT STEPS BATCH SEED LR MOMENTUM
+Usage: ddp_reference.py DIR RANK WORLD PORT STEPS BATCH SEED LR MOMENTUM [CLIP ACCUMULATE OUT]
 DIR holds init.pt (TinyResNet's initial state_dict; trained in float64) and
-data/data_batch_1.bin (CIFAR-10 binary records). Writes DIR/ddp_rank{RANK}.pt: the
-state_dict after STEPS steps of SGD with momentum, with this rank's batch-norm
+data/data_batch_1.bin (CIFAR-10 binary records). Writes OUT (default DIR) /ddp_rank{RANK}.pt:
+the state_dict after STEPS steps of SGD with momentum, with this rank's batch-norm
 statistics (broadcast_buffers=False), as a TorchScript module of buffers ('.' in names
-as '__') that C++ reads with torch::jit::load.
+as '__') that C++ reads with torch::jit::load. Each step averages the gradients of
+ACCUMULATE micro-batches (default 1) and clips them to the global norm CLIP (default 0:
+no clipping) with torch.nn.utils.clip_grad_norm_, as `monet train --accumulate
+--clip-grad-norm` does.
 """
 import os
 import sys
@@ -44,6 +47,9 @@ def shard_batch(n, rank, world, step, batch, seed):
 def main():
     d, rank, world, port, steps, batch, seed = sys.argv[1], *map(int, sys.argv[2:8])
     lr, momentum = float(sys.argv[8]), float(sys.argv[9])
+    clip = float(sys.argv[10]) if len(sys.argv) > 10 else 0.0
+    accumulate = int(sys.argv[11]) if len(sys.argv) > 11 else 1
+    out = sys.argv[12] if len(sys.argv) > 12 else d
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
@@ -54,12 +60,15 @@ def main():
     opt = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=momentum)
     images, labels = load_cifar(os.path.join(d, "data", "data_batch_1.bin"))
     for step in range(steps):
-        idx = shard_batch(images.size(0), rank, world, step, batch, seed)
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(ddp(images[idx]), labels[idx]).backward()
+        for micro in range(step * accumulate, (step + 1) * accumulate):
+            idx = shard_batch(images.size(0), rank, world, micro, batch, seed)
+            (F.cross_entropy(ddp(images[idx]), labels[idx]) / accumulate).backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(ddp.parameters(), clip)
         opt.step()
     state = {k.replace(".", "__"): v for k, v in model.state_dict().items()}
-    torch.jit.script(Tensors(state)).save(os.path.join(d, f"ddp_rank{rank}.pt"))
+    torch.jit.script(Tensors(state)).save(os.path.join(out, f"ddp_rank{rank}.pt"))
     dist.destroy_process_group()
 
 

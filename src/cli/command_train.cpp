@@ -11,6 +11,7 @@
 
 #include <monet/distributed.h>
 #include <monet/monet.h>
+#include <torch/nn/utils/clip_grad.h>
 
 #include "cli/cli_common.h"
 #include "cli/rank_launcher.h"
@@ -31,6 +32,8 @@ struct TrainOptions {
   std::string optimizer = "sgd";
   std::string optimizer_update;  // --optimizer-update; empty: fused alone, after-backward in DP
   double lr = 0.01, momentum = 0.9, weight_decay = 0;
+  double clip_grad_norm = 0;  // --clip-grad-norm: the largest global gradient norm (0: none)
+  int64_t accumulate = 1;     // --accumulate: micro-batches per optimizer step
   int64_t epochs = 0, steps = 0;
   uint64_t seed = 0;
   int prefetch = 2;
@@ -90,6 +93,11 @@ void check_options(const TrainOptions& o) {
   if ((o.epochs > 0) == (o.steps > 0)) throw UsageError("give --epochs N or --steps N");
   if (o.optimizer != "sgd" && o.optimizer != "adam" && o.optimizer != "adamw")
     throw UsageError("--optimizer must be sgd, adam or adamw");
+  if (o.optimizer_update == "fused" && (o.clip_grad_norm > 0 || o.accumulate > 1))
+    throw UsageError(std::string(o.clip_grad_norm > 0 ? "--clip-grad-norm" : "--accumulate") +
+                     " needs every gradient before any update, and fused updates apply each "
+                     "one as soon as it is complete: use --optimizer-update after-backward (the "
+                     "default with it)");
   if (o.optimizer_update == "fused" && o.sync != "during-backward")
     throw UsageError(
         "--optimizer-update fused takes each bucket's average as its all-reduce completes "
@@ -155,15 +163,17 @@ Model load_model(const TrainOptions& o, DataSource& data) {
   }
 }
 
-PlanOptions plan_options(const TrainOptions& o, const LoaderOptions& lo, bool real_data,
-                         const RankContext& rc) {
+PlanOptions plan_options(const TrainOptions& o, const Model& model, const LoaderOptions& lo,
+                         bool real_data, const RankContext& rc) {
   const bool primary = rc.primary();
   PlanOptions po;
   // Fused updates by default where allowed: not when the gradients are all-reduced after
   // the backward (every one must exist then).
-  const std::string update = !o.optimizer_update.empty()   ? o.optimizer_update
-                             : o.sync == "during-backward" ? "fused"
-                                                           : "after-backward";
+  // Nor when clipping by the global norm or accumulating micro-batches (the same).
+  const bool all_gradients = o.clip_grad_norm > 0 || o.accumulate > 1;
+  const std::string update = !o.optimizer_update.empty() ? o.optimizer_update
+                             : o.sync == "during-backward" && !all_gradients ? "fused"
+                                                                             : "after-backward";
   po.optimizer_update = optimizer_update_from_name(update);
   po.planner = o.planner;
   po.budget = o.budget;
@@ -175,6 +185,10 @@ PlanOptions plan_options(const TrainOptions& o, const LoaderOptions& lo, bool re
   po.cache_dir = o.cache_dir;
   po.progress = primary;
   if (real_data) po.reserved_bytes = o.prefetch * (lo.batch * (3 * lo.height * lo.width * 4 + 8));
+  // Micro-batches after the first start with every gradient of the step so far: the
+  // budget keeps room for all of them beside what the plan holds.
+  if (o.accumulate > 1)
+    for (const auto& p : model.parameters()) po.reserved_bytes += p.numel() * p.element_size();
   return po;
 }
 
@@ -237,32 +251,62 @@ struct TrainTotals {
   double loss_sum = 0;
 };
 
+// Micro-batch `m` (the loader's next, or synthetic batch m of this rank).
+std::pair<at::Tensor, at::Tensor> next_batch(const TrainOptions& o, const Model& model,
+                                             DataSource& data, int64_t m, const RankContext& rc) {
+  if (data.loader) return data.loader->next();
+  auto [inputs, target] =
+      model.synthetic_batch(o.seed * 1000003 + m * rc.where.world_size + rc.where.rank);
+  return {inputs[0], target};
+}
+
+// Whether step `s` all-reduces after the backward (data parallel).
+bool sync_after_backward(const TrainOptions& o, int64_t s) {
+  return o.sync == "after-backward" || (o.sync == "alternate" && s % 2 == 1);
+}
+
+// One optimizer step: --accumulate micro-batches (their gradients summed, then averaged),
+// clipping to --clip-grad-norm, the optimizer's step. Returns the mean loss and the
+// micro-batches' forward and backward seconds; `norm` gets the gradients' global norm
+// before clipping (-1 without clipping).
+StepResult optimizer_step(const TrainOptions& o, Model& model, Trainer& trainer,
+                          torch::optim::Optimizer& optimizer, DataSource& data, int64_t s,
+                          const RankContext& rc, double* norm) {
+  if (trainer.parallel)
+    trainer.parallel->set_gradient_sync(sync_after_backward(o, s) ? GradientSync::kAfterBackward
+                                                                  : GradientSync::kDuringBackward);
+  zero_grad(model.parameters());
+  StepResult total;
+  for (int64_t k = 0; k < o.accumulate; ++k) {
+    const auto [x, y] = next_batch(o, model, data, s * o.accumulate + k, rc);
+    const StepResult micro = trainer.step(x, y);
+    total.loss += micro.loss / static_cast<double>(o.accumulate);
+    total.seconds += micro.seconds;
+  }
+  const auto params = model.parameters();
+  if (o.accumulate > 1) {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : params)
+      if (p.grad().defined()) p.grad().div_(static_cast<double>(o.accumulate));
+  }
+  *norm = o.clip_grad_norm > 0 ? torch::nn::utils::clip_grad_norm_(params, o.clip_grad_norm) : -1;
+  optimizer.step();
+  return total;
+}
+
 TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
                        torch::optim::Optimizer& optimizer, DataSource& data, int64_t first,
                        int64_t total, const RankContext& rc) {
   const PlanReport& r = trainer.planned().report();
   const bool show = rc.primary(), tty = show && !o.json && isatty(STDERR_FILENO);
-  const int64_t batch = model.input_shape()[0], world = rc.where.world_size;
+  const int64_t batch = model.input_shape()[0] * o.accumulate, world = rc.where.world_size;
   const int64_t log_every = o.log_every > 0 ? o.log_every : std::max<int64_t>(1, total / 20);
   const auto t0 = std::chrono::steady_clock::now();
   TrainTotals totals;
   for (int64_t s = first; s < total; ++s) {
-    at::Tensor x, y;
-    if (data.loader) {
-      std::tie(x, y) = data.loader->next();
-    } else {
-      auto [inputs, target] = model.synthetic_batch(o.seed * 1000003 + s * world + rc.where.rank);
-      x = inputs[0];
-      y = target;
-    }
-    const bool after = o.sync == "after-backward" || (o.sync == "alternate" && s % 2 == 1);
-    if (trainer.parallel)
-      trainer.parallel->set_gradient_sync(after ? GradientSync::kAfterBackward
-                                                : GradientSync::kDuringBackward);
     MemoryStats::reset_peak();
-    zero_grad(model.parameters());
-    const StepResult step = trainer.step(x, y);
-    optimizer.step();
+    double norm = -1;
+    const StepResult step = optimizer_step(o, model, trainer, optimizer, data, s, rc, &norm);
     const int64_t peak = MemoryStats::peak_bytes();
     totals.max_peak = std::max(totals.max_peak, peak);
     totals.loss_sum += step.loss;
@@ -278,7 +322,9 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
                           {"step_seconds", step.seconds},
                           {"samples_per_second", rate}};
       if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
-      if (trainer.parallel) j["gradient_sync"] = after ? "after-backward" : "during-backward";
+      if (trainer.parallel)
+        j["gradient_sync"] = sync_after_backward(o, s) ? "after-backward" : "during-backward";
+      if (norm >= 0) j["gradient_norm"] = norm;
       std::cout << j.dump() << std::endl;
     } else if (show && (tty || (s + 1) % log_every == 0 || s + 1 == total)) {
       std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  peak %s", tty ? "\r" : "",
@@ -363,7 +409,8 @@ int run_train(TrainOptions o) {
   lo.rank = rc.where.rank;
   lo.world_size = rc.where.world_size;
   lo.warn = [](const std::string& m) { std::cerr << "\nwarning: " << m << "\n"; };
-  Trainer trainer = make_trainer(o, model, plan_options(o, lo, data.dataset != nullptr, rc), rc);
+  Trainer trainer =
+      make_trainer(o, model, plan_options(o, model, lo, data.dataset != nullptr, rc), rc);
   auto optimizer = make_optimizer(o, model.parameters());
   if (trainer.planned().report().optimizer_update == OptimizerUpdate::kFused) {
     if (trainer.parallel)
@@ -378,8 +425,14 @@ int run_train(TrainOptions o) {
       throw UsageError(e.what());
     }
   }
-  const int64_t first = model.steps();
-  lo.start_step = first;
+  // The model counts micro-batches (batch-norm updates); the loop optimizer steps.
+  const int64_t micro_batches = model.steps();
+  if (micro_batches % o.accumulate != 0)
+    throw UsageError("the checkpoint is at micro-batch " + std::to_string(micro_batches) +
+                     ", not a multiple of --accumulate " + std::to_string(o.accumulate) +
+                     ": resume with the --accumulate it was trained with");
+  const int64_t first = micro_batches / o.accumulate;
+  lo.start_step = micro_batches;
   data.steps_per_epoch = 1;
   if (data.dataset) {
     try {
@@ -389,7 +442,11 @@ int run_train(TrainOptions o) {
     }
     data.steps_per_epoch = data.loader->steps_per_epoch();
   }
-  const int64_t total = o.steps > 0 ? o.steps : o.epochs * data.steps_per_epoch;
+  const int64_t total = o.steps > 0 ? o.steps : o.epochs * data.steps_per_epoch / o.accumulate;
+  if (total == 0)
+    throw UsageError("--epochs " + std::to_string(o.epochs) + " gives " +
+                     std::to_string(o.epochs * data.steps_per_epoch) +
+                     " batches, fewer than --accumulate " + std::to_string(o.accumulate));
   const PlanReport& r = trainer.planned().report();
   if (first >= total) {
     if (rc.primary())
@@ -398,7 +455,14 @@ int run_train(TrainOptions o) {
                    static_cast<long long>(first), static_cast<long long>(total));
     return 0;
   }
-  if (!o.json && rc.primary()) print_plan(r, data, rc, trainer, model.input_shape()[0]);
+  if (!o.json && rc.primary()) {
+    print_plan(r, data, rc, trainer, model.input_shape()[0]);
+    if (o.accumulate > 1)
+      std::cerr << "each step: " << o.accumulate << " micro-batches of "
+                << model.input_shape()[0] << ", their gradients averaged\n";
+    if (o.clip_grad_norm > 0)
+      std::cerr << "gradients clipped to a global norm of " << o.clip_grad_norm << "\n";
+  }
   const TrainTotals totals = train_loop(o, model, trainer, *optimizer, data, first, total, rc);
   if (rc.primary()) {
     if (!o.checkpoint.empty()) save_checkpoint(o.checkpoint, model, *optimizer, o.seed);
@@ -484,6 +548,15 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
                   "after-backward (default: fused; after-backward with --gradient-sync "
                   "after-backward or alternate)")
       ->check(CLI::IsMember({"fused", "after-backward"}));
+  cmd->add_option("--clip-grad-norm", o->clip_grad_norm,
+                  "scale the gradients down to this global norm before each update "
+                  "(torch.nn.utils.clip_grad_norm_; takes after-backward updates)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--accumulate", o->accumulate,
+                  "micro-batches per optimizer step, their gradients averaged (takes "
+                  "after-backward updates; the budget keeps room for every gradient)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
   cmd->add_option("--lr", o->lr, "learning rate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -3,10 +3,12 @@ the other stop within the timeout, naming it, and the last checkpoint loads; the
 `--nproc` launcher names a killed rank and stops the others, and trains as PyTorch DDP does
 (float32 against its float64 weights). (Equivalence in float64 with PyTorch's
 DistributedDataParallel is tests/data_parallel_test.cpp.)"""
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -124,7 +126,6 @@ def test_the_launcher_trains_like_pytorch_ddp(tmp_path):
     """`--nproc 2` end to end (launcher, sharded loader, broadcast, buckets, rank 0's
     save) in float32 against DistributedDataParallel's float64 weights on the same
     shards (tools/ddp_reference.py at fixture set-up)."""
-    import torch
     d = os.path.join(os.environ["MONET_TRAINING_FIXTURE_DIR"], "ddp")
     saved = tmp_path / "m.pt"
     out = subprocess.run(
@@ -136,8 +137,17 @@ def test_the_launcher_trains_like_pytorch_ddp(tmp_path):
         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "data parallel: 2 ranks" in out.stderr
+    worst = trained_against_reference(saved, os.path.join(d, "ddp_rank0.pt"))
+    print(f"float32 --nproc 2 against DDP in float64: largest relative error {worst:.3g}")
+    assert worst < 1e-4
+
+
+def trained_against_reference(saved, reference_file):
+    """Largest relative difference of a saved TorchScript model's weights from a
+    reference's (tools/ddp_reference.py's buffers, '.' in names as '__')."""
+    import torch
     trained = torch.jit.load(str(saved)).state_dict()
-    reference = dict(torch.jit.load(os.path.join(d, "ddp_rank0.pt")).named_buffers())
+    reference = dict(torch.jit.load(str(reference_file)).named_buffers())
     worst = 0.0
     for name, got in trained.items():
         ref = reference[name.replace(".", "__")]
@@ -145,8 +155,49 @@ def test_the_launcher_trains_like_pytorch_ddp(tmp_path):
             assert torch.equal(got, ref), name
             continue
         worst = max(worst, ((got.double() - ref).abs().max() / ref.abs().max()).item())
-    print(f"float32 --nproc 2 against DDP in float64: largest relative error {worst:.3g}")
+    return worst
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_clipping_and_accumulation_train_like_pytorch(tmp_path, nproc):
+    """`--clip-grad-norm` and `--accumulate` (after-backward updates) on one process and
+    on two ranks, in float32, against PyTorch (DistributedDataParallel, torch.nn.utils.
+    clip_grad_norm_, the micro-batches' mean loss) in float64 on the same shards."""
+    d = os.path.join(os.environ["MONET_TRAINING_FIXTURE_DIR"], "ddp")
+    script = os.path.join(os.environ["MONET_SOURCE_DIR"], "tools", "ddp_reference.py")
+    port = str(free_port())
+    ranks = [subprocess.Popen([sys.executable, script, d, str(r), str(nproc), port, "3", "4",
+                               "3", "0.1", "0.9", "0.3", "2", str(tmp_path)])
+             for r in range(nproc)]
+    assert [p.wait(timeout=300) for p in ranks] == [0] * nproc
+    saved = tmp_path / "m.pt"
+    parallel = ["--nproc", "2", "--master-port", str(free_port()), "--bucket-mib", "0.01"]
+    out = subprocess.run(
+        [MONET, "train", "--model", os.path.join(d, "model.pt"), "--input-shape", "4,3,32,32",
+         "--data", os.path.join(d, "data"), "--data-format", "cifar10", "--steps", "3",
+         "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--seed", "3",
+         "--planner", "storeall", "--clip-grad-norm", "0.3", "--accumulate", "2", "--json",
+         "--save", str(saved), "--cache-dir", str(tmp_path / "cache"),
+         *(parallel if nproc > 1 else [])],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    steps = [json.loads(line) for line in out.stdout.splitlines() if '"step"' in line]
+    assert len(steps) == 3
+    assert all(s["gradient_norm"] > 0.3 for s in steps), steps  # the clipping acted
+    worst = trained_against_reference(saved, tmp_path / "ddp_rank0.pt")
+    print(f"--nproc {nproc} --clip-grad-norm 0.3 --accumulate 2, float32 against PyTorch in "
+          f"float64: largest relative error {worst:.3g}")
     assert worst < 1e-4
+
+
+@pytest.mark.parametrize("option", [["--clip-grad-norm", "1"], ["--accumulate", "2"]])
+def test_clipping_and_accumulation_refuse_fused_updates(tmp_path, option):
+    out = subprocess.run(fault_args(tmp_path, *option, "--optimizer-update", "fused", steps=1),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert f"{option[0]} needs every gradient before any update" in out.stderr, out.stderr
+    assert "--optimizer-update after-backward" in out.stderr, out.stderr
+    assert not (tmp_path / "cache").exists()
 
 
 def test_resuming_two_ranks_equals_training_through(tmp_path):
