@@ -6,12 +6,13 @@ torch.utils.checkpoint applied per block and, on the chains, as checkpoint_seque
 with 2, 4 and 8 segments (those no more than the blocks), in one process with monet's
 tracking allocator, interleaved (bench/interleaved_steps.py). A step is zero_grad,
 forward, the loss (cross-entropy over 1000 classes; UNet: binary cross-entropy on logits
-against a random 0-1 mask), backward and an SGD-momentum step; its peak is the tracked
-peak above what was alive before the model was built.
+against a random 0-1 mask), backward and the optimizer's step (SGD with momentum, or
+--optimizer adam; --whole-step: the loss and the updates inside monet's plans); its peak
+is the tracked peak above what was alive before the model was built.
 
 Usage: PYTHONPATH=build/python bench/cnn_memory_curve.py [--model resnet50] [--batch 32]
            [--image 224 | HxW] [--budgets 0.3,0.4,0.5,0.7] [--iters 2] [--time-limit 60]
-           [--json FILE]
+           [--json FILE] [--optimizer sgd-momentum|adam] [--whole-step]
 """
 import argparse
 
@@ -125,9 +126,8 @@ def main():
     torch.manual_seed(0)
     model, peers = model_and_peers(a.model)
     image = a.image[0] if a.image[0] == a.image[1] else f"{a.image[0]}x{a.image[1]}"
-    budget_curve(model, x, lambda forward: criterion(forward(x), y), peers,
-                 a.budgets.split(","), a.time_limit, a.iters, before,
-                 {"model": a.model, "batch": a.batch, "image": image}, a.json)
+    budget_curve(model, x, y, criterion, peers, a, before,
+                 {"model": a.model, "batch": a.batch, "image": image})
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """A GPT-2-style decoder (tools/make_import_fixtures.py, TinyGPT, at a given size):
 monet's training-step memory and time at several budgets against plain PyTorch and
 against torch.utils.checkpoint on every block, in one process with monet's tracking
-allocator. All share the model's parameters and one SGD-momentum optimizer and run
+allocator. All share the model's parameters and one optimizer (SGD with momentum, or --optimizer adam) and run
 interleaved (PyTorch, checkpoint, monet at each budget, PyTorch, ...). A step is
 zero_grad, forward, cross-entropy over the [N, T, V] logits, backward and the optimizer
 step; its peak is the tracked peak above what was alive before the model was built;
@@ -11,6 +11,7 @@ times are medians over the measured rounds (one warm-up round first).
 Usage: PYTHONPATH=build/python bench/gpt_memory_curve.py [--layers 6] [--width 512]
            [--heads 8] [--seq 256] [--batch 4] [--vocab 8192]
            [--budgets 0.3,0.5,0.7,0.9] [--iters 2] [--time-limit 60] [--json FILE]
+           [--optimizer sgd-momentum|adam] [--whole-step]
 """
 import argparse
 import os
@@ -57,11 +58,9 @@ def main():
     before = monet.current_memory()
     torch.manual_seed(0)
     model = TinyGPT(a.vocab, a.width, a.heads, a.layers, a.seq).train()
-    budget_curve(model, x, lambda forward: F.cross_entropy(forward(x).transpose(1, 2), y),
-                 {"checkpoint": checkpointed(model)}, a.budgets.split(","), a.time_limit,
-                 a.iters, before,
-                 {k: getattr(a, k) for k in ("layers", "width", "heads", "seq", "batch", "vocab")},
-                 a.json)
+    budget_curve(model, x, y, lambda out, t: F.cross_entropy(out.transpose(1, 2), t),
+                 {"checkpoint": checkpointed(model)}, a, before,
+                 {k: getattr(a, k) for k in ("layers", "width", "heads", "seq", "batch", "vocab")})
 
 
 if __name__ == "__main__":

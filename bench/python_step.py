@@ -60,8 +60,8 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     methods = {"monet": fast, "pytorch": model, "checkpoint": checkpointed(model)}
     peaks, seconds = measure_interleaved(
-        methods, lambda forward: torch.nn.functional.cross_entropy(forward(x), y), opt, a.iters,
-        before)
+        {name: (lambda f=f: torch.nn.functional.cross_entropy(f(x), y))
+         for name, f in methods.items()}, opt, a.iters, before)
     result = {"model": a.model, "batch": a.batch, "image": a.image, "budget": a.budget,
               "budget_bytes": fast.plan.budget, "threads": torch.get_num_threads()}
     for name in methods:

@@ -3,12 +3,13 @@
 memory and time at several budgets against plain PyTorch and against
 torch.utils.checkpoint on every encoder block, in one process with monet's tracking
 allocator, interleaved (bench/interleaved_steps.py). A step is zero_grad, forward,
-cross-entropy over 1000 classes, backward and an SGD-momentum step; its peak is the
-tracked peak above what was alive before the model was built.
+cross-entropy over 1000 classes, backward and the optimizer's step (SGD with momentum,
+or --optimizer adam; --whole-step: the loss and the updates inside monet's plans); its
+peak is the tracked peak above what was alive before the model was built.
 
 Usage: PYTHONPATH=build/python bench/vit_memory_curve.py [--model vit_b_16] [--batch 16]
            [--image 224] [--budgets 0.2,0.3,0.5,0.7,0.9] [--iters 2] [--time-limit 60]
-           [--json FILE]
+           [--json FILE] [--optimizer sgd-momentum|adam] [--whole-step]
 """
 import argparse
 
@@ -46,10 +47,8 @@ def main():
     before = monet.current_memory()
     torch.manual_seed(0)
     model = getattr(torchvision.models, a.model)(image_size=a.image).train()
-    budget_curve(model, x, lambda forward: F.cross_entropy(forward(x), y),
-                 {"checkpoint": checkpointed(model)}, a.budgets.split(","), a.time_limit,
-                 a.iters, before, {"model": a.model, "batch": a.batch, "image": a.image},
-                 a.json)
+    budget_curve(model, x, y, F.cross_entropy, {"checkpoint": checkpointed(model)}, a, before,
+                 {"model": a.model, "batch": a.batch, "image": a.image})
 
 
 if __name__ == "__main__":
