@@ -132,8 +132,10 @@ TEST_P(NeighbourhoodOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
     if (budget == warm.peak_bytes) {
       EXPECT_LE(r.predicted.seconds, warm.seconds * (1 + 1e-9));
     }
+    // The relaxation's bound holds to the LP solver's absolute tolerance (1e-7 on an
+    // objective in seconds, a few 1e-3 here).
     if (r.solve.lp_bound > -1e300) {
-      EXPECT_LE(r.solve.lp_bound, r.objective_seconds * (1 + 1e-9));
+      EXPECT_LE(r.solve.lp_bound, r.objective_seconds + 1e-6);
     }
     ModelState s = state.clone();
     Executor executor(g, s, r.plan);

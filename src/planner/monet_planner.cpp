@@ -12,6 +12,7 @@
 
 #include "base/progress.h"
 #include "cost/simulator.h"
+#include "planner/baseline_plans.h"
 #include "planner/chain_checkpointing.h"
 #include "planner/fastest_convolutions.h"
 #include "planner/memory_floor.h"
@@ -66,6 +67,15 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
       if (h.fastest.plan.program.empty() || given.simulated.seconds < h.fastest.simulated.seconds)
         h.fastest = std::move(given), h.fastest_source = PlanSource::kWarmPlan;
     }
+  // So is store-all where it fits: it runs a node's input gradient before its weight
+  // gradient, as autograd does, which the program's schedules do not.
+  if (o.mode == MonetMode::kAll) {
+    SimulatedPlan all{store_all_plan(g), {}};
+    all.simulated = simulate(g, all.plan, costs);
+    if (all.simulated.peak_bytes <= budget &&
+        (h.fastest.plan.program.empty() || all.simulated.seconds < h.fastest.simulated.seconds))
+      h.fastest = std::move(all), h.fastest_source = PlanSource::kStoreAll;
+  }
   const SearchClock clock(o.solver.search_limit);
   const double limit = o.solver.time_limit_seconds;
   SegmentKeepingOptions keeping_options;
@@ -242,6 +252,8 @@ const char* plan_source_name(PlanSource source) {
       return "recomputation first";
     case PlanSource::kWarmPlan:
       return "warm plan";
+    case PlanSource::kStoreAll:
+      return "store-all";
   }
   return "?";
 }

@@ -168,8 +168,10 @@ enum class PlanSource {
   kChainCheckpointing,  // chain checkpointing's plan (chain_checkpointing.h)
   kRecomputationFirst,  // the recomputation-first plan (MonetOptions::recomputation_first_share)
   kWarmPlan,            // one of MonetOptions::warm_plans (in MonetMode::kAll)
+  kStoreAll,            // the store-all plan (in MonetMode::kAll, at budgets it fits)
 };
-/// "program", "segment keeping", "chain checkpointing", "recomputation first", "warm plan".
+/// "program", "segment keeping", "chain checkpointing", "recomputation first", "warm plan",
+/// "store-all".
 const char* plan_source_name(PlanSource source);
 
 struct ProgramSize {
