@@ -196,21 +196,24 @@ std::string self_path() {
 // returns both outputs, and whether both exited 0.
 bool run_two_ranks(const std::vector<std::string>& prefix, const std::string& master,
                    std::string* output) {
-  const std::string dir = ::testing::TempDir();
+  // Files named by test and process: CTest runs the two-rank tests side by side.
+  const std::string dir = ::testing::TempDir() + "/monet_ddp_" +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                          std::to_string(getpid());
   const std::string port = std::to_string(free_port());
   std::string script;
   for (int r = 0; r < 2; ++r)
     script += "MONET_DDP_RANK_PROCESS=1 RANK=" + std::to_string(r) +
               " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=2 MASTER_ADDR=" + master +
               " MASTER_PORT=" + port + " OMP_NUM_THREADS=1 " + prefix[r] + " " + self_path() +
-              " --gtest_filter=DataParallel.RankOfAJobMatchesPytorchDdp > " + dir +
-              "/monet_ddp_rank" + std::to_string(r) + ".log 2>&1 & p" + std::to_string(r) + "=$!\n";
+              " --gtest_filter=DataParallel.RankOfAJobMatchesPytorchDdp > " + dir + "_rank" +
+              std::to_string(r) + ".log 2>&1 & p" + std::to_string(r) + "=$!\n";
   script += "wait $p0; a=$?; wait $p1; b=$?; [ $a -eq 0 ] && [ $b -eq 0 ]\n";
-  const std::string path = dir + "/monet_ddp_ranks.sh";
+  const std::string path = dir + "_ranks.sh";
   std::ofstream(path) << script;
   const int status = std::system(("sh " + path).c_str());
   for (int r = 0; r < 2; ++r) {
-    std::ifstream f(dir + "/monet_ddp_rank" + std::to_string(r) + ".log");
+    std::ifstream f(dir + "_rank" + std::to_string(r) + ".log");
     *output += "--- rank " + std::to_string(r) + " ---\n" +
                std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }

@@ -13,9 +13,11 @@
 
 namespace monet {
 
-/// Per-node state kept for one iteration and never planned: batch-norm statistics of
-/// the first forward (recomputation reuses them and leaves running statistics alone),
-/// and the seed of the node's random numbers (dropout), so recomputation repeats them.
+/// Per-node state of one iteration, not a planned tensor: a batch or layer norm's
+/// statistics of the first forward (recomputation reuses them and leaves running
+/// statistics alone), released after the node's last backward part
+/// (Liveness::state_free_after), and the seed of the node's random numbers (dropout), so
+/// recomputation repeats them.
 struct NodeState {
   at::Tensor save_mean;    // batch norm
   at::Tensor save_invstd;  // batch norm
