@@ -27,67 +27,15 @@
 
 #include "api/model_impl.h"
 #include "api/planned_model_impl.h"
+#include "data_parallel_support.h"
 #include "distributed/gradient_buckets.h"
 #include "runtime/batch_loader.h"
 #include "training_equivalence.h"
 
+using namespace monet::testing_dp;  // NOLINT: the tests' shared helpers
+
 namespace monet {
 namespace {
-
-const std::string kDir = MONET_TRAINING_FIXTURE_DIR;
-
-// The plain CNN in float64.
-Model plain_cnn(int64_t batch) {
-  ModelSpec s;
-  s.model = kDir + "/cnn_plain.pt";
-  s.input_shape = {batch, 3, 32, 32};
-  Model m = Model::load(s);
-  testing::convert_model(m, at::kDouble);
-  return m;
-}
-
-PlanOptions quiet(const std::string& planner, const std::string& budget = "") {
-  PlanOptions o;
-  o.planner = planner;
-  o.budget = budget;
-  o.use_cache = false;
-  o.progress = false;
-  return o;
-}
-
-// Runs fn(rank) on `world` threads, each with its rank's Gloo group; rethrows the first
-// exception.
-void run_ranks(int world, const std::function<void(int, ProcessGroup)>& fn) {
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::exception_ptr> errors(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-        ProcessGroup pg;
-        pg.store = store;
-        pg.group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, r, world, options);
-        fn(r, pg);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-double max_relative_error(const std::vector<torch::Tensor>& a,
-                          const std::vector<torch::Tensor>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(b[i].abs().max().item<double>(), 1e-30);
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
-  }
-  return worst;
-}
 
 const std::string kDdp = kDir + "/ddp";  // tools/make_training_fixtures.py: ddp_fixtures
 constexpr int kDdpSteps = 5, kDdpBatch = 4;
@@ -112,6 +60,9 @@ void train_one_ddp_rank() {
   if (fused) po.optimizer_update = OptimizerUpdate::kFused;
   DataParallelOptions dpo;
   dpo.bucket_bytes = 4096;  // several buckets, two in flight
+  // MONET_DDP_SHARD: sharded optimizer state ("optimizer") or gradients too ("gradients").
+  const char* shard = std::getenv("MONET_DDP_SHARD");
+  if (shard) dpo.shard = shard_mode_from_name(shard);
   if (where.rank == 0) {
     BucketOptions bo;
     bo.bucket_bytes = dpo.bucket_bytes;
@@ -132,7 +83,7 @@ void train_one_ddp_rank() {
   lo.world_size = where.world_size;
   BatchLoader loader(std::shared_ptr<ImageDataset>(open_cifar10(kDdp + "/data")), lo);
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  if (fused) ddp.use_optimizer(sgd);
+  if (fused || shard) ddp.use_optimizer(sgd);
   for (int s = 0; s < kDdpSteps; ++s) {
     zero_grad(model.parameters());
     auto [x, y] = loader.next();
@@ -163,8 +114,9 @@ void train_one_ddp_rank() {
   }
   std::printf(
       "rank %d: largest relative error against DistributedDataParallel %.3g "
-      "(%zu parameters and buffers%s)\n",
-      where.rank, worst, named.size(), fused ? ", fused updates" : "");
+      "(%zu parameters and buffers%s%s%s)\n",
+      where.rank, worst, named.size(), fused ? ", fused updates" : "", shard ? ", sharded " : "",
+      shard ? shard : "");
 }
 
 TEST(DataParallel, RankOfAJobMatchesPytorchDdp) {
@@ -244,6 +196,26 @@ TEST(DataParallel, TwoRankProcessesWithFusedUpdatesMatchPytorchDdp) {
   EXPECT_NE(output.find("fused updates"), std::string::npos) << output;
 }
 
+// Sharded optimizer state (ZeRO stage 1, after-backward updates) and sharded gradients
+// (stage 2, fused updates): each rank updates its own parameters, the owners broadcast
+// them; the weights are DistributedDataParallel's (whose SGD, sharded or not, computes the
+// same).
+TEST(DataParallel, TwoRankProcessesWithShardedOptimizerStateMatchPytorchDdp) {
+  std::string output;
+  const std::string env = "MONET_DDP_SHARD=optimizer";
+  EXPECT_TRUE(run_two_ranks({env, env}, "127.0.0.1", &output)) << output;
+  expect_both_ranks_matched(output);
+  EXPECT_NE(output.find("sharded optimizer"), std::string::npos) << output;
+}
+
+TEST(DataParallel, TwoRankProcessesWithShardedGradientsMatchPytorchDdp) {
+  std::string output;
+  const std::string env = "MONET_DDP_SHARD=gradients MONET_DDP_FUSED=1";
+  EXPECT_TRUE(run_two_ranks({env, env}, "127.0.0.1", &output)) << output;
+  expect_both_ranks_matched(output);
+  EXPECT_NE(output.find("sharded gradients"), std::string::npos) << output;
+}
+
 // The two ranks in two network namespaces joined by a veth pair: their traffic crosses a
 // real TCP link between two addresses.
 TEST(DataParallel, TwoHostsOverAVethLinkMatchPytorchDdp) {
@@ -298,39 +270,13 @@ TEST(Executor, ReportsEachParametersGradientOnceWhenComplete) {
   }
 }
 
-// Batches of 4 for `steps` steps, and the parameters one process trains on them (the
-// store-all plan, `make`'s optimizer stepped after the backward): what two ranks on
-// halves of each batch must end with.
-struct WholeBatchRun {
-  std::vector<at::Tensor> xs, ys;
-  std::vector<torch::Tensor> trained;
-};
-WholeBatchRun train_on_whole_batches(
-    int steps, const std::function<torch::optim::SGD(const std::vector<torch::Tensor>&)>& make) {
-  WholeBatchRun run;
-  for (int s = 0; s < steps; ++s) {
-    run.xs.push_back(at::randn({4, 3, 32, 32}, at::kDouble));
-    run.ys.push_back(at::randint(0, 4, {4}, at::kLong));
-  }
-  Model whole = plain_cnn(4);
-  PlannedModel one(whole, quiet("storeall"));
-  auto opt = make(whole.parameters());
-  for (int s = 0; s < steps; ++s) {
-    zero_grad(whole.parameters());
-    one.step(run.xs[s], run.ys[s]);
-    opt.step();
-  }
-  for (const auto& p : whole.parameters()) run.trained.push_back(p.detach());
-  return run;
-}
-
 // Two ranks on halves of each batch against one process on the whole batch, SGD with
 // momentum, for both gradient synchronisations and small buckets (many of them, two in
 // flight).
 TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
   const int steps = 3;
   auto sgd = [](const std::vector<torch::Tensor>& p) {
-    return torch::optim::SGD(p, torch::optim::SGDOptions(0.1).momentum(0.9));
+    return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.1).momentum(0.9));
   };
   const WholeBatchRun whole = train_on_whole_batches(steps, sgd);
   const std::vector<at::Tensor>&xs = whole.xs, &ys = whole.ys;
@@ -351,7 +297,7 @@ TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
       for (int s = 0; s < steps; ++s) {
         zero_grad(ddp.model().parameters());
         ddp.step(xs[s].narrow(0, 2 * rank, 2), ys[s].narrow(0, 2 * rank, 2));
-        opt.step();
+        opt->step();
       }
       ddp.barrier();
       for (const auto& p : ddp.model().parameters()) trained[rank].push_back(p.detach().clone());
@@ -371,7 +317,8 @@ TEST(DataParallel, TwoRanksEqualOneProcessOnTheWholeBatch) {
 TEST(DataParallel, FusedUpdatesOnTwoRanksEqualOneProcessOnTheWholeBatch) {
   const int steps = 3;
   auto sgd = [](const std::vector<torch::Tensor>& p) {
-    return torch::optim::SGD(p, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+    return std::make_unique<torch::optim::SGD>(
+        p, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
   };
   const WholeBatchRun whole = train_on_whole_batches(steps, sgd);
   const std::vector<at::Tensor>&xs = whole.xs, &ys = whole.ys;
@@ -384,7 +331,7 @@ TEST(DataParallel, FusedUpdatesOnTwoRanksEqualOneProcessOnTheWholeBatch) {
     DataParallel ddp(plain_cnn(2), po, pg, o);
     auto opt = sgd(ddp.model().parameters());
     EXPECT_THROW(ddp.set_gradient_sync(GradientSync::kAfterBackward), std::logic_error);
-    ddp.use_optimizer(opt);
+    ddp.use_optimizer(*opt);
     for (int s = 0; s < steps; ++s) {
       zero_grad(ddp.model().parameters());
       ddp.step(xs[s].narrow(0, 2 * rank, 2), ys[s].narrow(0, 2 * rank, 2));

@@ -2,7 +2,8 @@
 """The peer for monet's data-parallel training: PyTorch's DistributedDataParallel over
 Gloo, one rank of it, on the shard monet's loader gives that rank.
 
-Usage: ddp_reference.py DIR RANK WORLD PORT STEPS BATCH SEED LR MOMENTUM [CLIP ACCUMULATE OUT]
+Usage: ddp_reference.py DIR RANK WORLD PORT STEPS BATCH SEED LR MOMENTUM
+                        [CLIP ACCUMULATE OUT [OPTIMIZER ZERO]]
 DIR holds init.pt (TinyResNet's initial state_dict; trained in float64) and
 data/data_batch_1.bin (CIFAR-10 binary records). Writes OUT (default DIR) /ddp_rank{RANK}.pt:
 the state_dict after STEPS steps of SGD with momentum, with this rank's batch-norm
@@ -10,7 +11,9 @@ statistics (broadcast_buffers=False), as a TorchScript module of buffers ('.' in
 as '__') that C++ reads with torch::jit::load. Each step averages the gradients of
 ACCUMULATE micro-batches (default 1) and clips them to the global norm CLIP (default 0:
 no clipping) with torch.nn.utils.clip_grad_norm_, as `monet train --accumulate
---clip-grad-norm` does.
+--clip-grad-norm` does. OPTIMIZER is sgd (default; MOMENTUM its momentum) or adam (LR
+its learning rate, PyTorch's other defaults); ZERO 1 wraps it in
+torch.distributed.optim.ZeroRedundancyOptimizer (each rank keeps its shard's state).
 """
 import os
 import sys
@@ -50,6 +53,8 @@ def main():
     clip = float(sys.argv[10]) if len(sys.argv) > 10 else 0.0
     accumulate = int(sys.argv[11]) if len(sys.argv) > 11 else 1
     out = sys.argv[12] if len(sys.argv) > 12 else d
+    optimizer = sys.argv[13] if len(sys.argv) > 13 else "sgd"
+    zero = len(sys.argv) > 14 and sys.argv[14] == "1"
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
@@ -57,7 +62,13 @@ def main():
     model.load_state_dict(torch.load(os.path.join(d, "init.pt")))
     model.train()
     ddp = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
-    opt = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=momentum)
+    kind, options = ((torch.optim.Adam, {"lr": lr}) if optimizer == "adam"
+                     else (torch.optim.SGD, {"lr": lr, "momentum": momentum}))
+    if zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=kind, **options)
+    else:
+        opt = kind(ddp.parameters(), **options)
     images, labels = load_cifar(os.path.join(d, "data", "data_batch_1.bin"))
     for step in range(steps):
         opt.zero_grad(set_to_none=True)
@@ -69,6 +80,10 @@ def main():
         opt.step()
     state = {k.replace(".", "__"): v for k, v in model.state_dict().items()}
     torch.jit.script(Tensors(state)).save(os.path.join(out, f"ddp_rank{rank}.pt"))
+    # Both ranks done before the group goes: a rank that tears it down while the other's
+    # ZeroRedundancyOptimizer broadcast is still being answered aborts in Gloo.
+    dist.barrier()
+    del opt, ddp
     dist.destroy_process_group()
 
 

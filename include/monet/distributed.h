@@ -17,6 +17,11 @@
 // instead: each parameter is updated inside the backward once its bucket's average has
 // arrived, and sgd.step() afterwards finds no gradient.
 //
+// Sharded (DataParallelOptions::shard, ZeRO's stages 1 and 2), each rank keeps the
+// optimizer state of its own contiguous run of the parameters and updates those only
+// (ddp.use_optimizer under either update mode); the owners then broadcast the updated
+// parameters. The plan's budget holds the largest rank's share of the state.
+//
 // Units: bytes for memory, seconds for time.
 #pragma once
 
@@ -26,6 +31,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace monet {
 
@@ -59,7 +65,31 @@ enum class GradientSync {
   kAfterBackward,   // every bucket after the backward (for comparison)
 };
 
+/// What each rank holds of the training state beyond the parameters (ZeRO's stages).
+/// Sharded, each rank owns a contiguous run of the model's parameters (in
+/// Model::parameters() order, balanced by bytes: parameter_owners()), keeps the optimizer
+/// state of those only and updates only those; the updated parameters then reach every
+/// rank by a broadcast from their owner, a bucket at a time, after the backward.
+enum class ShardMode {
+  kNone,            // every rank holds and updates everything (DistributedDataParallel)
+  kOptimizerState,  // stage 1: buckets all-reduced; each rank updates and keeps state of its own
+  /// Stage 2: as stage 1, but each bucket (never spanning two owners) is summed onto its
+  /// owner only (c10d reduce, which Gloo has; it lacks reduce-scatter), and the other
+  /// ranks drop their local gradients as soon as they are sent.
+  kGradients,
+};
+/// "none", "optimizer", "gradients".
+const char* shard_mode_name(ShardMode mode);
+/// Throws std::invalid_argument naming the known values for any other name.
+ShardMode shard_mode_from_name(const std::string& name);
+
+/// The rank that owns each tensor of `parameters` when they are split into `world_size`
+/// contiguous runs balanced by bytes (each run's bytes as close to total / world_size as
+/// the tensors' boundaries allow).
+std::vector<int> parameter_owners(const std::vector<torch::Tensor>& parameters, int world_size);
+
 struct DataParallelOptions {
+  ShardMode shard = ShardMode::kNone;
   int64_t bucket_bytes = 25 * 1024 * 1024;  // gradient bytes per bucket (DDP's default)
   int buckets_in_flight = 2;  // all-reduces at once; each holds a buffer of one bucket
   GradientSync sync = GradientSync::kDuringBackward;
@@ -112,6 +142,20 @@ class DataParallel {
   /// The same with an update of the caller's own: `update(parameter, averaged gradient)`.
   void use_update(PlannedModel::ParameterUpdateFn update);
 
+  /// Sharded (DataParallelOptions::shard): the optimizer must be given with use_optimizer
+  /// under either update mode; after the backward each rank updates the parameters it
+  /// owns (kAfterBackward: from their averaged .grad(), which is then freed on every
+  /// rank) and the owners broadcast them. Whether `parameter` is this rank's to update.
+  bool owns(const torch::Tensor& parameter) const;
+  /// Collective. Sends every rank's optimizer state to rank 0, whose `optimizer` then
+  /// holds the state of every parameter (e.g. to save a checkpoint any number of ranks can
+  /// resume from); the others are unchanged. Without sharding it does nothing.
+  void gather_optimizer_state(torch::optim::Optimizer& optimizer);
+  /// Drops from `optimizer` the state of the parameters this rank does not own (after
+  /// gather_optimizer_state, or after loading a whole checkpoint). Without sharding it does
+  /// nothing.
+  void shard_optimizer_state(torch::optim::Optimizer& optimizer);
+
   PlannedModel& planned();
   Model& model();
   int rank() const;
@@ -120,6 +164,9 @@ class DataParallel {
   void set_gradient_sync(GradientSync sync);
   /// Bytes of the bucket buffers (inside the budget).
   int64_t bucket_buffer_bytes() const;
+  ShardMode shard() const;
+  /// Bytes of the parameters this rank owns (all of them without sharding).
+  int64_t owned_parameter_bytes() const;
   /// Waits for every rank (e.g. before exiting, so that rank 0's store outlives the rest).
   void barrier();
 

@@ -193,6 +193,11 @@ struct OptimizerMemory {
   int64_t total() const { return state_bytes + update_bytes; }
 };
 OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay = 0);
+struct PlanOptions;
+/// The same for PlanOptions: its optimizer, weight decay and state share
+/// (optimizer_state_share of the state, rounded up). Throws std::invalid_argument for a
+/// share outside (0, 1].
+OptimizerMemory optimizer_memory(const Model& model, const PlanOptions& options);
 
 /// When the optimizer updates the parameters.
 enum class OptimizerUpdate {
@@ -238,6 +243,11 @@ struct PlanOptions {
   /// When the optimizer updates the parameters (kFused: call use_optimizer() before the
   /// first step). The plan is made for it and records it.
   OptimizerUpdate optimizer_update = OptimizerUpdate::kAfterBackward;
+  /// The fraction, in (0, 1], of the optimizer's state this process holds: 1 alone;
+  /// under data parallelism with sharded optimizer state (ShardMode in
+  /// monet/distributed.h, which sets it) the largest rank's share of the parameter bytes.
+  /// The budget reserves that much of the state.
+  double optimizer_state_share = 1;
   /// Other bytes alive during every step that the budget must leave room for (e.g.
   /// prefetched batches).
   int64_t reserved_bytes = 0;

@@ -97,6 +97,16 @@ OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double 
   return m;
 }
 
+OptimizerMemory optimizer_memory(const Model& model, const PlanOptions& options) {
+  const double share = options.optimizer_state_share;
+  if (!(share > 0 && share <= 1))
+    throw std::invalid_argument("optimizer_state_share " + std::to_string(share) +
+                                " is outside (0, 1]");
+  OptimizerMemory m = optimizer_memory(model, options.optimizer, options.weight_decay);
+  m.state_bytes = static_cast<int64_t>(std::ceil(static_cast<double>(m.state_bytes) * share));
+  return m;
+}
+
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {
   const std::string usage =
       "budget '" + text + "': expected bytes, KiB/MiB/GiB or a ratio of autograd's peak like 0.4x";

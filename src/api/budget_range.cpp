@@ -57,7 +57,7 @@ BudgetRange budget_range(const Model& model, const PlanOptions& o) {
   Graph& g = model.impl()->graph;
   g.set_update_mode(update_mode_of(o.optimizer_update));
   const CostModel costs = model_costs(g, o, cache_dir_of(o));
-  return budget_range_of(g, costs, o, optimizer_memory(model, o.optimizer, o.weight_decay).total());
+  return budget_range_of(g, costs, o, optimizer_memory(model, o).total());
 }
 
 }  // namespace monet

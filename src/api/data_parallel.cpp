@@ -12,6 +12,7 @@
 #include "api/model_impl.h"
 #include "api/planned_model_impl.h"
 #include "distributed/gradient_buckets.h"
+#include "distributed/parameter_shards.h"
 #include "runtime/parameter_update.h"
 
 namespace monet {
@@ -28,6 +29,9 @@ struct DataParallel::Impl {
   /// passed) and whether its averaged gradient waits in .grad() for that point.
   PlannedModel::ParameterUpdateFn update;
   std::vector<bool> released, averaged_in_grad;
+  /// Sharded: the model's parameters (Model::parameters() order) and their owners.
+  std::vector<at::Tensor> parameters;
+  std::vector<int> owners;
 
   /// The bucket's averaged gradient of parameter `i`: its update now if the plan is done
   /// with the parameter, else into .grad() (the local gradient's storage) until it is.
@@ -35,7 +39,12 @@ struct DataParallel::Impl {
   /// The plan's update point of parameter `i`: its update if its average has arrived.
   void release(size_t i);
 
+  /// Sharded, after the backward: the owned parameters' updates under kAfterBackward
+  /// (every rank's gradients then freed) and the owners' broadcast of the parameters.
+  void finish_sharded_step();
+
   int rank() const { return pg.group->getRank(); }
+  bool sharded() const { return options.shard != ShardMode::kNone; }
   bool fused() const { return planned->model().impl()->graph.update_mode() == UpdateMode::kFused; }
   /// After a failed collective: which ranks still answer through the store.
   std::string peers_report(int64_t step) const;
@@ -144,6 +153,28 @@ void broadcast_state(const Model& model, c10d::ProcessGroup& group,
 
 }  // namespace
 
+const char* shard_mode_name(ShardMode mode) {
+  switch (mode) {
+    case ShardMode::kNone:
+      return "none";
+    case ShardMode::kOptimizerState:
+      return "optimizer";
+    case ShardMode::kGradients:
+      return "gradients";
+  }
+  return "?";
+}
+
+ShardMode shard_mode_from_name(const std::string& name) {
+  for (ShardMode m : {ShardMode::kNone, ShardMode::kOptimizerState, ShardMode::kGradients})
+    if (name == shard_mode_name(m)) return m;
+  throw std::invalid_argument("unknown shard mode '" + name + "' (none, optimizer or gradients)");
+}
+
+std::vector<int> parameter_owners(const std::vector<torch::Tensor>& parameters, int world_size) {
+  return split_by_bytes(parameters, world_size);
+}
+
 bool is_rank_zero_planning_error(const std::exception& e) {
   return std::string(e.what()).rfind(kRankZeroCouldNotPlan, 0) == 0;
 }
@@ -195,6 +226,17 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
   bo.timing = timing_of(options.sync);
   bo.timeout = millis(options.timeout_seconds);
   plan.reserved_bytes += GradientBuckets::buffer_bytes(model.parameters(), bo);
+  if (d.sharded()) {
+    const int world = d.pg.group->getSize();
+    d.parameters = model.parameters();
+    d.owners = split_by_bytes(d.parameters, world);
+    int64_t total = 0;
+    for (const auto& p : d.parameters) total += p.nbytes();
+    // Every rank runs rank 0's plan: the budget holds the largest rank's state.
+    if (total > 0)
+      plan.optimizer_state_share =
+          static_cast<double>(largest_run_bytes(d.parameters, d.owners, world)) / total;
+  }
 
   const auto planning = millis(std::max(options.planning_timeout_seconds, options.timeout_seconds));
   std::exception_ptr error;
@@ -219,6 +261,13 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
     tensors.push_back(model.impl()->state.tensor(order[i]));
   }
   d.bucketed = tensors;
+  if (d.sharded()) {
+    std::unordered_map<const c10::TensorImpl*, int> owner;
+    for (size_t i = 0; i < d.parameters.size(); ++i)
+      owner[d.parameters[i].unsafeGetTensorImpl()] = d.owners[i];
+    for (const auto& t : tensors) bo.owners.push_back(owner.at(t.unsafeGetTensorImpl()));
+    if (options.shard == ShardMode::kGradients) bo.collective = BucketCollective::kReduceToOwner;
+  }
   d.buckets = std::make_unique<GradientBuckets>(tensors, d.pg.group, bo);
   GradientBuckets* buckets = d.buckets.get();
   const std::vector<size_t>* index = &d.bucket_index;
@@ -253,12 +302,50 @@ void DataParallel::Impl::release(size_t i) {
   if (averaged_in_grad[i]) update(bucketed[i], bucketed[i].grad());
 }
 
+void DataParallel::Impl::finish_sharded_step() {
+  torch::NoGradGuard no_grad;
+  if (!fused())
+    for (size_t i = 0; i < bucketed.size(); ++i) {
+      at::Tensor p = bucketed[i];
+      if (buckets->owns(i) && p.grad().defined()) update(p, p.grad());
+      p.mutable_grad() = at::Tensor();
+    }
+  buckets->broadcast_parameters();
+}
+
+bool DataParallel::owns(const torch::Tensor& parameter) const {
+  const Impl& d = *impl_;
+  for (size_t i = 0; i < d.bucketed.size(); ++i)
+    if (d.bucketed[i].is_same(parameter)) return d.buckets->owns(i);
+  return false;
+}
+
+void DataParallel::gather_optimizer_state(torch::optim::Optimizer& optimizer) {
+  Impl& d = *impl_;
+  if (!d.sharded()) return;
+  try {
+    monet::gather_optimizer_state(optimizer, d.parameters, d.owners, *d.pg.group,
+                                  millis(d.options.timeout_seconds));
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError("rank " + std::to_string(d.rank()) +
+                           ": gathering the optimizer state failed: " + e.what() +
+                           d.peers_report(-2));
+  }
+}
+
+void DataParallel::shard_optimizer_state(torch::optim::Optimizer& optimizer) {
+  Impl& d = *impl_;
+  if (d.sharded()) drop_unowned_optimizer_state(optimizer, d.parameters, d.owners, d.rank());
+}
+
 void DataParallel::use_optimizer(torch::optim::Optimizer& optimizer) {
   use_update(parameter_update_fn(optimizer));
 }
 
 void DataParallel::use_update(PlannedModel::ParameterUpdateFn update) {
-  if (!impl_->fused())
+  if (!impl_->fused() && !impl_->sharded())
     throw std::logic_error(
         "fused optimizer updates need a model planned for them; this one was planned with "
         "after-backward updates (step the optimizer after DataParallel::step)");
@@ -278,6 +365,10 @@ StepResult DataParallel::step(const torch::Tensor& input, const torch::Tensor& t
   try {
     const auto start = std::chrono::steady_clock::now();
     d.buckets->begin_step();
+    if (!d.update && d.sharded())
+      throw std::logic_error(
+          "sharded data parallelism updates each rank's own parameters: give DataParallel "
+          "the optimizer (use_optimizer or use_update) before the first step");
     if (d.fused()) {
       if (!d.update)
         throw std::logic_error(
@@ -288,6 +379,7 @@ StepResult DataParallel::step(const torch::Tensor& input, const torch::Tensor& t
     }
     StepResult r = d.planned->step(input, target);
     d.buckets->finish_step();
+    if (d.sharded()) d.finish_sharded_step();
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
   } catch (const CollectiveError& e) {
@@ -308,6 +400,13 @@ void DataParallel::set_gradient_sync(GradientSync sync) {
 }
 
 int64_t DataParallel::bucket_buffer_bytes() const { return impl_->buckets->buffer_bytes(); }
+ShardMode DataParallel::shard() const { return impl_->options.shard; }
+int64_t DataParallel::owned_parameter_bytes() const {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < impl_->bucketed.size(); ++i)
+    if (impl_->buckets->owns(i)) bytes += impl_->bucketed[i].nbytes();
+  return bytes;
+}
 
 void DataParallel::barrier() {
   try {

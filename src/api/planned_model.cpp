@@ -191,7 +191,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
   const std::string cache_dir = cache_dir_of(o);
   PlanReport& r = impl_->report;
   r.planner = o.planner;
-  r.optimizer = optimizer_memory(impl_->model, o.optimizer, o.weight_decay);
+  r.optimizer = optimizer_memory(impl_->model, o);
   r.optimizer_update = o.optimizer_update;
   r.reserved_bytes = o.reserved_bytes;
   r.loss_bytes = o.loss_bytes;

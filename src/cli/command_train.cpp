@@ -48,6 +48,7 @@ struct TrainOptions {
   int master_port = 0;
   double bucket_mib = 25;
   std::string sync = "during-backward";
+  std::string shard = "none";  // --shard (ShardMode's name)
   double timeout = 300;
 };
 
@@ -110,6 +111,17 @@ void check_options(const TrainOptions& o) {
                      std::to_string(o.nnodes));
   if (o.sync != "during-backward" && o.sync != "after-backward" && o.sync != "alternate")
     throw UsageError("--gradient-sync must be during-backward, after-backward or alternate");
+  try {
+    shard_mode_from_name(o.shard);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--shard: ") + e.what());
+  }
+  if (o.shard != "none" && (o.clip_grad_norm > 0 || o.accumulate > 1))
+    throw UsageError(std::string(o.clip_grad_norm > 0 ? "--clip-grad-norm" : "--accumulate") +
+                     " needs every gradient on every rank before any update, and --shard " +
+                     o.shard +
+                     " updates each rank's own parameters after each backward: use "
+                     "--shard none");
 }
 
 // Where this process is: one process alone, or a rank of a data-parallel job (RANK and
@@ -171,7 +183,7 @@ PlanOptions plan_options(const TrainOptions& o, const Model& model, const Loader
   // the backward (every one must exist then).
   // Nor when clipping by the global norm or accumulating micro-batches (the same).
   const bool all_gradients = o.clip_grad_norm > 0 || o.accumulate > 1;
-  const std::string update = !o.optimizer_update.empty() ? o.optimizer_update
+  const std::string update = !o.optimizer_update.empty()                     ? o.optimizer_update
                              : o.sync == "during-backward" && !all_gradients ? "fused"
                                                                              : "after-backward";
   po.optimizer_update = optimizer_update_from_name(update);
@@ -215,6 +227,7 @@ Trainer make_trainer(const TrainOptions& o, const Model& model, const PlanOption
     dpo.sync = o.sync == "after-backward" ? GradientSync::kAfterBackward
                                           : GradientSync::kDuringBackward;  // "alternate" too
     dpo.timeout_seconds = o.timeout;
+    dpo.shard = shard_mode_from_name(o.shard);
     t.parallel =
         std::make_unique<DataParallel>(model, po, ProcessGroup::gloo(rc.where, o.timeout), dpo);
   } catch (const std::exception& e) {
@@ -237,6 +250,11 @@ void print_plan(const PlanReport& r, const DataSource& data, const RankContext& 
               << rc.where.master_addr << ":" << rc.where.master_port << "), batch " << batch
               << " per rank, " << batch * rc.where.world_size << " in all; gradient buckets "
               << format_bytes(t.parallel->bucket_buffer_bytes()) << " per rank\n";
+  if (rc.distributed && t.parallel->shard() != ShardMode::kNone)
+    std::cerr << "sharded (" << shard_mode_name(t.parallel->shard())
+              << "): each rank keeps the optimizer state of its own parameters (rank "
+              << rc.where.rank << ": " << format_bytes(t.parallel->owned_parameter_bytes())
+              << ") and updates them; the owners broadcast the updates\n";
   std::cerr << "plan: " << r.planner << (r.from_cache ? " (cached)" : "");
   if (r.budget_bytes > 0) std::cerr << ", budget " << format_bytes(r.budget_bytes);
   if (r.baseline_peak_bytes > 0)
@@ -294,6 +312,15 @@ StepResult optimizer_step(const TrainOptions& o, Model& model, Trainer& trainer,
   return total;
 }
 
+// --checkpoint, from rank 0 (a collective under sharding: rank 0 gathers every rank's
+// optimizer state first, so that any number of ranks can resume it).
+void write_checkpoint(const TrainOptions& o, const Model& model, Trainer& trainer,
+                      torch::optim::Optimizer& optimizer, const RankContext& rc) {
+  if (trainer.parallel) trainer.parallel->gather_optimizer_state(optimizer);
+  if (rc.primary()) save_checkpoint(o.checkpoint, model, optimizer, o.seed);
+  if (trainer.parallel) trainer.parallel->shard_optimizer_state(optimizer);
+}
+
 TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
                        torch::optim::Optimizer& optimizer, DataSource& data, int64_t first,
                        int64_t total, const RankContext& rc) {
@@ -322,8 +349,11 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
                           {"step_seconds", step.seconds},
                           {"samples_per_second", rate}};
       if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
-      if (trainer.parallel)
+      if (trainer.parallel) {
         j["gradient_sync"] = sync_after_backward(o, s) ? "after-backward" : "during-backward";
+        j["world_size"] = world;
+        j["global_batch"] = batch * world;
+      }
       if (norm >= 0) j["gradient_norm"] = norm;
       std::cout << j.dump() << std::endl;
     } else if (show && (tty || (s + 1) % log_every == 0 || s + 1 == total)) {
@@ -332,10 +362,11 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
                    format_bytes(peak).c_str());
       if (r.budget_bytes > 0)
         std::fprintf(stderr, " / budget %s", format_bytes(r.budget_bytes).c_str());
+      if (world > 1) std::fprintf(stderr, " per rank (%lld ranks)", static_cast<long long>(world));
       std::fprintf(stderr, "  ETA %s%s", clock_text(eta).c_str(), tty ? "   " : "\n");
     }
-    if (rc.primary() && o.checkpoint_every > 0 && (s + 1) % o.checkpoint_every == 0)
-      save_checkpoint(o.checkpoint, model, optimizer, o.seed);
+    if (o.checkpoint_every > 0 && (s + 1) % o.checkpoint_every == 0)
+      write_checkpoint(o, model, trainer, optimizer, rc);
   }
   if (tty) std::fprintf(stderr, "\n");
   return totals;
@@ -386,6 +417,10 @@ void compare_and_print(const TrainOptions& o, PlannedModel& planned) {
 int run_train(TrainOptions o) {
   check_options(o);
   const RankContext rc = rank_context();
+  if (o.shard != "none" && !rc.distributed && o.nproc * o.nnodes == 1)
+    throw UsageError("--shard " + o.shard +
+                     " splits the training state among data-parallel ranks: give --nproc (or "
+                     "--nnodes) above 1");
   if (!rc.distributed && o.nproc * o.nnodes > 1) {
     LaunchOptions lo;
     lo.nproc = o.nproc;
@@ -412,7 +447,8 @@ int run_train(TrainOptions o) {
   Trainer trainer =
       make_trainer(o, model, plan_options(o, model, lo, data.dataset != nullptr, rc), rc);
   auto optimizer = make_optimizer(o, model.parameters());
-  if (trainer.planned().report().optimizer_update == OptimizerUpdate::kFused) {
+  if (trainer.planned().report().optimizer_update == OptimizerUpdate::kFused ||
+      (trainer.parallel && trainer.parallel->shard() != ShardMode::kNone)) {
     if (trainer.parallel)
       trainer.parallel->use_optimizer(*optimizer);
     else
@@ -421,6 +457,7 @@ int run_train(TrainOptions o) {
   if (!o.resume.empty()) {
     try {
       lo.seed = o.seed = load_checkpoint(o.resume, model, *optimizer);
+      if (trainer.parallel) trainer.parallel->shard_optimizer_state(*optimizer);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
@@ -458,16 +495,14 @@ int run_train(TrainOptions o) {
   if (!o.json && rc.primary()) {
     print_plan(r, data, rc, trainer, model.input_shape()[0]);
     if (o.accumulate > 1)
-      std::cerr << "each step: " << o.accumulate << " micro-batches of "
-                << model.input_shape()[0] << ", their gradients averaged\n";
+      std::cerr << "each step: " << o.accumulate << " micro-batches of " << model.input_shape()[0]
+                << ", their gradients averaged\n";
     if (o.clip_grad_norm > 0)
       std::cerr << "gradients clipped to a global norm of " << o.clip_grad_norm << "\n";
   }
   const TrainTotals totals = train_loop(o, model, trainer, *optimizer, data, first, total, rc);
-  if (rc.primary()) {
-    if (!o.checkpoint.empty()) save_checkpoint(o.checkpoint, model, *optimizer, o.seed);
-    if (!o.save.empty()) model.save(o.save);
-  }
+  if (!o.checkpoint.empty()) write_checkpoint(o, model, trainer, *optimizer, rc);
+  if (rc.primary() && !o.save.empty()) model.save(o.save);
   if (trainer.parallel) trainer.parallel->barrier();
   if (rc.primary()) print_summary(o, r, totals, total, total - first);
   if (o.compare_iters > 0 && rc.primary()) compare_and_print(o, trainer.planned());
@@ -505,6 +540,12 @@ void add_data_parallel_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--gradient-sync", o.sync,
                   "during-backward (each bucket as soon as its gradients are complete), "
                   "after-backward, or alternate (step by step, to compare the two)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--shard", o.shard,
+                  "none (every rank holds all optimizer state), optimizer (each rank keeps and "
+                  "updates its own parameters' state: ZeRO stage 1) or gradients (also each "
+                  "bucket summed onto its owner only: stage 2)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--timeout", o.timeout,

@@ -33,14 +33,20 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
   bucket_of_.resize(parameters_.size());
   offset_of_.resize(parameters_.size());
   ready_.assign(parameters_.size(), false);
+  if (!options_.owners.empty() && options_.owners.size() != parameters_.size())
+    throw std::invalid_argument("GradientBuckets: one owner per parameter");
+  if (options_.collective == BucketCollective::kReduceToOwner && options_.owners.empty())
+    throw std::invalid_argument("GradientBuckets: reducing to owners needs the owners");
   int64_t bytes = 0, largest = 0;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const at::Tensor& p = parameters_[i];
     const int64_t b = gradient_bytes(p);
+    const int owner = options_.owners.empty() ? -1 : options_.owners[i];
     if (buckets_.empty() || buckets_.back().dtype != p.scalar_type() ||
-        (bytes > 0 && bytes + b > options_.bucket_bytes)) {
+        buckets_.back().owner != owner || (bytes > 0 && bytes + b > options_.bucket_bytes)) {
       buckets_.emplace_back();
       buckets_.back().dtype = p.scalar_type();
+      buckets_.back().owner = owner;
       bytes = 0;
     }
     buckets_.back().members.push_back(i);
@@ -116,6 +122,13 @@ void GradientBuckets::copy_in(size_t index) {
                 at::scalar_tensor(1.0 / group_->getSize(), at::kDouble));
   else
     slot.zero_();
+  // Summed onto its owner only: this rank has no further use for its local gradient.
+  if (options_.collective == BucketCollective::kReduceToOwner && !owns(index))
+    parameters_[index].mutable_grad() = at::Tensor();
+}
+
+bool GradientBuckets::owns(size_t index) const {
+  return options_.owners.empty() || options_.owners[index] == group_->getRank();
 }
 
 at::Tensor GradientBuckets::flat(size_t buffer, const Bucket& b) const {
@@ -135,22 +148,30 @@ void GradientBuckets::launch(size_t bucket) {
   const size_t buffer = static_cast<size_t>(b.buffer);
   at::Tensor data = flat(buffer, b);
   std::vector<at::Tensor> tensors{data};
-  c10d::AllreduceOptions opts;
-  opts.timeout = options_.timeout;
-  in_flight_.push_back({bucket, buffer, group_->allreduce(tensors, opts)});
+  if (options_.collective == BucketCollective::kReduceToOwner) {
+    c10d::ReduceOptions opts;
+    opts.rootRank = b.owner;
+    opts.timeout = options_.timeout;
+    in_flight_.push_back({bucket, buffer, group_->reduce(tensors, opts)});
+  } else {
+    c10d::AllreduceOptions opts;
+    opts.timeout = options_.timeout;
+    in_flight_.push_back({bucket, buffer, group_->allreduce(tensors, opts)});
+  }
 }
 
-void GradientBuckets::complete_oldest() {
-  InFlight f = in_flight_.front();
-  in_flight_.pop_front();
+void GradientBuckets::wait(const InFlight& f) {
   const Bucket& b = buckets_[f.bucket];
   auto failed = [&](const std::string& why) {
     in_flight_.clear();
-    return CollectiveError("the all-reduce of gradient bucket " + std::to_string(f.bucket + 1) +
-                           " of " + std::to_string(buckets_.size()) + " (" +
-                           std::to_string(b.members.size()) + " parameters, " +
-                           mib(b.numel * static_cast<int64_t>(c10::elementSize(b.dtype))) +
-                           ") failed: " + why);
+    const char* what = f.parameters ? "the broadcast of parameter bucket "
+                       : options_.collective == BucketCollective::kReduceToOwner
+                           ? "the reduce of gradient bucket "
+                           : "the all-reduce of gradient bucket ";
+    return CollectiveError(
+        what + std::to_string(f.bucket + 1) + " of " + std::to_string(buckets_.size()) + " (" +
+        std::to_string(b.members.size()) + " parameters, " +
+        mib(b.numel * static_cast<int64_t>(c10::elementSize(b.dtype))) + ") failed: " + why);
   };
   try {
     f.work->wait(options_.timeout);
@@ -159,9 +180,26 @@ void GradientBuckets::complete_oldest() {
   } catch (const std::exception& e) {
     throw failed(e.what());
   }
+}
+
+void GradientBuckets::complete_oldest() {
+  InFlight f = in_flight_.front();
+  in_flight_.pop_front();
+  wait(f);
+  const Bucket& b = buckets_[f.bucket];
   torch::NoGradGuard no_grad;
   const at::Tensor data = flat(f.buffer, b);
+  if (f.parameters) {  // a broadcast: the owner's parameters into the others'
+    if (b.owner != group_->getRank())
+      for (size_t i : b.members) {
+        at::Tensor p = parameters_[i];
+        p.detach().copy_(data.narrow(0, offset_of_[i], p.numel()).view(p.sizes()));
+      }
+    free_buffers_.push_back(f.buffer);
+    return;
+  }
   for (size_t i : b.members) {
+    if (!owns(i)) continue;
     at::Tensor p = parameters_[i];
     const at::Tensor averaged = data.narrow(0, offset_of_[i], p.numel()).view(p.sizes());
     if (averaged_ && ready_[i])
@@ -175,6 +213,28 @@ void GradientBuckets::complete_oldest() {
 void GradientBuckets::finish_step() {
   for (size_t k = 0; k < buckets_.size(); ++k)
     if (!buckets_[k].launched) launch(k);
+  while (!in_flight_.empty()) complete_oldest();
+}
+
+void GradientBuckets::broadcast_parameters() {
+  if (options_.owners.empty())
+    throw std::logic_error("GradientBuckets: broadcasting parameters needs their owners");
+  if (!in_flight_.empty()) throw std::logic_error("GradientBuckets: the step did not finish");
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    Bucket& b = buckets_[k];
+    take_buffer(b);
+    at::Tensor data = flat(static_cast<size_t>(b.buffer), b);
+    if (b.owner == group_->getRank())
+      for (size_t i : b.members)
+        data.narrow(0, offset_of_[i], parameters_[i].numel()).copy_(parameters_[i].reshape({-1}));
+    std::vector<at::Tensor> tensors{data};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = b.owner;
+    opts.timeout = options_.timeout;
+    in_flight_.push_back(
+        {k, static_cast<size_t>(b.buffer), group_->broadcast(tensors, opts), true});
+  }
   while (!in_flight_.empty()) complete_oldest();
 }
 

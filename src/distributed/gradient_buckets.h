@@ -32,6 +32,12 @@ class CollectiveError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The collective that sums a bucket.
+enum class BucketCollective {
+  kAllReduce,      // every rank gets every bucket's average
+  kReduceToOwner,  // only the bucket's owner does (BucketOptions::owners)
+};
+
 struct BucketOptions {
   /// Gradient bytes per bucket; a parameter larger than this gets a bucket of its own.
   int64_t bucket_bytes = 25 * 1024 * 1024;
@@ -41,6 +47,12 @@ struct BucketOptions {
   AllReduceTiming timing = AllReduceTiming::kDuringBackward;
   /// A bucket's all-reduce not complete after this long fails the step (milliseconds).
   std::chrono::milliseconds timeout{300000};
+  /// Per parameter (the constructor's order), the rank that owns it (sharded data
+  /// parallelism): a bucket never spans two owners, a completed bucket's averages are
+  /// handed over (handler or .grad()) only on its owner, and broadcast_parameters() sends
+  /// each bucket's parameters from its owner. Empty: every rank keeps every average.
+  std::vector<int> owners;
+  BucketCollective collective = BucketCollective::kAllReduce;
 };
 
 class GradientBuckets {
@@ -77,6 +89,12 @@ class GradientBuckets {
   /// averaged gradients into .grad(). Throws CollectiveError naming the bucket when a
   /// collective fails or times out.
   void finish_step();
+  /// With owners, after finish_step(): every bucket's parameters from its owner to every
+  /// rank (c10d broadcast through the bucket buffers, buckets_in_flight at once). Throws
+  /// CollectiveError naming the bucket when a broadcast fails or times out.
+  void broadcast_parameters();
+  /// Whether this rank owns parameter `index` (every parameter without owners).
+  bool owns(size_t index) const;
 
  private:
   struct Bucket {
@@ -86,12 +104,16 @@ class GradientBuckets {
     size_t pending = 0;  // gradients not complete yet in this step
     bool launched = false;
     long buffer = -1;  // the buffer it fills, once it has one this step
+    int owner = -1;    // the rank owning its parameters; -1: no owners
   };
   struct InFlight {
     size_t bucket;
     size_t buffer;
     c10::intrusive_ptr<c10d::Work> work;
+    bool parameters = false;  // a broadcast of parameters (else a sum of gradients)
   };
+  /// Waits for `f`'s collective; throws CollectiveError naming the bucket.
+  void wait(const InFlight& f);
   void launch(size_t bucket);
   void complete_oldest();
   /// A free buffer for `b` (completing the oldest all-reduce when none is free).

@@ -220,3 +220,108 @@ def test_resuming_two_ranks_equals_training_through(tmp_path):
     assert through.keys() == resumed.keys()
     for name, t in through.items():
         assert torch.equal(t, resumed[name]), name
+
+
+def cifar_train_args(d, tmp_path, *extra, steps=3, nproc=2):
+    """`monet train` on the DDP fixture's model and CIFAR shards, on `nproc` ranks."""
+    parallel = ["--nproc", str(nproc), "--master-port", str(free_port()), "--bucket-mib", "0.01"]
+    return [MONET, "train", "--model", os.path.join(d, "model.pt"), "--input-shape", "4,3,32,32",
+            "--data", os.path.join(d, "data"), "--data-format", "cifar10", "--steps", str(steps),
+            "--seed", "3", "--planner", "storeall", "--cache-dir", str(tmp_path / "cache"),
+            *(parallel if nproc > 1 else []), *extra]
+
+
+@pytest.mark.parametrize("shard", ["optimizer", "gradients"])
+def test_sharded_ranks_train_like_pytorch_zero(tmp_path, shard):
+    """`--nproc 2 --shard` (SGD with momentum) in float32 against DistributedDataParallel
+    with ZeroRedundancyOptimizer in float64 on the same shards."""
+    d = os.path.join(os.environ["MONET_TRAINING_FIXTURE_DIR"], "ddp")
+    script = os.path.join(os.environ["MONET_SOURCE_DIR"], "tools", "ddp_reference.py")
+    port = str(free_port())
+    ranks = [subprocess.Popen([sys.executable, script, d, str(r), "2", port, "3", "4", "3", "0.1",
+                               "0.9", "0", "1", str(tmp_path), "sgd", "1"]) for r in range(2)]
+    assert [p.wait(timeout=300) for p in ranks] == [0, 0]
+    saved = tmp_path / "m.pt"
+    out = subprocess.run(cifar_train_args(d, tmp_path, "--optimizer", "sgd", "--lr", "0.1",
+                                          "--momentum", "0.9", "--shard", shard, "--save",
+                                          str(saved)),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert f"sharded ({shard})" in out.stderr, out.stderr
+    worst = trained_against_reference(saved, tmp_path / "ddp_rank0.pt")
+    print(f"--shard {shard}, float32 against DDP + ZeroRedundancyOptimizer in float64: "
+          f"largest relative error {worst:.3g}")
+    assert worst < 1e-4
+
+
+def checkpoint_tensors(path):
+    """A `monet train` checkpoint (a TorchScript archive of LibTorch's serialization), read
+    in plain PyTorch: the model's tensors by name, and Adam's state of parameter i (LibTorch
+    files it under the parameter's address, listed in order in its group) as
+    'state/i/exp_avg' and so on."""
+    import torch
+    m = torch.jit.load(str(path))
+    out = dict(m._c.getattr("tensors"))
+    group = getattr(m.optimizer.param_groups, "param_groups/0")
+    i = 0
+    while group._c.hasattr(f"params/{i}"):
+        key = group._c.getattr(f"params/{i}")
+        if hasattr(m.optimizer.state, key):
+            state = getattr(m.optimizer.state, key)._c
+            for field in ["exp_avg", "exp_avg_sq"]:
+                out[f"state/{i}/{field}"] = state.getattr(field)
+            out[f"state/{i}/step"] = torch.tensor(state.getattr("step"))
+        i += 1
+    return out
+
+
+def test_sharded_adam_equals_unsharded_and_its_checkpoint_resumes_anywhere(tmp_path):
+    """Adam on two ranks: `--shard optimizer` and `--shard gradients` train the same weights
+    as `--shard none`, bit for bit, and write the same checkpoint (rank 0 gathers every
+    rank's moments); that checkpoint resumes on two sharded ranks exactly as training
+    straight through, and on one process."""
+    import torch
+    d = os.path.join(os.environ["MONET_TRAINING_FIXTURE_DIR"], "ddp")
+
+    def train(*extra, steps=2):
+        out = subprocess.run(cifar_train_args(d, tmp_path, "--optimizer", "adam", "--lr", "0.01",
+                                              *extra, steps=steps),
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    for shard in ["none", "optimizer", "gradients"]:
+        train("--shard", shard, "--checkpoint", str(tmp_path / f"{shard}.ckpt"))
+    whole = checkpoint_tensors(tmp_path / "none.ckpt")
+    assert sum("exp_avg_sq" in name for name in whole) == 20, list(whole)  # every parameter
+    for shard in ["optimizer", "gradients"]:
+        got = checkpoint_tensors(tmp_path / f"{shard}.ckpt")
+        assert got.keys() == whole.keys(), shard
+        for name, t in whole.items():
+            assert torch.equal(got[name], t), (shard, name)
+    train("--shard", "gradients", "--save", str(tmp_path / "through.pt"), steps=4)
+    train("--shard", "gradients", "--resume", str(tmp_path / "gradients.ckpt"), "--save",
+          str(tmp_path / "resumed.pt"), steps=4)
+    through = torch.jit.load(str(tmp_path / "through.pt")).state_dict()
+    resumed = torch.jit.load(str(tmp_path / "resumed.pt")).state_dict()
+    for name, t in through.items():
+        assert torch.equal(t, resumed[name]), name
+    alone = subprocess.run(
+        cifar_train_args(d, tmp_path, "--optimizer", "adam", "--lr", "0.01", "--resume",
+                         str(tmp_path / "gradients.ckpt"), steps=3, nproc=1),
+        capture_output=True, text=True, timeout=600)
+    assert alone.returncode == 0, alone.stderr
+
+
+@pytest.mark.parametrize("option", [["--clip-grad-norm", "1"], ["--accumulate", "2"],
+                                    ["--shard", "zero3"]])
+def test_sharding_refuses_what_needs_every_gradient(tmp_path, option):
+    extra = ["--shard", "optimizer"] if option[0] != "--shard" else []
+    out = subprocess.run(fault_args(tmp_path, "--nproc", "2", *extra, *option, steps=1),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "--shard" in out.stderr, out.stderr
+    assert not (tmp_path / "cache").exists()
+    alone = subprocess.run(fault_args(tmp_path, "--shard", "optimizer", steps=1),
+                           capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 2 and "--nproc" in alone.stderr, alone.stderr
