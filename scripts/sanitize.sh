@@ -5,7 +5,8 @@
 # errors would show: every planner on the tiny zoo models and on imported fixtures (the
 # tied decoder among them), the executor's random and rotated plans, the simulator's
 # byte-exact checks, plan-file parsing and its mutations, the fuzzed models, fused
-# optimizer updates, and the Python tests that load the extension (the ASan runtime preloaded into python3). Any
+# optimizer updates, sharded data parallelism (ranks as threads), and the Python tests that
+# load the extension (the ASan runtime preloaded into python3). Any
 # sanitizer report fails the job.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,6 +30,8 @@ run() {  # run NAME COMMAND...: one part of the job; its failure fails the job
 run "import fixtures" /usr/bin/python3 "$root/tools/make_import_fixtures.py" \
   "$build/fixtures/import" gpt_tied_matmul gpt_tiny resnet18 mobilenet_v3_small generic_ops
 run "fuzz fixtures" /usr/bin/python3 "$root/tools/make_fuzz_models.py" "$build/fixtures/fuzz" 300
+run "training fixtures" /usr/bin/python3 "$root/tools/make_training_fixtures.py" \
+  "$build/fixtures/training"
 
 # The generated models (the longest part: 300 models, every planner, single-threaded)
 # run beside the rest of the C++ subset, one on each core.
@@ -41,10 +44,12 @@ fuzz_pid=$!
 # The rest of the C++ subset: monet_sanitize_tests' own suites, and its tests over the
 # tiny zoo on four models that cover the graph shapes (residual adds, inception
 # concatenations, depthwise convolutions with in-place activations, skip connections
-# across resolutions); then the imported fixtures made above.
+# across resolutions) and sharded data parallelism (ranks as threads); then the imported
+# fixtures made above.
 run "monet_sanitize_tests" "$tests" --gtest_brief=1 --gtest_filter="$(tr -d ' \n' <<'FILTER'
 Fuzz.*:CostModel.*:Executor.*:PlanValidator.*:PlanJson.*:NamedPlanner.*:GistPlanner.*:
-FusedUpdates.*:Zoo/*/resnet18:Zoo/*/googlenet:Zoo/*/mobilenet_v2:Zoo/*/unet-Fuzz.GeneratedModels*:Zoo/FusedTraining.*
+FusedUpdates.*:Zoo/*/resnet18:Zoo/*/googlenet:Zoo/*/mobilenet_v2:Zoo/*/unet:ParameterShards.*:
+Stages/ShardedState.*-Fuzz.GeneratedModels*:Zoo/FusedTraining.*
 FILTER
 )"
 run "monet_sanitize_tests (imported)" "$tests" --gtest_brief=1 --gtest_filter="$(tr -d ' \n' <<'FILTER'

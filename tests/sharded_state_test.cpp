@@ -10,8 +10,6 @@
 #include "data_parallel_support.h"
 #include "distributed/parameter_shards.h"
 
-using namespace monet::testing_dp;  // NOLINT: the tests' shared helpers
-
 namespace monet {
 namespace {
 
@@ -40,7 +38,8 @@ struct ShardCase {
 class ShardedState : public ::testing::TestWithParam<ShardCase> {};
 
 // Adam with weight decay and AMSGrad: two moments and their maximum per parameter.
-std::unique_ptr<torch::optim::Optimizer> adam(const std::vector<torch::Tensor>& p) {
+std::unique_ptr<torch::optim::Optimizer> adam_amsgrad_with_decay(
+    const std::vector<torch::Tensor>& p) {
   return std::make_unique<torch::optim::Adam>(
       p, torch::optim::AdamOptions(1e-2).weight_decay(1e-3).amsgrad(true));
 }
@@ -48,21 +47,22 @@ std::unique_ptr<torch::optim::Optimizer> adam(const std::vector<torch::Tensor>& 
 TEST_P(ShardedState, TwoRanksEqualOneProcessOnTheWholeBatch) {
   const ShardCase c = GetParam();
   const int steps = 3;
-  const WholeBatchRun whole = train_on_whole_batches(steps, adam);
+  const testing_dp::WholeBatchRun whole =
+      testing_dp::train_on_whole_batches(steps, adam_amsgrad_with_decay);
   std::vector<std::vector<torch::Tensor>> trained(2);
   std::vector<size_t> owned_states(2), gathered_states(2), states_after(2);
   size_t parameter_count = 0;
-  run_ranks(2, [&](int rank, ProcessGroup pg) {
+  testing_dp::run_ranks(2, [&](int rank, ProcessGroup pg) {
     DataParallelOptions o;
     o.bucket_bytes = 512;  // many buckets, two in flight
     o.shard = c.shard;
-    PlanOptions po = quiet("chen");
+    PlanOptions po = testing_dp::quiet("chen");
     po.optimizer = OptimizerKind::kAdam;
     po.optimizer_update = c.update;
-    DataParallel ddp(plain_cnn(2), po, pg, o);
+    DataParallel ddp(testing_dp::plain_cnn(2), po, pg, o);
     EXPECT_LT(ddp.planned().report().optimizer.state_bytes,
               optimizer_memory(ddp.model(), OptimizerKind::kAdam).state_bytes);
-    auto opt = adam(ddp.model().parameters());
+    auto opt = adam_amsgrad_with_decay(ddp.model().parameters());
     torch::Tensor x = whole.xs[0].narrow(0, 2 * rank, 2), y = whole.ys[0].narrow(0, 2 * rank, 2);
     EXPECT_THROW(ddp.step(x, y), std::logic_error);  // no optimizer given yet
     ddp.use_optimizer(*opt);
@@ -85,11 +85,11 @@ TEST_P(ShardedState, TwoRanksEqualOneProcessOnTheWholeBatch) {
     ddp.barrier();
     if (rank == 0) parameter_count = ddp.model().parameters().size();
   });
-  const double error = max_relative_error(trained[0], whole.trained);
+  const double error = testing_dp::max_relative_error(trained[0], whole.trained);
   std::printf("shard %s, %s updates: largest relative parameter error against one process %.3g\n",
               shard_mode_name(c.shard), optimizer_update_name(c.update), error);
   EXPECT_LE(error, 1e-9);
-  EXPECT_EQ(max_relative_error(trained[1], trained[0]), 0.0);
+  EXPECT_EQ(testing_dp::max_relative_error(trained[1], trained[0]), 0.0);
   EXPECT_GT(owned_states[0], 0u);
   EXPECT_GT(owned_states[1], 0u);
   EXPECT_EQ(owned_states[0] + owned_states[1], parameter_count);
