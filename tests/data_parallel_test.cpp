@@ -243,12 +243,17 @@ TEST(DataParallel, TwoHostsOverAVethLinkMatchPytorchDdp) {
       GTEST_SKIP() << "network namespaces cannot be created here ('" << c
                    << "' failed: needs root and iproute2)";
     }
-  std::string output;
-  const bool ok =
-      run_two_ranks({"ip netns exec " + a, "ip netns exec " + b}, "10.233.0.1", &output);
+  // Unsharded, then with sharded gradients and fused updates (reduce and broadcast
+  // across the link).
+  for (const std::string env : {"", "MONET_DDP_SHARD=gradients MONET_DDP_FUSED=1 "}) {
+    std::string output;
+    const bool ok = run_two_ranks({env + "ip netns exec " + a, env + "ip netns exec " + b},
+                                  "10.233.0.1", &output);
+    EXPECT_TRUE(ok) << output;
+    expect_both_ranks_matched(output);
+    if (!env.empty()) EXPECT_NE(output.find("sharded gradients"), std::string::npos) << output;
+  }
   teardown();
-  EXPECT_TRUE(ok) << output;
-  expect_both_ranks_matched(output);
 }
 
 TEST(Executor, ReportsEachParametersGradientOnceWhenComplete) {

@@ -34,6 +34,9 @@ struct ShardCase {
   ShardMode shard;
   OptimizerUpdate update;
 };
+void PrintTo(const ShardCase& c, std::ostream* os) {
+  *os << shard_mode_name(c.shard) << ", " << optimizer_update_name(c.update);
+}
 
 class ShardedState : public ::testing::TestWithParam<ShardCase> {};
 

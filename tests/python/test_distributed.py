@@ -37,12 +37,14 @@ def wait_for(path, seconds):
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("fault", ["killed", "stopped"])
-def test_a_failed_rank_stops_the_other_and_the_checkpoint_loads(tmp_path, fault):
+@pytest.mark.parametrize("fault,shard", [("killed", "none"), ("stopped", "none"),
+                                         ("killed", "gradients")])
+def test_a_failed_rank_stops_the_other_and_the_checkpoint_loads(tmp_path, fault, shard):
+    """Sharded (the checkpoint then gathers every rank's momentum on rank 0) or not."""
     ckpt = tmp_path / "c.pt"
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
     ranks = [subprocess.Popen(fault_args(tmp_path, "--checkpoint", str(ckpt),
-                                         "--checkpoint-every", "2"),
+                                         "--checkpoint-every", "2", "--shard", shard),
                               env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for r in range(2)]
@@ -58,7 +60,7 @@ def test_a_failed_rank_stops_the_other_and_the_checkpoint_loads(tmp_path, fault)
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    print(f"{fault} rank 1: rank 0 stopped after {elapsed:.1f} s: {err.strip()[-400:]}")
+    print(f"{fault} rank 1 (--shard {shard}): rank 0 stopped after {elapsed:.1f} s: {err.strip()[-400:]}")
     assert ranks[0].returncode == 1, err
     assert elapsed < 20 + 5 + 15  # the collective timeout, the roll call, slack
     assert "rank 1 did not answer a roll call" in err, err
