@@ -66,10 +66,12 @@ cat "$fuzz_log" >&2
 # The Python tests that load the extension, with the sanitizer runtimes loaded first;
 # of the model corpus, the cases whose import paths no other part covers (lists of
 # tensors into einsum and LSTM weights, a dict output); of the fused updates, the Python
-# update called from inside the backward (its errors included).
+# update called from inside the backward (its errors included, then a step that succeeds;
+# the state_dict continuation plans under the work limit, which takes over 20 min with
+# the sanitizers, and runs in the main suite).
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output" \
-            "fused_updates -k refused or error_in_the_update or state_dict"; do
+            "fused_updates -k refused or error_in_the_update"; do
   read -r name filter <<<"$part"
   run "python_$name" env LD_PRELOAD="$preload" PYTHONPATH="$build/python" \
     MONET_SOURCE_DIR="$root" MONET_BINARY="$build/src/monet" \
