@@ -148,16 +148,17 @@ def write(outdir, name):
 
 
 class Unsupported(torch.nn.Module):
-    """Calls an operator monet does not import (tensor_split: a list of tensors as its result):
-    the error must name it and where."""
+    """Updates a buffer in place inside forward() (a recomputation would repeat it), which
+    monet refuses: the error must name the operator and where."""
 
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(8, 4)
+        self.register_buffer("scale", torch.ones(1))
 
     def forward(self, x):
-        a, b = self.fc(x).tensor_split(2, dim=1)
-        return a * b
+        self.scale.mul_(0.9)
+        return self.fc(x) * self.scale
 
 
 class GenericOps(torch.nn.Module):

@@ -15,6 +15,13 @@
 namespace monet {
 namespace {
 
+// Whether the operator's one result is a list of tensors (tensor_split, meshgrid).
+bool returns_tensor_list(const c10::FunctionSchema& schema) {
+  if (schema.returns().size() != 1) return false;
+  const auto list = schema.returns()[0].type()->cast<c10::ListType>();
+  return list && list->getElementType()->kind() == c10::TypeKind::TensorType;
+}
+
 std::string qualified(const AtenCall& c) {
   return c.overload.empty() ? c.name : c.name + "." + c.overload;
 }
@@ -103,11 +110,20 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
   }
   for (auto& [slot, list] : lists) stack[slot] = std::move(list);
   op->callBoxed(&stack);
-  if (c.several_results && c.result_index < static_cast<int>(stack.size()))
+  if (c.several_results && stack.size() == 1 && stack[0].isTensorList()) {
+    // A list of tensors (tensor_split, meshgrid): the node is one of its elements.
+    const c10::List<at::Tensor> list = stack[0].toTensorList();
+    if (c.result_index >= static_cast<int>(list.size()))
+      throw AtenCallError(qualified(c) + " returned " + std::to_string(list.size()) +
+                          " tensors; the node is its element " + std::to_string(c.result_index));
+    stack = {list.get(c.result_index)};
+  } else if (c.several_results && c.result_index < static_cast<int>(stack.size())) {
     stack = {std::move(stack[c.result_index])};
+  }
   if (stack.size() != 1 || !stack[0].isTensor())
     throw AtenCallError(qualified(c) + " returned " + std::to_string(stack.size()) +
                         " values; monet takes operators returning one tensor");
+  if (c.copies_result) return stack[0].toTensor().clone(at::MemoryFormat::Contiguous);
   return stack[0].toTensor();
 }
 
@@ -209,6 +225,11 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
   bool alias = false;
   for (const at::Tensor& t : in) alias = alias || out.is_alias_of(t);
   c->output_aliases_input = !in.empty() && out.is_alias_of(in[0]);
+  if (alias && !c->output_aliases_input) {  // a view of a later input: the node copies it
+    c->copies_result = true;
+    out = out.clone(at::MemoryFormat::Contiguous);
+    alias = false;
+  }
   if (c->output_aliases_input && !out.is_contiguous()) c->output_strides = out.strides().vec();
   const auto output_storage = out.storage().getWeakStorageImpl();
   const auto node = out.grad_fn();  // keeps what the derivative saved alive
@@ -219,8 +240,9 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
         in[k].use_count() > 1 || static_cast<int64_t>(in[k].storage().use_count()) > before[k];
   c->saves_output = !alias && output_storage.use_count() > 0;
   // The derivative of an operator with several results may keep the others (max's and
-  // sort's indices): a re-run computes them from the input's values.
-  if (c->several_results) c->saves_input.assign(in.size(), true);
+  // sort's indices): a re-run computes them from the input's values. A view among a
+  // list's pieces (tensor_split's) keeps nothing.
+  if (c->several_results && !alias) c->saves_input.assign(in.size(), true);
 }
 
 }  // namespace
@@ -243,7 +265,7 @@ std::shared_ptr<const AtenCall> make_aten_call(
   call->list_indices = std::move(list_indices);
   // Several results (values and indices): the node is one of them.
   if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload}))
-    call->several_results = op->schema().returns().size() > 1;
+    call->several_results = op->schema().returns().size() > 1 || returns_tensor_list(op->schema());
   call->result_index = result_index;
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   if (!call->output_aliases_input && !call->saves_output && at::isFloatingType(call->output_dtype))
@@ -407,6 +429,7 @@ std::string describe_aten_call(const AtenCall& c) {
   for (size_t k = 0; k < c.saves_input.size(); ++k) s << (k ? "," : "") << c.saves_input[k];
   s << ']' << (c.saves_output ? " saves_output" : "") << (c.output_aliases_input ? " view" : "");
   if (c.several_results) s << " result=" << c.result_index;
+  if (c.copies_result) s << " copied";
   if (!at::isFloatingType(c.output_dtype)) s << " -> " << c10::toString(c.output_dtype);
   return s.str();
 }

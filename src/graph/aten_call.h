@@ -59,11 +59,14 @@ struct AtenCall {
   /// The result's type, as probed: floating point, or an integer or boolean type (a
   /// comparison's mask, argmax's or max's indices), which has no gradient.
   at::ScalarType output_dtype = at::kFloat;
-  /// The operator returns several values (torch.max(x, dim): values, indices): the node
-  /// is its result `result_index`, the others are dropped (each one a model uses is a
-  /// node of its own).
+  /// The operator returns several values (torch.max(x, dim): values, indices) or a list of
+  /// tensors (tensor_split, meshgrid): the node is its result or element `result_index`,
+  /// the others are dropped (each one a model uses is a node of its own).
   bool several_results = false;
   int result_index = 0;
+  /// The result is a view of an input other than the first (meshgrid's later pieces):
+  /// the node returns a contiguous copy of it, which it owns.
+  bool copies_result = false;
 };
 
 /// Thrown when an operator cannot be called, probed or differentiated; the message names

@@ -37,8 +37,30 @@ c10::IValue argument_constant(const JitNode* node, size_t i, const c10::IValue& 
 
 }  // namespace
 
+bool Importer::skip_state_update(JitNode* node, const std::string& kind) {
+  if (kind.back() != '_' || !node->maybeSchema() || !node->schema().is_mutable() ||
+      node->inputs().empty())
+    return false;
+  const auto it = entries_.find(node->inputs()[0]);
+  if (it == entries_.end() || it->second.path.empty() ||
+      (it->second.kind != Entry::kState && it->second.kind != Entry::kConstant))
+    return false;
+  const Entry written = it->second;
+  // Batch norm's num_batches_tracked += 1 in a train-mode trace: not part of the
+  // computation being trained (batch norm updates its running statistics itself).
+  const bool parameter = state_.count(written.path) && state_.at(written.path).second;
+  if (!ends_with(written.path, "num_batches_tracked"))
+    fail(node, "in-place '" + kind + "' on the " + (parameter ? "parameter" : "buffer") + " '" +
+                   written.path +
+                   "' is not supported: a recomputation would repeat the update; update it "
+                   "outside forward()");
+  for (const JitValue* output : node->outputs()) entries_[output] = written;
+  return true;
+}
+
 bool Importer::fold_constants(JitNode* node, const std::string& kind) {
   if (kind.rfind("aten::", 0) != 0 || !node->maybeSchema()) return false;
+  if (skip_state_update(node, kind)) return true;
   torch::jit::Stack stack;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     const auto it = entries_.find(node->inputs()[i]);
@@ -69,17 +91,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
                               const std::map<size_t, c10::IValue>& overrides) {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
-  // The results the model uses (the first when it uses none): each becomes a node.
-  std::vector<size_t> results;
-  for (size_t i = 0; i < node->outputs().size(); ++i)
-    if (node->outputs()[i]->hasUses()) results.push_back(i);
-  if (results.empty() && !node->outputs().empty()) results.push_back(0);
-  for (size_t i : results)
-    if (!node->outputs()[i]->type()->cast<c10::TensorType>())
-      fail(node, "unsupported operator '" + kind +
-                     "': monet takes operators whose results are tensors (lists, scalars and "
-                     "other results are not supported)");
-  if (results.empty()) fail(node, "unsupported operator '" + kind + "': it returns nothing");
+  const std::vector<Result> results = used_results(node, kind);
   std::string name = schema->name();
   std::vector<c10::IValue> arguments;
   std::vector<int> slots;
@@ -128,18 +140,46 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
   const std::string label = kind.substr(6);  // without "aten::"
   const AtenInputs in = aten_inputs_of(graph_, inputs);
-  for (size_t i : results) {
+  for (const Result& result : results) {
     OpAttrs a;
     try {
       a.aten = make_aten_call(name, schema->overload_name(), arguments, slots, in.shapes,
-                              in.differentiable, in.strides, in.dtypes, static_cast<int>(i),
-                              list_indices);
+                              in.differentiable, in.strides, in.dtypes, result.index, list_indices);
     } catch (const AtenCallError& err) {
       fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
     }
     if (kind == "aten::gelu") a.lossy = options_.lossy;
-    emit(node, OpKind::kAten, inputs, std::move(a), module, node->outputs()[i], label.c_str());
+    emit(node, OpKind::kAten, inputs, std::move(a), module, result.value, label.c_str());
   }
+}
+
+std::vector<Importer::Result> Importer::used_results(JitNode* node, const std::string& kind) {
+  std::vector<Result> results;
+  const auto outputs = node->outputs();
+  // A list of tensors (tensor_split, meshgrid) that the trace unpacks: each element the
+  // model uses is a node of its own, its value the unpacked one.
+  if (outputs.size() == 1 && outputs[0]->type()->cast<c10::ListType>() &&
+      outputs[0]->uses().size() == 1 &&
+      outputs[0]->uses()[0].user->kind() == c10::Symbol::fromQualString("prim::ListUnpack")) {
+    const auto pieces = outputs[0]->uses()[0].user->outputs();
+    for (size_t i = 0; i < pieces.size(); ++i)
+      if (pieces[i]->hasUses()) results.push_back({static_cast<int>(i), pieces[i]});
+    Entry unpacked;
+    unpacked.kind = Entry::kUnpackedList;
+    entries_[outputs[0]] = unpacked;
+    return results;
+  }
+  // The results the model uses (the first when it uses none): each becomes a node.
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i]->hasUses()) results.push_back({static_cast<int>(i), outputs[i]});
+  if (results.empty() && !outputs.empty()) results.push_back({0, outputs[0]});
+  for (const Result& r : results)
+    if (!r.value->type()->cast<c10::TensorType>())
+      fail(node, "unsupported operator '" + kind +
+                     "': monet takes operators whose results are tensors or lists of tensors "
+                     "unpacked into tensors (scalars and other results are not supported)");
+  if (results.empty()) fail(node, "unsupported operator '" + kind + "': it returns nothing");
+  return results;
 }
 
 }  // namespace monet::torchscript

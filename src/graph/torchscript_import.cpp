@@ -424,9 +424,6 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
   }
   if (base == "aten::add" || base == "aten::mul") {
     const Entry& self = arg(node, 0);
-    // A buffer update (batch norm's num_batches_tracked += 1 in a train-mode trace): not
-    // part of the computation being trained.
-    if (self.kind == Entry::kState && kind.back() == '_') return;
     // Arithmetic with a scalar, a parameter or a buffer: a generic operator.
     const Entry& other = arg(node, 1);
     if (self.kind != Entry::kTensor || other.kind != Entry::kTensor)
@@ -471,7 +468,8 @@ Graph import_torchscript(const std::string& path, const std::vector<InputSpec>& 
     if (in.shape.size() < (&in == &inputs.front() ? 2u : 1u))
       throw ImportError(&in == &inputs.front()
                             ? "the input shape must give at least the batch and one more "
-                              "dimension, got " + shape_string(in.shape)
+                              "dimension, got " +
+                                  shape_string(in.shape)
                             : "an input shape must give at least the batch, got " +
                                   shape_string(in.shape));
     for (auto d : in.shape)

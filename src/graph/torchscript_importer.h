@@ -28,6 +28,8 @@ using JitValue = torch::jit::Value;
 //    (N, C / groups, groups, ...); reshaped back to x's shape it is a channel shuffle.
 //  - kPieces: torch.chunk / split of x along `dim` (one slice per piece on unpacking), or
 //    torch.unbind (one aten::select per piece, the dimension dropped).
+// kUnpackedList: a generic operator's list of tensors (tensor_split, meshgrid) whose
+// pieces the model uses are nodes already, made with the operator (translate_aten).
 struct Entry {
   enum Kind {
     kModule,
@@ -37,6 +39,7 @@ struct Entry {
     kTensorList,
     kGroupedChannels,
     kPieces,
+    kUnpackedList,
     kIgnored
   } kind = kIgnored;
   /// kModule: module path ("" = root); kState, and kConstant made of a buffer: tensor path
@@ -302,11 +305,23 @@ class Importer {
   // `overrides`: arguments given other values than the trace's, by position.
   void translate_aten(JitNode* node, const std::string& kind,
                       const std::map<size_t, c10::IValue>& overrides = {});
+  // A result of a generic operator that becomes a node: its index among the operator's
+  // results (or in its list of tensors) and the trace's value for it.
+  struct Result {
+    int index;
+    const JitValue* value;
+  };
+  // The results of `node` the model uses (translate_aten).
+  std::vector<Result> used_results(JitNode* node, const std::string& kind);
   bool generic_path() const { return options_.activations_and_norms == OperatorPath::kGeneric; }
   // An operator none of whose arguments is a tensor of the model (or one it reads only
   // for its shape and type: new_zeros, zeros_like), run at import: its results are
   // constants of the trace (Swin's attention masks). Returns false for any other.
   bool fold_constants(JitNode* node, const std::string& kind);
+  // An in-place update of a parameter or buffer inside forward(): batch norm's
+  // num_batches_tracked += 1 is skipped (returns true), any other refused (a recomputation
+  // would repeat it). Returns false for any other node.
+  bool skip_state_update(JitNode* node, const std::string& kind);
 
   std::string path_;
   torch::jit::Module module_;

@@ -144,6 +144,17 @@ void Importer::translate_split(JitNode* node, const std::string& kind) {
 void Importer::translate_unpack(JitNode* node) {
   const Entry& list = arg(node, 0);
   const auto outputs = node->outputs();
+  if (list.kind == Entry::kUnpackedList) return;  // its pieces are nodes (translate_aten)
+  if (list.kind == Entry::kConstant && list.constant.isTensorList()) {
+    // A list computed from constants (meshgrid of aranges): each piece a constant.
+    const c10::List<at::Tensor> pieces = list.constant.toTensorList();
+    if (pieces.size() != outputs.size())
+      fail(node, "unpacking " + std::to_string(pieces.size()) + " tensors into " +
+                     std::to_string(outputs.size()) + " values");
+    for (size_t i = 0; i < pieces.size(); ++i)
+      entries_[outputs[i]] = constant_entry(c10::IValue(pieces.get(i)));
+    return;
+  }
   const size_t count = list.kind == Entry::kPieces       ? list.lengths.size()
                        : list.kind == Entry::kTensorList ? list.values.size()
                                                          : 0;

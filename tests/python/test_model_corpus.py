@@ -4,7 +4,8 @@ models (a recurrent layer is one generic node over its weight list), a registere
 fed to a Linear, a 1-D convolutional audio classifier (1-D pooling), dilated max pooling
 and max pooling with indices undone by max_unpool2d, a model of two inputs (token ids and
 a bool padding mask into nn.MultiheadAttention), multi-head attention whose query, key and
-value come from one projection by unbind (as timm's ViT). Each is planned at a budget
+value come from one projection by unbind (as timm's ViT), and operators whose result is a
+list of tensors (tensor_split, hsplit, meshgrid). Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
@@ -167,6 +168,31 @@ class FallbackLayers(torch.nn.Module):
         return self.head(self.body(x).flatten(1))
 
 
+class ListResults(torch.nn.Module):
+    """Operators whose result is a list of tensors: tensor_split by a count and at indices,
+    hsplit, meshgrid of computed vectors (its second piece views the second input) and of
+    constant aranges, on [N, 3, 8, 8] inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 6, 3, padding=1)
+        self.row = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(2 * 8 * 8 + 8 + 7, 10)
+
+    def forward(self, x):
+        h = self.conv(x)
+        a, b, c = h.tensor_split(3, dim=1)
+        top, rest = h.tensor_split([1], dim=2)
+        left, right = rest.hsplit(2)
+        steps = torch.arange(8, dtype=x.dtype)
+        yy, xx = torch.meshgrid(steps, steps, indexing="ij")
+        r = self.row(h.mean(dim=(0, 1, 2)))
+        gy, gx = torch.meshgrid(r, r * 2, indexing="xy")
+        m = a * b + c + gy + gx * yy / 8 - xx / 8
+        return self.head(torch.cat([m.flatten(1), top.mean((1, 2)) * left.mean((1, 3)).sum(1, True),
+                                    right.mean((1, 3))], 1))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -183,6 +209,7 @@ CASES = {
     "dict_output": (lambda: TwoHeads(as_dict=True), "features", (2, 3, 8, 8)),
     "two_inputs": (MaskedEncoder, "tokens_and_mask", (4, 12)),
     "generic_fallbacks": (FallbackLayers, "features", (2, 3, 8, 8)),
+    "list_results": (ListResults, "features", (2, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out"}
