@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "base/memory_tracker.h"
 #include "gradient_check.h"
 #include "graph/graph_builder.h"
 #include "graph/model_zoo.h"
@@ -82,6 +83,47 @@ TEST_P(ExecutorOnTinyModel, EveryImplementationMatchesAutograd) {
   }
   std::cout << GetParam().name << " rotated implementations: max relative gradient error "
             << worst32 << " (float32), " << worst64 << " (float64)\n";
+}
+
+// Batch norm without affine parameters (affine=False: x and the running statistics as
+// its inputs): every backward implementation and a recomputing plan match autograd, and
+// the running statistics are updated once per iteration, as autograd updates them.
+TEST(Executor, BatchNormWithoutAffineParametersMatchesAutograd) {
+  MemoryTracker::install();
+  GraphBuilder b("batch_norm_without_affine");
+  ConvSpec spec;
+  spec.out_channels = 8;
+  spec.kernel = {3};
+  spec.padding = 1;
+  int h = b.conv(b.input("input", {4, 3, 6, 6}), "conv1", spec);
+  h = b.relu(b.batch_norm_without_affine(h, "bn1"), "relu1", false);
+  spec.out_channels = 4;
+  h = b.relu(b.batch_norm_without_affine(b.conv(h, "conv2", spec), "bn2"), "relu2", false);
+  b.cross_entropy(b.linear(b.flatten(h, "flatten"), "fc", 10), b.class_target("labels", 4));
+  const Graph g = b.finish();
+  std::set<std::string> used;
+  for (int variant = 0; variant < 4; ++variant)
+    EXPECT_LT(testing::max_gradient_error(g, testing::rotated_plan(g, variant, &used)), 1e-9);
+  for (const char* impl : {"input", "output"})
+    EXPECT_TRUE(used.count(std::string("batch_norm backward ") +
+                           backward_part_name(BackwardPart::kAll) + " " + impl))
+        << impl;
+  Plan recompute = store_all_plan(g);  // each batch norm's forward again before its backward
+  std::vector<Instruction> program;
+  for (const Instruction& in : recompute.program) {
+    if (in.kind == InstrKind::kBackward && g.node(in.node).op == OpKind::kBatchNorm)
+      program.push_back({InstrKind::kForward, in.node, "default"});
+    program.push_back(in);
+  }
+  recompute.program = program;
+  EXPECT_LT(testing::max_gradient_error(g, recompute), 1e-9);
+  const Batch batch = make_batch(g, 1);
+  ModelState mine = ModelState::initialize(g, 0), theirs = mine.clone();
+  Executor(g, mine, recompute).run(batch);
+  AutogradBaseline(g, theirs).run_iteration(batch, IterationOptions{});
+  for (const Value& v : g.values())
+    if (v.kind == ValueKind::kBuffer)
+      EXPECT_TRUE(at::allclose(mine.tensor(v.id), theirs.tensor(v.id), 1e-5, 1e-7)) << v.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ExecutorOnTinyModel, ::testing::ValuesIn(testing::tiny_models()),

@@ -86,6 +86,16 @@ int GraphBuilder::batch_norm(int x, const std::string& name, double eps) {
   return graph_.add_node(OpKind::kBatchNorm, name, inputs, a);
 }
 
+int GraphBuilder::batch_norm_without_affine(int x, const std::string& name, double eps) {
+  const int64_t c = channels(x);
+  std::vector<int> inputs = {x};
+  inputs.push_back(graph_.add_buffer(name + ".running_mean", {c}, {InitKind::kZeros}));
+  inputs.push_back(graph_.add_buffer(name + ".running_var", {c}, {InitKind::kOnes}));
+  OpAttrs a;
+  a.eps = eps;
+  return graph_.add_node(OpKind::kBatchNorm, name, inputs, a);
+}
+
 int GraphBuilder::activation(OpKind op, int x, const std::string& name, bool inplace) {
   OpAttrs a;
   a.inplace = inplace;

@@ -52,6 +52,8 @@ class GraphBuilder {
   int conv_transpose(int x, const std::string& name, int64_t out_channels, int64_t kernel,
                      int64_t stride, LayerInit init = {});
   int batch_norm(int x, const std::string& name, double eps = 1e-5);
+  /// nn.BatchNorm(affine=False): running statistics, no weight or bias.
+  int batch_norm_without_affine(int x, const std::string& name, double eps = 1e-5);
   /// Element-wise activation (ReLU, ReLU6, hardswish, ...), optionally in place on x
   /// (ReLU and ReLU6 only).
   int activation(OpKind op, int x, const std::string& name, bool inplace);

@@ -67,6 +67,11 @@ bool is_loss(OpKind op) {
 
 bool is_convolution(OpKind op) { return op == OpKind::kConv || op == OpKind::kConvTranspose; }
 
+BatchNormInputs batch_norm_inputs(size_t input_count) {
+  if (input_count == 3) return {};
+  return {1, 2, 3, 4};
+}
+
 std::string describe_attrs(OpKind op, const OpAttrs& a) {
   std::ostringstream s;
   switch (op) {

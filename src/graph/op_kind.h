@@ -20,7 +20,8 @@ struct AttentionSpec;  // graph/attention_spec.h
 enum class OpKind {
   kConv,               // inputs: x, weight[, bias]
   kConvTranspose,      // inputs: x, weight[, bias]
-  kBatchNorm,          // inputs: x, weight, bias, running_mean, running_var
+  kBatchNorm,          // inputs: x, weight, bias, running_mean, running_var (affine=False:
+                       // x, running_mean, running_var; batch_norm_inputs)
   kReLU,               // inputs: x
   kReLU6,              // inputs: x (hardtanh to [0, 6])
   kHardswish,          // inputs: x; x * relu6(x + 3) / 6
@@ -89,6 +90,13 @@ struct OpAttrs {
   /// kAten GELU: whether its lossy backward is offered (ImportOptions::lossy).
   LossyOffer lossy = LossyOffer::kExcluded;
 };
+
+/// Where a kBatchNorm node's inputs are: x at 0, then weight and bias (affine) or none
+/// (affine=False, -1), then the running mean and variance.
+struct BatchNormInputs {
+  int weight = -1, bias = -1, running_mean = 1, running_var = 2;
+};
+BatchNormInputs batch_norm_inputs(size_t input_count);
 
 /// The attributes relevant to `op`, as "key=value" pairs in a fixed order. Used for
 /// printing and for the graph fingerprint, so it must be deterministic.

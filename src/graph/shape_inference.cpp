@@ -147,10 +147,14 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
     case OpKind::kConvTranspose:
       return conv_shape(node, in, a, true);
     case OpKind::kBatchNorm: {
-      expect_arity(node, in, 5, 5);
+      expect_arity(node, in, 3, 5);
+      if (in.size() == 4)
+        fail(node,
+             "batch norm takes x, weight, bias and the running statistics, or x and "
+             "the running statistics (affine=False); 4 inputs given");
       expect_rank(node, *in[0], 2, 5);
       const int64_t c = in[0]->shape[1];
-      for (size_t i = 1; i < 5; ++i)
+      for (size_t i = 1; i < in.size(); ++i)
         if (in[i]->shape != std::vector<int64_t>{c})
           fail(node, "'" + in[i]->name + "' has shape " + shape_string(in[i]->shape) +
                          ", expected [" + std::to_string(c) + "]");

@@ -233,22 +233,7 @@ void Importer::translate(JitNode* node) {
     // generic node (with or without affine parameters).
     translate_aten(node, kind, {{5, true}});
   } else if (kind == "aten::batch_norm") {
-    OpAttrs a;
-    for (size_t i = 1; i <= 4; ++i)
-      if (is_none(node, i))
-        fail(node,
-             "batch norm with running statistics but without affine parameters "
-             "(affine=False) is not supported: its running statistics are updated in "
-             "place, which a recomputation would repeat; use affine=True or "
-             "track_running_stats=False");
-    if (is_none(node, 6))
-      fail(node, "batch norm with momentum=None (a cumulative average) is not supported");
-    a.momentum = double_arg(node, 6, "momentum");
-    a.eps = double_arg(node, 7, "eps");
-    const int w = tensor(node, 1);
-    emit(node, OpKind::kBatchNorm,
-         {tensor(node, 0), w, tensor(node, 2), tensor(node, 3), tensor(node, 4)}, a,
-         parent(graph_.value(w).name));
+    translate_batch_norm(node);
   } else if (kind.rfind("aten::max_pool", 0) == 0 || kind.rfind("aten::avg_pool", 0) == 0 ||
              kind.rfind("aten::adaptive_avg_pool", 0) == 0 || kind == "aten::mean") {
     translate_pool(node, kind);
@@ -280,6 +265,25 @@ void Importer::translate(JitNode* node) {
   } else {
     translate_elementwise(node, kind);
   }
+}
+
+// Batch norm with running statistics: the specialised node, which updates them once per
+// iteration however often a plan recomputes it; with or without affine parameters.
+void Importer::translate_batch_norm(JitNode* node) {
+  const bool affine = !is_none(node, 1);
+  if (affine == is_none(node, 2) || is_none(node, 3) || is_none(node, 4))
+    fail(node,
+         "batch norm with running statistics and a weight without a bias (or a bias without "
+         "a weight, or one running statistic without the other) is not supported");
+  if (is_none(node, 6))
+    fail(node, "batch norm with momentum=None (a cumulative average) is not supported");
+  OpAttrs a;
+  a.momentum = double_arg(node, 6, "momentum");
+  a.eps = double_arg(node, 7, "eps");
+  std::vector<int> inputs = {tensor(node, 0)};
+  for (size_t i = affine ? 1 : 3; i <= 4; ++i) inputs.push_back(tensor(node, i));
+  const std::string module = parent(graph_.value(inputs[1]).name);
+  emit(node, OpKind::kBatchNorm, std::move(inputs), a, module);
 }
 
 void Importer::translate_conv(JitNode* node, const std::string& kind) {

@@ -297,6 +297,7 @@ class Importer {
   void ungroup_channels(JitNode* node, const std::string& kind);
   // A view's target shape (argument 1) with -1 resolved for `numel` entries.
   std::vector<int64_t> target_shape(const JitNode* node, int64_t numel) const;
+  void translate_batch_norm(JitNode* node);
   void translate_split(JitNode* node, const std::string& kind);
   void translate_unpack(JitNode* node);
   void unpack_selected(JitNode* node, const Entry& pieces);

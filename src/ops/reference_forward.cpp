@@ -32,9 +32,14 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
     case OpKind::kConv:
     case OpKind::kConvTranspose:
       return kernels::conv_forward(n, "default", in).output;
-    case OpKind::kBatchNorm:
-      return at::batch_norm(in[0], in[1], in[2], in[3], in[4], training, a.momentum, a.eps,
+    case OpKind::kBatchNorm: {
+      const BatchNormInputs k = batch_norm_inputs(in.size());
+      const at::Tensor none;
+      return at::batch_norm(in[0], k.weight < 0 ? none : in[k.weight],
+                            k.bias < 0 ? none : in[k.bias], in[k.running_mean], in[k.running_var],
+                            training, a.momentum, a.eps,
                             /*cudnn_enabled=*/true);
+    }
     case OpKind::kReLU:
       return a.inplace ? in[0].relu_() : at::relu(in[0]);
     case OpKind::kReLU6:
