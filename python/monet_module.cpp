@@ -1,7 +1,9 @@
-// monet._C: the Python extension over libmonet's public API (include/monet/monet.h).
+// monet._C: the Python extension over libmonet's public API (include/monet/monet.h,
+// distributed.h).
 // Tensors cross as the same at::Tensor objects Python's torch uses (libtorch_python's
 // type caster): no copies. Long calls release the GIL; monet's exceptions become the
 // classes of monet/errors.py with their fields.
+#include <monet/distributed.h>
 #include <monet/monet.h>
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -33,6 +35,8 @@ void register_errors() {
       set_error("UnsupportedOperator", py::make_tuple(e.what(), e.operator_name, e.source));
     } catch (const monet::PlanMismatch& e) {
       set_error("PlanMismatch", py::make_tuple(e.what()));
+    } catch (const monet::DistributedError& e) {
+      set_error("DistributedError", py::make_tuple(e.what()));
     }
   });
 }
@@ -147,24 +151,31 @@ py::tuple budget_range(const monet::Model& model, const py::dict& kw) {
   return py::make_tuple(r.smallest_bytes, r.storeall_bytes, r.floor_bytes);
 }
 
-// A Python callable `update(parameter)` as the planned model's fused update. It runs
-// inside the planned backward, on whichever thread runs it: the GIL is taken for the call,
-// and a Python exception comes back as std::runtime_error (the backward then fails with
-// its message; nothing unwinds through the interpreter with an error still set).
-void use_update(monet::PlannedModel& planned, py::object update) {
+// A Python callable `update(parameter)`, which steps the parameter from its .grad, as a
+// fused update. It runs inside the planned backward, on whichever thread runs it: the GIL
+// is taken for the call, and a Python exception comes back as std::runtime_error (the
+// backward then fails with its message; nothing unwinds through the interpreter with an
+// error still set). A gradient that is not the parameter's .grad (a data-parallel
+// bucket's average) is its .grad for the call.
+monet::PlannedModel::ParameterUpdateFn python_update(py::object update) {
   if (!PyCallable_Check(update.ptr())) throw py::type_error("use_update takes a callable");
   auto callable = std::shared_ptr<py::object>(new py::object(std::move(update)), [](py::object* f) {
     py::gil_scoped_acquire gil;
     delete f;
   });
-  planned.use_update([callable](const torch::Tensor& parameter, const torch::Tensor&) {
+  return [callable](const torch::Tensor& parameter, const torch::Tensor& gradient) {
+    at::Tensor& grad = parameter.mutable_grad();
+    const at::Tensor own = grad;
+    if (!own.is_same(gradient)) grad = gradient;
     py::gil_scoped_acquire gil;
     try {
       (*callable)(parameter);
     } catch (py::error_already_set& e) {
+      grad = own;
       throw std::runtime_error(std::string("the fused optimizer update failed: ") + e.what());
     }
-  });
+    grad = own;
+  };
 }
 
 void bind_planned_model(py::module_& m) {
@@ -176,8 +187,55 @@ void bind_planned_model(py::module_& m) {
       .def("report", [](const monet::PlannedModel& p) { return report_dict(p.report()); })
       .def("last_step", [](const monet::PlannedModel& p) { return step_dict(p.last_step()); })
       .def("save_plan", &monet::PlannedModel::save_plan, py::arg("path"))
-      .def("use_update", &use_update, py::arg("update"),
-           "update(parameter) steps one parameter from its .grad, inside the backward");
+      .def(
+          "use_update",
+          [](monet::PlannedModel& p, py::object update) {
+            p.use_update(python_update(std::move(update)));
+          },
+          py::arg("update"),
+          "update(parameter) steps one parameter from its .grad, inside the backward");
+}
+
+// A data-parallel rank from the Python layer: the plan's keywords, and the job's
+// (monet/_distributed.py: where this rank is, the shard mode, the collectives' timeout).
+std::unique_ptr<monet::DataParallel> make_data_parallel(monet::Model model, const py::dict& kw,
+                                                        const py::dict& job) {
+  const monet::PlanOptions o = plan_options(kw);
+  monet::Rendezvous where;
+  where.master_addr = job["master_addr"].cast<std::string>();
+  where.master_port = job["master_port"].cast<int>();
+  where.world_size = job["world_size"].cast<int>();
+  where.rank = job["rank"].cast<int>();
+  monet::DataParallelOptions dp;
+  dp.shard = monet::shard_mode_from_name(job["shard"].cast<std::string>());
+  dp.timeout_seconds = job["timeout"].cast<double>();
+  py::gil_scoped_release no_gil;
+  monet::ProcessGroup group = monet::ProcessGroup::gloo(where, dp.timeout_seconds);
+  return std::make_unique<monet::DataParallel>(std::move(model), o, std::move(group), dp);
+}
+
+// The same methods as PlannedModel's (monet.Plan and OptimizedModule run either), and the
+// rank's place in the job.
+void bind_data_parallel(py::module_& m) {
+  using DP = monet::DataParallel;
+  py::class_<DP>(m, "DataParallel", "A model planned on rank 0 and trained on every rank.")
+      .def(py::init(&make_data_parallel), py::arg("model"), py::arg("options"), py::arg("job"))
+      .def("forward", &DP::forward, py::arg("inputs"), py::call_guard<py::gil_scoped_release>())
+      .def("report", [](DP& d) { return report_dict(d.planned().report()); })
+      .def("last_step", [](DP& d) { return step_dict(d.planned().last_step()); })
+      .def(
+          "save_plan", [](DP& d, const std::string& path) { d.planned().save_plan(path); },
+          py::arg("path"))
+      .def(
+          "use_update",
+          [](DP& d, py::object update) { d.use_update(python_update(std::move(update))); },
+          py::arg("update"))
+      .def("owns", &DP::owns, py::arg("parameter"))
+      .def_property_readonly("rank", &DP::rank)
+      .def_property_readonly("world_size", &DP::world_size)
+      .def_property_readonly("shard", [](const DP& d) { return monet::shard_mode_name(d.shard()); })
+      .def_property_readonly("bucket_buffer_bytes", &DP::bucket_buffer_bytes)
+      .def_property_readonly("owned_parameter_bytes", &DP::owned_parameter_bytes);
 }
 
 // Progress text goes to `sink(warning, text)`, a Python callable, or back to stderr (None).
@@ -213,6 +271,7 @@ PYBIND11_MODULE(_C, m) {
   register_errors();
   bind_model(m);
   bind_planned_model(m);
+  bind_data_parallel(m);
   bind_memory(m);
   m.def("budget_range", &budget_range, py::arg("model"), py::arg("options"),
         "(smallest, store-all, floor) whole-step budgets in bytes.");

@@ -351,6 +351,45 @@ TEST(DataParallel, FusedUpdatesOnTwoRanksEqualOneProcessOnTheWholeBatch) {
   EXPECT_EQ(max_relative_error(trained[1], trained[0]), 0.0);
 }
 
+// The step split for a loss of the caller's own (DataParallel::forward, which Python's
+// monet.data_parallel runs): the output's backward averages the gradients and, fused,
+// makes the updates, as step() does; against one process on the whole batch.
+TEST(DataParallel, ForwardWithTheCallersLossEqualsOneProcessOnTheWholeBatch) {
+  const int steps = 3;
+  auto sgd = [](const std::vector<torch::Tensor>& p) {
+    return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.1).momentum(0.9));
+  };
+  const WholeBatchRun whole = train_on_whole_batches(steps, sgd);
+  const std::vector<at::Tensor>&xs = whole.xs, &ys = whole.ys;
+  for (const OptimizerUpdate update : {OptimizerUpdate::kAfterBackward, OptimizerUpdate::kFused}) {
+    std::vector<std::vector<torch::Tensor>> trained(2);
+    run_ranks(2, [&](int rank, ProcessGroup pg) {
+      DataParallelOptions o;
+      o.bucket_bytes = 256;
+      PlanOptions po = quiet("chen");
+      po.optimizer_update = update;
+      DataParallel ddp(plain_cnn(2), po, pg, o);
+      auto opt = sgd(ddp.model().parameters());
+      if (update == OptimizerUpdate::kFused) ddp.use_optimizer(*opt);
+      for (int s = 0; s < steps; ++s) {
+        zero_grad(ddp.model().parameters());
+        const torch::Tensor out = ddp.forward({xs[s].narrow(0, 2 * rank, 2)});
+        torch::nn::functional::cross_entropy(out, ys[s].narrow(0, 2 * rank, 2)).backward();
+        if (update == OptimizerUpdate::kAfterBackward) opt->step();
+      }
+      ddp.barrier();
+      for (const auto& p : ddp.model().parameters()) trained[rank].push_back(p.detach().clone());
+    });
+    const double error = max_relative_error(trained[0], whole.trained);
+    std::printf(
+        "%s, the caller's loss: largest relative parameter error against one process "
+        "%.3g\n",
+        optimizer_update_name(update), error);
+    EXPECT_LE(error, 1e-9);
+    EXPECT_EQ(max_relative_error(trained[1], trained[0]), 0.0);
+  }
+}
+
 TEST(DataParallel, RankZerosPlanningErrorReachesEveryRank) {
   std::vector<std::string> messages(2);
   EXPECT_NO_THROW(run_ranks(2, [&](int rank, ProcessGroup pg) {

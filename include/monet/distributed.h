@@ -130,6 +130,12 @@ class DataParallel {
   /// as with DistributedDataParallel). StepResult::seconds includes waiting for the last
   /// all-reduce. Throws DistributedError when a collective fails.
   StepResult step(const torch::Tensor& input, const torch::Tensor& target);
+  /// The step split as PlannedModel::forward splits it, for a loss of the caller's own:
+  /// the planned forward on this rank's inputs; the output's backward runs the planned
+  /// backward, the gradients averaged as step() averages them (and, fused or sharded, the
+  /// updates made) before it returns. The backward throws DistributedError when a
+  /// collective fails.
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
 
   /// Under OptimizerUpdate::kFused (PlanOptions::optimizer_update, with
   /// GradientSync::kDuringBackward): the optimizer that updates each parameter with its

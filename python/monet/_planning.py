@@ -314,19 +314,34 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
 
     Raises monet.BudgetTooSmall, monet.UnsupportedOperator, monet.PlanMismatch.
     """
+    return _planned_with(_C.PlannedModel, module, example_input, dict(
+        budget=budget, planner=planner, optimizer=optimizer, weight_decay=weight_decay,
+        reserved_bytes=reserved_bytes, loss_copies=loss_copies, time_limit=time_limit,
+        plan=plan, output=output, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
+        lossy=lossy, search_limit=search_limit, optimizer_update=optimizer_update, loss=loss,
+        target=target))
+
+
+def _planned_with(runner, module, example_input, kw):
+    """A Plan of `module` run by `runner(model, options)` (_C.PlannedModel, or a
+    data-parallel rank's _C.DataParallel), from monet.plan's keywords `kw`."""
+    plan = kw["plan"]
     plan_file = plan.path if isinstance(plan, PlanFile) else plan
-    options = _options(budget, planner, optimizer, weight_decay, reserved_bytes, time_limit,
-                       plan_file, cache_dir, use_cache, progress, search_limit,
-                       optimizer_update)
-    traced, example_input, output, loss_copies = _with_loss(module, example_input, output,
-                                                            loss_copies, loss, target)
-    model = _import(traced, example_input, output, lossy)
+    optimizer = kw["optimizer"]
+    options = _options(kw["budget"], kw["planner"], optimizer, kw["weight_decay"],
+                       kw["reserved_bytes"], kw["time_limit"], plan_file, kw["cache_dir"],
+                       kw["use_cache"], kw["progress"], kw["search_limit"],
+                       kw["optimizer_update"])
+    traced, example_input, output, loss_copies = _with_loss(
+        module, example_input, kw["output"], kw["loss_copies"], kw["loss"], kw["target"])
+    model = _import(traced, example_input, output, kw["lossy"])
     _leave_room_beside(model, traced, loss_copies, options)
-    planned = _C.PlannedModel(model, options)
+    planned = runner(model, options)
     if options["optimizer_update"] == "fused":
         check_optimizer_holds(optimizer, module)
         planned.use_update(one_parameter_step(optimizer))
     result = Plan(planned, model)
+    loss = kw["loss"]
     result.loss_inside = loss is not None
     result._traced_module = traced
     return result

@@ -47,3 +47,8 @@ class UnsupportedOperator(MonetError, ValueError):
 class PlanMismatch(MonetError, ValueError):
     """A plan made for another model or input shape, or an input of another shape than
     the one the model was planned for."""
+
+
+class DistributedError(MonetError, RuntimeError):
+    """A data-parallel step stopped: a collective failed or timed out (a rank died or
+    hangs). The message names the rank, the step and the ranks that no longer answer."""

@@ -42,6 +42,12 @@ struct DataParallel::Impl {
   /// Sharded, after the backward: the owned parameters' updates under kAfterBackward
   /// (every rank's gradients then freed) and the owners' broadcast of the parameters.
   void finish_sharded_step();
+  /// Before a step's forward: its checks and the buckets' start.
+  void begin_step();
+  /// After its backward: the last all-reduces, and the sharded updates.
+  void finish_step();
+  /// The error of step `step` stopped by `e`, naming the ranks that no longer answer.
+  DistributedError stopped(const CollectiveError& e, int64_t step) const;
 
   int rank() const { return pg.group->getRank(); }
   bool sharded() const { return options.shard != ShardMode::kNone; }
@@ -269,6 +275,8 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
     if (options.shard == ShardMode::kGradients) bo.collective = BucketCollective::kReduceToOwner;
   }
   d.buckets = std::make_unique<GradientBuckets>(tensors, d.pg.group, bo);
+  // A forward()'s output: its planned backward ends the step as step() does.
+  d.planned->impl().after_backward = [impl = impl_.get()] { impl->finish_step(); };
   GradientBuckets* buckets = d.buckets.get();
   const std::vector<size_t>* index = &d.bucket_index;
   d.planned->impl().on_parameter_gradient = [buckets, index](int v) {
@@ -357,33 +365,62 @@ DataParallel::~DataParallel() = default;
 DataParallel::DataParallel(DataParallel&&) noexcept = default;
 DataParallel& DataParallel::operator=(DataParallel&&) noexcept = default;
 
+DistributedError DataParallel::Impl::stopped(const CollectiveError& e, int64_t step) const {
+  return DistributedError("rank " + std::to_string(rank()) + ", step " + std::to_string(step) +
+                          ": " + e.what() + peers_report(step));
+}
+
+void DataParallel::Impl::begin_step() {
+  if (!update && sharded())
+    throw std::logic_error(
+        "sharded data parallelism updates each rank's own parameters: give DataParallel "
+        "the optimizer (use_optimizer or use_update) before the first step");
+  if (fused()) {
+    if (!update)
+      throw std::logic_error(
+          "the model was planned for fused optimizer updates: give DataParallel the "
+          "optimizer (use_optimizer or use_update) before the first step");
+    released.assign(bucketed.size(), false);
+    averaged_in_grad.assign(bucketed.size(), false);
+  }
+  try {
+    buckets->begin_step();
+  } catch (const CollectiveError& e) {
+    throw stopped(e, planned->model().steps() + 1);
+  }
+}
+
+void DataParallel::Impl::finish_step() {
+  try {
+    buckets->finish_step();
+    if (sharded()) finish_sharded_step();
+  } catch (const CollectiveError& e) {
+    throw stopped(e, planned->model().steps());  // the step is counted from its forward
+  }
+}
+
 StepResult DataParallel::step(const torch::Tensor& input, const torch::Tensor& target) {
   Impl& d = *impl_;
-  const int64_t step = d.planned->model().steps() + 1;
-  const std::string where =
-      "rank " + std::to_string(d.rank()) + ", step " + std::to_string(step) + ": ";
+  const auto start = std::chrono::steady_clock::now();
+  d.begin_step();
+  StepResult r;
   try {
-    const auto start = std::chrono::steady_clock::now();
-    d.buckets->begin_step();
-    if (!d.update && d.sharded())
-      throw std::logic_error(
-          "sharded data parallelism updates each rank's own parameters: give DataParallel "
-          "the optimizer (use_optimizer or use_update) before the first step");
-    if (d.fused()) {
-      if (!d.update)
-        throw std::logic_error(
-            "the model was planned for fused optimizer updates: give DataParallel the "
-            "optimizer (use_optimizer or use_update) before the first step");
-      d.released.assign(d.bucketed.size(), false);
-      d.averaged_in_grad.assign(d.bucketed.size(), false);
-    }
-    StepResult r = d.planned->step(input, target);
-    d.buckets->finish_step();
-    if (d.sharded()) d.finish_sharded_step();
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return r;
+    r = d.planned->step(input, target);
   } catch (const CollectiveError& e) {
-    throw DistributedError(where + e.what() + d.peers_report(step));
+    throw d.stopped(e, d.planned->model().steps() + 1);
+  }
+  d.finish_step();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+torch::Tensor DataParallel::forward(const std::vector<torch::Tensor>& inputs) {
+  Impl& d = *impl_;
+  d.begin_step();
+  try {
+    return d.planned->forward(inputs);
+  } catch (const CollectiveError& e) {
+    throw d.stopped(e, d.planned->model().steps() + 1);
   }
 }
 

@@ -42,11 +42,13 @@ StepResult step_result(const ExecutionResult& run) {
 class PlannedBackward : public torch::autograd::Node {
  public:
   PlannedBackward(Model model, std::shared_ptr<Executor> executor,
-                  std::shared_ptr<StepResult> report, std::unique_ptr<PendingIteration> pending)
+                  std::shared_ptr<StepResult> report, std::unique_ptr<PendingIteration> pending,
+                  std::function<void()> after)
       : model_(std::move(model)),
         executor_(std::move(executor)),
         report_(std::move(report)),
-        pending_(std::move(pending)) {}
+        pending_(std::move(pending)),
+        after_(std::move(after)) {}
   std::string name() const override { return "monet::PlannedBackward"; }
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
     if (!pending_) throw std::runtime_error("the planned backward of this output already ran");
@@ -57,6 +59,7 @@ class PlannedBackward : public torch::autograd::Node {
     *report_ = step_result(pending_->finish(std::move(grads[0])));
     report_->loss = std::numeric_limits<double>::quiet_NaN();
     pending_.reset();  // the iteration's tensors go now, not when autograd drops the node
+    if (after_) after_();
     return {};
   }
 
@@ -67,6 +70,7 @@ class PlannedBackward : public torch::autograd::Node {
   std::shared_ptr<Executor> executor_;
   std::shared_ptr<StepResult> report_;  // PlannedModel::Impl::last_step
   std::unique_ptr<PendingIteration> pending_;
+  std::function<void()> after_;  // PlannedModel::Impl::after_backward
 };
 
 // Raised whenever a planner can return another plan for the same graph, costs and budget
@@ -276,7 +280,7 @@ torch::Tensor PlannedModel::forward(const std::vector<torch::Tensor>& inputs) {
   if (torch::GradMode::is_enabled())
     torch::autograd::set_history(
         out, std::make_shared<PlannedBackward>(impl_->model, impl_->executor, impl_->last_step,
-                                               std::move(pending)));
+                                               std::move(pending), impl_->after_backward));
   return out;
 }
 

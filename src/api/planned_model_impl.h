@@ -24,6 +24,9 @@ struct PlannedModel::Impl {
   /// UpdateMode::kFused: updates each parameter inside the backward (use_optimizer,
   /// use_update).
   PlannedModel::ParameterUpdateFn update;
+  /// Called when the planned backward of a forward()'s output has run (DataParallel: the
+  /// last all-reduces and the sharded updates); may throw, failing that backward.
+  std::function<void()> after_backward;
   /// The options every step's executor runs with.
   ExecutionOptions execution_options(const Model::Impl& model);
 };

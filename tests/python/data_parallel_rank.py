@@ -1,0 +1,101 @@
+"""One rank of a two-process comparison (test_data_parallel.py): trains a small CNN with
+monet.data_parallel and, beside it in the same process, a copy with PyTorch's
+DistributedDataParallel (with ZeroRedundancyOptimizer where monet shards), float64,
+from different initial weights on every rank (both take rank 0's), each rank on its own
+batches. Writes the worst relative parameter difference, the least change of a parameter
+from this rank's initial weights and both runs' losses as JSON.
+
+    data_parallel_rank.py OUT RANK WORLD MONET_PORT TORCH_PORT SHARD OPTIMIZER UPDATE CACHE
+
+With RANK_1_EXITS_AT_STEP=S, rank 1 exits before step S and the other writes the error
+its backward raised.
+"""
+import copy
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.nn.parallel import DistributedDataParallel
+
+import monet
+
+STEPS = 3
+out, rank, world, monet_port, torch_port, shard, optimizer, update, cache = sys.argv[1:]
+rank, world = int(rank), int(world)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(4))
+        self.head = torch.nn.Linear(16 * 8 * 8, 10)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+
+
+OPTIMIZERS = {"sgd-momentum": (torch.optim.SGD, dict(lr=0.05, momentum=0.9)),
+              "adam": (torch.optim.Adam, dict(lr=1e-3))}
+kind, options = OPTIMIZERS[optimizer]
+
+torch.manual_seed(rank)  # different weights: both runs start from rank 0's
+model = Net().double()
+reference = copy.deepcopy(model)
+g = torch.Generator().manual_seed(1)
+batches = [[(torch.randn(8, 3, 32, 32, generator=g, dtype=torch.float64),
+             torch.randint(0, 10, (8,), generator=g)) for _ in range(world)]
+           for _ in range(STEPS)]
+
+start = [p.detach().clone() for p in reference.parameters()]
+opt = kind(model.parameters(), **options)
+fast = monet.data_parallel(model, batches[0][rank][0], budget="0.8x", shard=shard, rank=rank,
+                           world_size=world, master_addr="127.0.0.1", master_port=int(monet_port),
+                           timeout=60, optimizer=opt, optimizer_update=update, cache_dir=cache,
+                           time_limit=10)
+assert (fast.rank, fast.world_size, fast.shard) == (rank, world, shard)
+losses = []
+for step in range(STEPS):
+    if rank == 1 and step == int(os.environ.get("RANK_1_EXITS_AT_STEP", "-1")):
+        os._exit(3)  # a rank that dies: the other's backward stops naming it
+    x, y = batches[step][rank]
+    loss = torch.nn.functional.cross_entropy(fast(x), y)
+    try:
+        loss.backward()
+    except RuntimeError as e:
+        with open(out, "w") as f:
+            json.dump({"stopped": str(e)}, f)
+        sys.exit(0)
+    opt.step()  # sharded or fused: the backward made the updates, this finds no gradient
+    opt.zero_grad(set_to_none=True)
+    losses.append(loss.item())
+
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{torch_port}", rank=rank,
+                        world_size=world)
+ddp = DistributedDataParallel(reference)
+if shard == "none":
+    ropt = kind(ddp.parameters(), **options)
+else:
+    ropt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=kind, **options)
+want = []
+for step in range(STEPS):
+    x, y = batches[step][rank]
+    loss = torch.nn.functional.cross_entropy(ddp(x), y)
+    loss.backward()
+    ropt.step()
+    ropt.zero_grad(set_to_none=True)
+    want.append(loss.item())
+dist.barrier()
+dist.destroy_process_group()
+
+moved = min((a - b).abs().max().item() for a, b in zip(model.parameters(), start))
+error = max(((a - b).abs().max() / b.abs().max()).item()
+            for a, b in zip(model.parameters(), reference.parameters()))
+with open(out, "w") as f:
+    json.dump({"error": error, "moved": moved, "losses": losses, "reference_losses": want,
+               "owned": [fast.owns(p) for p in model.parameters()]}, f)
