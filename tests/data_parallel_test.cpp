@@ -390,6 +390,26 @@ TEST(DataParallel, ForwardWithTheCallersLossEqualsOneProcessOnTheWholeBatch) {
   }
 }
 
+// The output of forward() outlives its DataParallel: its backward is refused in one line
+// instead of reaching the destroyed buckets.
+TEST(DataParallel, BackwardAfterItsDataParallelIsDestroyedIsRefused) {
+  run_ranks(1, [&](int, ProcessGroup pg) {
+    torch::Tensor out;
+    {
+      DataParallel ddp(plain_cnn(2), quiet("storeall"), pg);
+      out = ddp.forward({torch::randn({2, 3, 32, 32}, torch::kDouble)});
+    }
+    try {
+      out.sum().backward();
+      ADD_FAILURE() << "expected the backward to be refused";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("after its DataParallel was destroyed"),
+                std::string::npos)
+          << e.what();
+    }
+  });
+}
+
 TEST(DataParallel, RankZerosPlanningErrorReachesEveryRank) {
   std::vector<std::string> messages(2);
   EXPECT_NO_THROW(run_ranks(2, [&](int rank, ProcessGroup pg) {

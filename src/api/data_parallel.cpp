@@ -32,6 +32,10 @@ struct DataParallel::Impl {
   /// Sharded: the model's parameters (Model::parameters() order) and their owners.
   std::vector<at::Tensor> parameters;
   std::vector<int> owners;
+  /// False once this is destroyed: the backward of a forward()'s output, which may
+  /// outlive it, then refuses to end a step it can no longer reach.
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+  ~Impl() { *alive = false; }
 
   /// The bucket's averaged gradient of parameter `i`: its update now if the plan is done
   /// with the parameter, else into .grad() (the local gradient's storage) until it is.
@@ -275,11 +279,24 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
     if (options.shard == ShardMode::kGradients) bo.collective = BucketCollective::kReduceToOwner;
   }
   d.buckets = std::make_unique<GradientBuckets>(tensors, d.pg.group, bo);
-  // A forward()'s output: its planned backward ends the step as step() does.
-  d.planned->impl().after_backward = [impl = impl_.get()] { impl->finish_step(); };
+  // A forward()'s output: its planned backward ends the step as step() does. That
+  // backward may run after this is destroyed (the caller kept the output): each hook into
+  // it then refuses instead of reaching what is gone.
+  const std::shared_ptr<bool> alive = d.alive;
+  auto check_alive = [alive] {
+    if (!*alive)
+      throw std::logic_error(
+          "the backward of a DataParallel output ran after its DataParallel was destroyed: "
+          "its gradients could not be averaged");
+  };
+  d.planned->impl().after_backward = [impl = impl_.get(), check_alive] {
+    check_alive();
+    impl->finish_step();
+  };
   GradientBuckets* buckets = d.buckets.get();
   const std::vector<size_t>* index = &d.bucket_index;
-  d.planned->impl().on_parameter_gradient = [buckets, index](int v) {
+  d.planned->impl().on_parameter_gradient = [buckets, index, check_alive](int v) {
+    check_alive();
     buckets->gradient_ready((*index)[v]);
   };
   if (plan.optimizer_update == OptimizerUpdate::kFused) {
@@ -289,7 +306,9 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
     std::unordered_map<const c10::TensorImpl*, size_t> position;
     for (size_t i = 0; i < tensors.size(); ++i) position[tensors[i].unsafeGetTensorImpl()] = i;
     // The planned backward's update point: the plan is done with the parameter.
-    d.planned->impl().update = [impl, position](const torch::Tensor& p, const torch::Tensor&) {
+    d.planned->impl().update = [impl, position, check_alive](const torch::Tensor& p,
+                                                             const torch::Tensor&) {
+      check_alive();
       impl->release(position.at(p.unsafeGetTensorImpl()));
     };
   }

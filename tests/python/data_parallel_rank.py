@@ -22,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 import monet
 
-STEPS = 3
+STEPS = 5
 out, rank, world, monet_port, torch_port, shard, optimizer, update, cache = sys.argv[1:]
 rank, world = int(rank), int(world)
 

@@ -30,6 +30,7 @@ def free_port():
     ("optimizer", "adam", "fused"),
     ("optimizer", "sgd-momentum", "after-backward"),
     ("gradients", "sgd-momentum", "fused"),
+    ("gradients", "adam", "after-backward"),
 ])
 def test_two_ranks_train_like_pytorch_ddp(tmp_path, shard, optimizer, update):
     ports = [str(free_port()), str(free_port())]
