@@ -17,8 +17,11 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <new>
+#include <sstream>
 
 #include "base/progress.h"
 
@@ -188,7 +191,10 @@ void ChildSolve::reap(bool block) {
   ended_ = true;
   succeeded_ = r == pid_ && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   if (succeeded_) return;
-  if (killed_) {
+  if (stalled_) {
+    failure_ = "the solver process hung (it used no CPU time for " +
+               std::to_string(static_cast<int>(kChildStallSeconds)) + " s) and was stopped";
+  } else if (killed_) {
     failure_ = "the solver process was stopped";
   } else if (r == pid_ && WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
@@ -199,6 +205,29 @@ void ChildSolve::reap(bool block) {
   } else {
     failure_ = "the solver process failed";
   }
+}
+
+bool ChildSolve::kill_if_stalled(double seconds) {
+  if (ended_) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t name_end = text.rfind(')');
+  if (name_end == std::string::npos) return false;
+  std::istringstream fields(text.substr(name_end + 1));
+  std::string field;
+  int64_t ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i)  // utime and stime: fields 14 and 15
+    if (i >= 14) ticks += std::stoll(field);
+  const auto now = Clock::now();
+  if (ticks != cpu_ticks_) {
+    cpu_ticks_ = ticks;
+    cpu_seen_ = now;
+    return false;
+  }
+  if (std::chrono::duration<double>(now - cpu_seen_).count() < seconds) return false;
+  stalled_ = true;
+  kill();
+  return true;
 }
 
 bool ChildSolve::finished() {
@@ -307,6 +336,7 @@ MilpResult follow(const Milp& milp, const MilpOptions& options, ChildSolve* chil
     if (seconds_since(t0) > wall_limit(options.search_limit, options.time_limit_seconds) +
                                 options.child_overrun_seconds)
       child->kill();
+    child->kill_if_stalled(kChildStallSeconds);
   }
   take_incumbent();
   return child->wait();
@@ -366,6 +396,7 @@ RelaxationBound solve_relaxation_in_child(const Milp& milp, RelaxationLimit limi
     child.forward_progress();
     stopped = stopped || (stop && stop->load());
     if (stopped || seconds_since(t0) > limit.seconds + overrun_seconds) child.kill();
+    child.kill_if_stalled(kChildStallSeconds);
   }
   RelaxationBound r = child.wait_relaxation();
   if (!child.failure().empty() && !stopped)

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,6 +22,10 @@
 #include "planner/milp.h"
 
 namespace monet {
+
+/// A solver process that uses no CPU time for this long (seconds of wall time) is taken as
+/// hung and stopped (ChildSolve::kill_if_stalled): a running solve always uses some.
+constexpr double kChildStallSeconds = 30;
 
 class ChildSolve {
  public:
@@ -46,6 +51,11 @@ class ChildSolve {
   void forward_progress();
   /// Ends the child at once (SIGKILL) when it is still running.
   void kill();
+  /// Kills the child, and returns true, when it has used no CPU time for `seconds` of
+  /// wall time: hung (a process forked from a multi-threaded one can wait forever on a
+  /// lock another thread held at the fork). failure() then says so. Reads /proc (Linux);
+  /// false elsewhere.
+  bool kill_if_stalled(double seconds);
   /// Waits for the child to end and returns solve_milp's result (per column of the milp
   /// solved); kNoSolution with no values when the child failed (crashed, killed, or could
   /// not start).
@@ -71,6 +81,9 @@ class ChildSolve {
   bool succeeded_ = false;
   bool killed_ = false;
   bool aborted_ = false;
+  bool stalled_ = false;
+  int64_t cpu_ticks_ = -1;                          // the child's CPU time when last read
+  std::chrono::steady_clock::time_point cpu_seen_;  // when it last changed
   std::string failure_;
   int columns_ = 0;
   int progress_fd_ = -1;    // read end of the child's progress pipe; its end of file: exit
