@@ -218,7 +218,7 @@ void Importer::translate(JitNode* node) {
     translate_transpose(node, kind);
   } else if (kind == "aten::chunk" || kind == "aten::unsafe_chunk" || kind == "aten::split" ||
              kind == "aten::unsafe_split" || kind == "aten::split_with_sizes" ||
-             kind == "aten::unsafe_split_with_sizes" || kind == "aten::unbind") {
+             kind == "aten::unsafe_split_with_sizes") {
     translate_split(node, kind);
   } else if (kind == "prim::ListUnpack") {
     translate_unpack(node);

@@ -26,8 +26,7 @@ using JitValue = torch::jit::Value;
 // Two kinds stand for views that only some patterns may use:
 //  - kGroupedChannels: x.view(N, groups, C / groups, ...), possibly transposed to
 //    (N, C / groups, groups, ...); reshaped back to x's shape it is a channel shuffle.
-//  - kPieces: torch.chunk / split of x along `dim` (one slice per piece on unpacking), or
-//    torch.unbind (one aten::select per piece, the dimension dropped).
+//  - kPieces: torch.chunk / split of x along `dim` (one slice per piece on unpacking).
 // kUnpackedList: a generic operator's list of tensors (tensor_split, meshgrid) whose
 // pieces the model uses are nodes already, made with the operator (translate_aten).
 struct Entry {
@@ -51,7 +50,6 @@ struct Entry {
   bool transposed = false;       // kGroupedChannels: dims 1 and 2 swapped
   int64_t dim = 0;               // kPieces
   std::vector<int64_t> lengths;  // kPieces: along dim, in order
-  bool selected = false;         // kPieces of unbind: each piece is x.select(dim, i)
 };
 
 inline std::string join(const std::string& prefix, const std::string& name) {
@@ -200,7 +198,7 @@ class Importer {
            "a view of the channels in groups is supported only as a channel shuffle "
            "(view to [N, groups, C / groups, ...], transpose(1, 2), view back)");
     if (e.kind == Entry::kPieces)
-      fail(node, "the pieces of chunk/split/unbind are supported only when unpacked into tensors");
+      fail(node, "the pieces of chunk/split are supported only when unpacked into tensors");
     fail(node, "argument " + std::to_string(i) + " must be a tensor");
   }
 
@@ -300,7 +298,6 @@ class Importer {
   void translate_batch_norm(JitNode* node);
   void translate_split(JitNode* node, const std::string& kind);
   void translate_unpack(JitNode* node);
-  void unpack_selected(JitNode* node, const Entry& pieces);
   bool fold_arithmetic(JitNode* node, const std::string& kind);
   // Any other operator with a schema and a derivative, as a generic node (aten_call.h).
   // `overrides`: arguments given other values than the trace's, by position.

@@ -112,17 +112,10 @@ void Importer::translate_split(JitNode* node, const std::string& kind) {
   Entry e;
   e.kind = Entry::kPieces;
   e.value = x;
-  const bool unbind = kind == "aten::unbind";
-  e.dim = int_arg(node, unbind ? 1 : 2, "dim");
+  e.dim = int_arg(node, 2, "dim");
   if (e.dim < 0) e.dim += static_cast<int64_t>(s.size());
   if (e.dim < 0 || e.dim >= static_cast<int64_t>(s.size())) fail(node, "dimension out of range");
   const int64_t size = s[e.dim];
-  if (unbind) {  // one piece per index along dim, that dimension dropped
-    e.selected = true;
-    e.lengths.assign(static_cast<size_t>(size), 1);
-    entries_[node->output()] = e;
-    return;
-  }
   const bool chunk = kind.find("chunk") != std::string::npos;
   const c10::IValue& sizes = constant(node, 1, chunk ? "chunks" : "split_size");
   if (sizes.isIntList()) {
@@ -167,7 +160,6 @@ void Importer::translate_unpack(JitNode* node) {
     return;
   }
   const Entry pieces = list;  // emit() may rehash entries_
-  if (pieces.selected) return unpack_selected(node, pieces);
   int64_t start = 0;
   for (size_t i = 0; i < count; ++i) {
     const int64_t length = pieces.lengths[i];
@@ -181,24 +173,6 @@ void Importer::translate_unpack(JitNode* node) {
       emit(node, OpKind::kSlice, {pieces.value}, a, "", outputs[i]);
     }
     start += length;
-  }
-}
-
-// The pieces of x.unbind(dim) the model uses: each x.select(dim, i), a generic view.
-void Importer::unpack_selected(JitNode* node, const Entry& pieces) {
-  const AtenInputs in = aten_inputs_of(graph_, {pieces.value});
-  for (size_t i = 0; i < node->outputs().size(); ++i) {
-    if (!node->outputs()[i]->hasUses()) continue;
-    OpAttrs a;
-    try {
-      a.aten = make_aten_call(
-          "aten::select", "int",
-          {c10::IValue(), c10::IValue(pieces.dim), c10::IValue(static_cast<int64_t>(i))}, {0},
-          in.shapes, in.differentiable, in.strides, in.dtypes);
-    } catch (const AtenCallError& err) {
-      fail(node, std::string("unbind: ") + err.what());
-    }
-    emit(node, OpKind::kAten, {pieces.value}, std::move(a), "", node->outputs()[i], "select");
   }
 }
 

@@ -57,7 +57,7 @@ opt = kind(model.parameters(), **options)
 fast = monet.data_parallel(model, batches[0][rank][0], budget="0.8x", shard=shard, rank=rank,
                            world_size=world, master_addr="127.0.0.1", master_port=int(monet_port),
                            timeout=60, optimizer=opt, optimizer_update=update, cache_dir=cache,
-                           time_limit=10)
+                           time_limit=10, search_limit="work")
 assert (fast.rank, fast.world_size, fast.shard) == (rank, world, shard)
 losses = []
 for step in range(STEPS):

@@ -56,7 +56,8 @@ def test_optimize_plans_the_decoder_in_this_process(cache_dir):
             m.p = 0.0
     x = torch.randint(0, 64, (2, 16))
     # A float64 model: "Nx" is a ratio of autograd's float32 step, as plans count bytes.
-    fast = monet.optimize(model, x, budget="2.0x", cache_dir=cache_dir, time_limit=5)
+    fast = monet.optimize(model, x, budget="2.0x", cache_dir=cache_dir, time_limit=5,
+                          search_limit="work")
     got = fast(x)
     want = model(x)
     # The trace computes the attention's scale from a size as a float32 tensor: the traced
