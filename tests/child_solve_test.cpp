@@ -3,6 +3,7 @@
 // their improvements.
 #include "planner/child_solve.h"
 #include "planner/program_search.h"
+#include "planner/solver_request.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -102,6 +104,61 @@ Milp market_split(int rows, int items, std::vector<double>* all_zero_start) {
 // not this one. The solve starts again with Dantzig pricing; when that aborts too, the best
 // solution known (here the warm start) stands as feasible, with no bound, and warnings say
 // why.
+TEST(ChildSolve, RunsInTheSolverExecutableBesideTheLibrary) {
+  // The build tree's monet-solver, not a fork of this (multi-threaded) test process.
+  const std::string& solver = solver_executable();
+  ASSERT_FALSE(solver.empty()) << "monet-solver not found beside libmonet";
+  EXPECT_EQ(std::filesystem::path(solver).filename(), "monet-solver");
+  EXPECT_TRUE(std::filesystem::exists(solver));
+  // Started by hand it refuses in one line, with the usage exit code.
+  EXPECT_EQ(std::system((solver + " 2>/dev/null").c_str()), 2 << 8);
+}
+
+TEST(SolverRequest, RoundTripsAndRefusesDamagedBytes) {
+  Milp m = knapsack(9, 17);
+  m.add_continuous(0.5, -1, 2);
+  m.fix(2, 1);
+  MilpOptions o;
+  o.time_limit_seconds = 7;
+  o.search_limit = SearchLimit::kWork;
+  o.max_nodes = 33;
+  o.progress = true;
+  o.primal_pricing = PrimalPricing::kDantzig;
+  o.warm_start.assign(m.columns(), 0.0);
+  const std::string bytes = solver_request_bytes(m, &o, {});
+  SolverRequest r;
+  ASSERT_TRUE(parse_solver_request(bytes.data(), bytes.size(), &r));
+  EXPECT_EQ(r.task, SolverTask::kBranchAndCut);
+  EXPECT_EQ(r.milp.columns(), m.columns());
+  EXPECT_EQ(r.milp.rows(), m.rows());
+  EXPECT_EQ(r.milp.nonzeros(), m.nonzeros());
+  EXPECT_EQ(r.options.time_limit_seconds, 7);
+  EXPECT_EQ(r.options.search_limit, SearchLimit::kWork);
+  EXPECT_EQ(r.options.max_nodes, 33);
+  EXPECT_TRUE(r.options.progress);
+  EXPECT_EQ(r.options.primal_pricing, PrimalPricing::kDantzig);
+  EXPECT_EQ(r.options.warm_start, o.warm_start);
+  EXPECT_EQ(r.options.process, SolveProcess::kThisProcess);
+  for (int pattern = 0; pattern < 8; ++pattern) {  // the same program: same answers
+    std::vector<double> x(m.columns());
+    for (int c = 0; c < m.columns(); ++c) x[c] = ((c * 3 + pattern) % 4 == 0) ? 1 : 0;
+    EXPECT_EQ(r.milp.objective_of(x), m.objective_of(x));
+    EXPECT_EQ(r.milp.satisfies(x), m.satisfies(x));
+  }
+  const std::string lp = solver_request_bytes(m, nullptr, {3, 99});
+  ASSERT_TRUE(parse_solver_request(lp.data(), lp.size(), &r));
+  EXPECT_EQ(r.task, SolverTask::kRelaxation);
+  EXPECT_EQ(r.relaxation.seconds, 3);
+  EXPECT_EQ(r.relaxation.iterations, 99);
+  for (size_t n = 0; n < bytes.size(); ++n)  // every truncation
+    EXPECT_FALSE(parse_solver_request(bytes.data(), n, &r)) << n << " bytes";
+  std::string longer = bytes + "x";
+  EXPECT_FALSE(parse_solver_request(longer.data(), longer.size(), &r));
+  std::string other_version = bytes;
+  other_version[0] ^= 0x40;
+  EXPECT_FALSE(parse_solver_request(other_version.data(), other_version.size(), &r));
+}
+
 TEST(SolveInAChildProcess, AnAbortedSolverLeavesItsBestSolutionAndThisProcess) {
   std::vector<double> start;
   const Milp m = market_split(4, 40, &start);

@@ -1,8 +1,11 @@
 #include "planner/child_solve.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -12,10 +15,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -24,6 +29,7 @@
 #include <sstream>
 
 #include "base/progress.h"
+#include "planner/solver_request.h"
 
 namespace monet {
 namespace {
@@ -100,11 +106,131 @@ void record(const RelaxationBound& r, int columns, SharedHeader* header) {
   write_values(r.values, columns, header);
 }
 
+// A memory file of `bytes` bytes (zeros), closed on exec; -1 when none can be made.
+int memory_file(const char* name, size_t bytes) {
+  const int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Runs the request in this process, writing its result into `header` and its incumbents
+// into `stream` as they come (what the solver process does). Returns its exit code.
+int solve_into(const Milp& milp, const MilpOptions* options, RelaxationLimit relaxation,
+               SharedHeader* header, StreamHeader* stream) {
+  const int columns = milp.columns();
+  const size_t values_bytes = sizeof(double) * static_cast<size_t>(columns);
+  try {
+    if (!options) {
+      record(solve_relaxation(milp, relaxation, nullptr, SolveProcess::kThisProcess), columns,
+             header);
+      return 0;
+    }
+    MilpOptions o = *options;
+    o.process = SolveProcess::kThisProcess;
+    o.on_incumbent = [stream, values_bytes](const std::vector<double>& x) {
+      const uint64_t s = stream->sequence.load(std::memory_order_relaxed);
+      stream->sequence.store(s + 1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      std::memcpy(reinterpret_cast<double*>(stream + 1), x.data(),
+                  std::min(values_bytes, sizeof(double) * x.size()));
+      stream->sequence.store(s + 2, std::memory_order_release);
+    };
+    record(solve_milp(milp, o), columns, header);
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+// The solver process, started from its executable with the request on descriptor
+// kRequestFd, the result's memory on kResultFd and the progress pipe on kProgressFd.
+// posix_spawn runs nothing in the child before exec, so it is safe from a multi-threaded
+// process; the solver process then starts with a single thread of its own.
+constexpr int kRequestFd = 3, kResultFd = 4, kProgressFd = 5;
+
+pid_t spawn_solver(const std::string& solver, const Milp& milp, const MilpOptions* options,
+                   RelaxationLimit relaxation, int shared_fd, int progress_fd) {
+  const std::string request = solver_request_bytes(milp, options, relaxation);
+  const int request_fd = memory_file("monet-solve-request", 0);
+  if (request_fd < 0) return -1;
+  size_t written = 0;
+  while (written < request.size()) {
+    const ssize_t n = write(request_fd, request.data() + written, request.size() - written);
+    if (n <= 0) {
+      close(request_fd);
+      return -1;
+    }
+    written += static_cast<size_t>(n);
+  }
+  // Above the three target descriptors, so that no dup2 overwrites a source.
+  int fds[3] = {fcntl(request_fd, F_DUPFD_CLOEXEC, 10), fcntl(shared_fd, F_DUPFD_CLOEXEC, 10),
+                fcntl(progress_fd, F_DUPFD_CLOEXEC, 10)};
+  close(request_fd);
+  pid_t pid = -1;
+  posix_spawn_file_actions_t actions;
+  if (fds[0] >= 0 && fds[1] >= 0 && fds[2] >= 0 && posix_spawn_file_actions_init(&actions) == 0) {
+    posix_spawn_file_actions_adddup2(&actions, fds[0], kRequestFd);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], kResultFd);
+    posix_spawn_file_actions_adddup2(&actions, fds[2], kProgressFd);
+    const std::string parent = std::to_string(getpid());
+    char* argv[] = {const_cast<char*>(solver.c_str()), const_cast<char*>(parent.c_str()),
+                    nullptr};
+    if (posix_spawn(&pid, solver.c_str(), &actions, nullptr, argv, environ) != 0) pid = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  for (const int fd : fds)
+    if (fd >= 0) close(fd);
+  return pid;
+}
+
+// Where no solver executable is found: a fork of this process runs the request. (A fork
+// of a multi-threaded process may block on a lock another thread held at the fork; the
+// stall check ends such a child.)
+pid_t fork_solver(const Milp& milp, const MilpOptions* options, RelaxationLimit relaxation,
+                  SharedHeader* header, StreamHeader* stream, const int pipe_fds[2]) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // ends with this process, e.g. on Ctrl-C
+  if (getppid() != parent) _exit(2);
+#endif
+  close(pipe_fds[0]);
+  fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);  // a full pipe drops lines, never stalls
+  write_progress_to_fd(pipe_fds[1]);
+  _exit(solve_into(milp, options, relaxation, header, stream));  // no destructors or exit handlers
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 }  // namespace
+
+// The solver executable: $MONET_SOLVER when set (empty: none), else monet-solver beside
+// the library that holds this code (the build tree) or in its monet/ folder (installed);
+// empty when there is none.
+const std::string& solver_executable() {
+  static const std::string path = [] {
+    if (const char* env = std::getenv("MONET_SOLVER")) return std::string(env);
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<const void*>(&solver_executable), &info) == 0 || !info.dli_fname)
+      return std::string();
+    char resolved[PATH_MAX];
+    std::string library = realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
+    const std::string dir = library.substr(0, library.rfind('/') + 1);
+    for (const char* name : {"monet-solver", "monet/monet-solver"}) {
+      const std::string candidate = dir + name;
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    return std::string();
+  }();
+  return path;
+}
 
 ChildSolve::ChildSolve(const Milp& milp, const MilpOptions& options) : columns_(milp.columns()) {
   start(milp, &options, {});
@@ -119,53 +245,34 @@ void ChildSolve::start(const Milp& milp, const MilpOptions* options, RelaxationL
   const size_t values_bytes = sizeof(double) * static_cast<size_t>(columns_);
   stream_offset_ = sizeof(SharedHeader) + values_bytes;
   shared_bytes_ = stream_offset_ + sizeof(StreamHeader) + values_bytes;
-  void* mem =
-      mmap(nullptr, shared_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return;
+  const std::string& solver = solver_executable();
+  // The result's memory: a memory file the solver process maps too (anonymous memory when
+  // the child is a fork of this process).
+  const int shared_fd = solver.empty() ? -1 : memory_file("monet-solve-result", shared_bytes_);
+  if (!solver.empty() && shared_fd < 0) return;
+  void* mem = mmap(nullptr, shared_bytes_, PROT_READ | PROT_WRITE,
+                   shared_fd < 0 ? MAP_SHARED | MAP_ANONYMOUS : MAP_SHARED, shared_fd, 0);
+  if (mem == MAP_FAILED) {
+    if (shared_fd >= 0) close(shared_fd);
+    return;
+  }
   shared_ = mem;
   auto* header = new (shared_) SharedHeader();
   auto* stream = new (static_cast<char*>(shared_) + stream_offset_) StreamHeader();
   int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return;
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    if (shared_fd >= 0) close(shared_fd);
     return;
   }
-  if (pid == 0) {
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // ends with this process, e.g. on Ctrl-C
-    if (getppid() != parent) _exit(2);
-#endif
-    close(pipe_fds[0]);
-    fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);  // a full pipe drops lines, never stalls
-    write_progress_to_fd(pipe_fds[1]);
-    int code = 0;
-    try {
-      if (!options) {
-        record(solve_relaxation(milp, relaxation, nullptr, SolveProcess::kThisProcess), columns_,
-               header);
-      } else {
-        MilpOptions o = *options;
-        o.process = SolveProcess::kThisProcess;
-        o.on_incumbent = [stream, values_bytes](const std::vector<double>& x) {
-          const uint64_t s = stream->sequence.load(std::memory_order_relaxed);
-          stream->sequence.store(s + 1, std::memory_order_relaxed);
-          std::atomic_thread_fence(std::memory_order_release);
-          std::memcpy(reinterpret_cast<double*>(stream + 1), x.data(),
-                      std::min(values_bytes, sizeof(double) * x.size()));
-          stream->sequence.store(s + 2, std::memory_order_release);
-        };
-        record(solve_milp(milp, o), columns_, header);
-      }
-    } catch (...) {
-      code = 1;
-    }
-    _exit(code);  // no destructors or exit handlers of the parent's copy
-  }
+  const pid_t pid = solver.empty()
+                        ? fork_solver(milp, options, relaxation, header, stream, pipe_fds)
+                        : spawn_solver(solver, milp, options, relaxation, shared_fd, pipe_fds[1]);
+  if (shared_fd >= 0) close(shared_fd);
   close(pipe_fds[1]);
+  if (pid <= 0) {
+    close(pipe_fds[0]);
+    return;
+  }
   fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
   progress_fd_ = pipe_fds[0];
   pid_ = pid;
@@ -403,6 +510,47 @@ RelaxationBound solve_relaxation_in_child(const Milp& milp, RelaxationLimit limi
     report_warning("solver: LP relaxation: %s; no bound\n", child.failure().c_str());
   r.seconds = seconds_since(t0);
   return r;
+}
+
+
+int solver_process_main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "monet-solver: the planner starts this process (child_solve.h)\n");
+    return 2;
+  }
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // ends with the planner's process, e.g. on Ctrl-C
+  if (getppid() != static_cast<pid_t>(std::atoll(argv[1]))) return 2;
+#endif
+  struct stat request_stat {};
+  struct stat result_stat {};
+  if (fstat(kRequestFd, &request_stat) != 0 || fstat(kResultFd, &result_stat) != 0) return 2;
+  std::string request(static_cast<size_t>(request_stat.st_size), '\0');
+  size_t got = 0;
+  while (got < request.size()) {
+    const ssize_t n = pread(kRequestFd, request.data() + got, request.size() - got,
+                            static_cast<off_t>(got));
+    if (n <= 0) return 2;
+    got += static_cast<size_t>(n);
+  }
+  SolverRequest r;
+  if (!parse_solver_request(request.data(), request.size(), &r)) {
+    std::fprintf(stderr, "monet-solver: the request is not one this build reads\n");
+    return 2;
+  }
+  request.clear();
+  request.shrink_to_fit();
+  const size_t values_bytes = sizeof(double) * static_cast<size_t>(r.milp.columns());
+  const size_t stream_offset = sizeof(SharedHeader) + values_bytes;
+  const size_t shared_bytes = stream_offset + sizeof(StreamHeader) + values_bytes;
+  if (static_cast<size_t>(result_stat.st_size) != shared_bytes) return 2;
+  void* shared = mmap(nullptr, shared_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kResultFd, 0);
+  if (shared == MAP_FAILED) return 2;
+  fcntl(kProgressFd, F_SETFL, O_NONBLOCK);  // a full pipe drops lines, never stalls
+  write_progress_to_fd(kProgressFd);
+  return solve_into(r.milp, r.task == SolverTask::kBranchAndCut ? &r.options : nullptr,
+                    r.relaxation, static_cast<SharedHeader*>(shared),
+                    reinterpret_cast<StreamHeader*>(static_cast<char*>(shared) + stream_offset));
 }
 
 }  // namespace monet

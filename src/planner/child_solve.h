@@ -1,13 +1,18 @@
-// ChildSolve: solve_milp() or solve_relaxation() run in a child process (fork). Two reasons:
+// ChildSolve: solve_milp() or solve_relaxation() run in a process of their own. Two reasons:
 // - CLP and CBC, as Debian builds them, keep their internal assertions, and some fail on
 //   some programs and abort the process (ClpPrimalColumnSteepest's, depending on the
 //   numbers): in a child that costs the solve, not the program;
 // - CbcMain1, which every branch and cut goes through, is not reentrant (its argument
 //   parser keeps its position in a global), so a second CBC search beside one in this
 //   process (the neighbourhood search's second core) needs a process of its own.
-// The child runs the solver alone (no LibTorch, none of this process's threads) and ends
-// with _exit. It hands back its incumbents as it finds them and its result through memory
-// shared with this process, and its progress lines through a pipe. POSIX only.
+// The process is the solver executable, monet-solver (the solver layer and CBC, no
+// LibTorch), started with posix_spawn: a fork of a multi-threaded process (a Python
+// interpreter, the planner's own threads) may wait forever on a lock that another thread
+// held at the fork, which AddressSanitizer's allocator makes likely. The request travels as
+// bytes (solver_request.h); the process hands back its incumbents as it finds them and its
+// result through memory shared with this process, and its progress lines through a pipe.
+// Where no executable is found (solver_executable()), a fork of this process runs the
+// solve instead. Linux.
 #pragma once
 
 #include <sys/types.h>
@@ -26,6 +31,16 @@ namespace monet {
 /// A solver process that uses no CPU time for this long (seconds of wall time) is taken as
 /// hung and stopped (ChildSolve::kill_if_stalled): a running solve always uses some.
 constexpr double kChildStallSeconds = 30;
+
+/// The solver executable the solves start: $MONET_SOLVER when set (set and empty: none),
+/// else monet-solver beside libmonet (the build tree) or in its monet/ folder (installed);
+/// empty when none is found, and then the solves run in forks of this process.
+const std::string& solver_executable();
+
+/// The solver executable's main(): runs the request on descriptor 3 into the memory on 4,
+/// its progress lines to the pipe on 5, and exits 0 (solved, whatever the outcome), 1 (the
+/// solver threw) or 2 (not started by ChildSolve: a bad request or descriptor).
+int solver_process_main(int argc, char** argv);
 
 class ChildSolve {
  public:

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -26,6 +27,8 @@ namespace monet {
 struct MilpOptions;
 struct MilpResult;
 struct RelaxationBound;
+struct RelaxationLimit;
+struct SolverRequest;
 
 class Milp {
  public:
@@ -64,6 +67,9 @@ class Milp {
  private:
   friend MilpResult solve_milp(const Milp& milp, const MilpOptions& options);
   friend void load_program(const Milp& milp, OsiClpSolverInterface* lp);
+  friend std::string solver_request_bytes(const Milp& milp, const MilpOptions* options,
+                                          RelaxationLimit relaxation);
+  friend bool parse_solver_request(const char* data, size_t size, SolverRequest* out);
 
   std::vector<double> cost_, col_lb_, col_ub_;
   std::vector<bool> integer_;
