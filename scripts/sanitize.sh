@@ -16,8 +16,14 @@ MONET_BUILD_DIR="$build" "$root/scripts/build.sh" -DMONET_SANITIZE=ON \
   "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -g1 -DNDEBUG" \
   --target monet --target monet_python --target monet_sanitize_tests
 
-export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:detect_odr_violation=0"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# Every process's reports (the tests', the CLI's and the solver processes' the planner
+# starts) go to files under $reports: a report in a process whose failure its parent
+# survives (a solver process) fails the job too.
+reports="$build/sanitizer-reports"
+rm -rf "$reports"
+mkdir -p "$reports"
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:detect_odr_violation=0:log_path=$reports/asan"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
 start=$(date +%s)
 status=0
 run() {  # run NAME COMMAND...: one part of the job; its failure fails the job
@@ -78,5 +84,10 @@ for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_l
     /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python/test_$name.py" \
     ${filter:+-k "${filter#-k }"}
 done
+if compgen -G "$reports/*" >/dev/null; then
+  echo "sanitize: sanitizer reports:" >&2
+  cat "$reports"/* >&2
+  status=1
+fi
 echo "sanitize: $( [ $status -eq 0 ] && echo clean || echo FAILED ) in $(( $(date +%s) - start )) s" >&2
 exit $status

@@ -36,7 +36,7 @@ void put(std::string* out, const T& value) {
 template <typename T>
 void put_vector(std::string* out, const std::vector<T>& v) {
   put(out, static_cast<uint64_t>(v.size()));
-  out->append(reinterpret_cast<const char*>(v.data()), sizeof(T) * v.size());
+  if (!v.empty()) out->append(reinterpret_cast<const char*>(v.data()), sizeof(T) * v.size());
 }
 
 // Reads from a byte range, remembering whether any read ran past its end.
@@ -62,7 +62,7 @@ class Reader {
       return {};
     }
     std::vector<T> v(n);
-    std::memcpy(v.data(), p_, sizeof(T) * n);
+    if (n > 0) std::memcpy(v.data(), p_, sizeof(T) * n);
     p_ += sizeof(T) * n;
     return v;
   }
