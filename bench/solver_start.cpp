@@ -19,9 +19,12 @@ int main(int argc, char** argv) {
     m.add_row(t, 1, 1e30);
   }
   std::vector<char> resident;
-  if (argc > 1) { resident.assign(size_t(std::atof(argv[1]) * (1 << 30)), 1); }
+  if (argc > 1) {
+    resident.assign(size_t(std::atof(argv[1]) * (1 << 30)), 1);
+  }
   std::printf("solver: '%s', %d columns, %lld nonzeros, %zu MB resident extra\n",
-              solver_executable().c_str(), m.columns(), (long long)m.nonzeros(), resident.size() >> 20);
+              solver_executable().c_str(), m.columns(), (long long)m.nonzeros(),
+              resident.size() >> 20);
   auto t0 = std::chrono::steady_clock::now();
   const std::string bytes = solver_request_bytes(m, nullptr, {});
   auto t1 = std::chrono::steady_clock::now();

@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -177,8 +177,7 @@ pid_t spawn_solver(const std::string& solver, const Milp& milp, const MilpOption
     posix_spawn_file_actions_adddup2(&actions, fds[1], kResultFd);
     posix_spawn_file_actions_adddup2(&actions, fds[2], kProgressFd);
     const std::string parent = std::to_string(getpid());
-    char* argv[] = {const_cast<char*>(solver.c_str()), const_cast<char*>(parent.c_str()),
-                    nullptr};
+    char* argv[] = {const_cast<char*>(solver.c_str()), const_cast<char*>(parent.c_str()), nullptr};
     if (posix_spawn(&pid, solver.c_str(), &actions, nullptr, argv, environ) != 0) pid = -1;
     posix_spawn_file_actions_destroy(&actions);
   }
@@ -512,7 +511,6 @@ RelaxationBound solve_relaxation_in_child(const Milp& milp, RelaxationLimit limi
   return r;
 }
 
-
 int solver_process_main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "monet-solver: the planner starts this process (child_solve.h)\n");
@@ -528,8 +526,8 @@ int solver_process_main(int argc, char** argv) {
   std::string request(static_cast<size_t>(request_stat.st_size), '\0');
   size_t got = 0;
   while (got < request.size()) {
-    const ssize_t n = pread(kRequestFd, request.data() + got, request.size() - got,
-                            static_cast<off_t>(got));
+    const ssize_t n =
+        pread(kRequestFd, request.data() + got, request.size() - got, static_cast<off_t>(got));
     if (n <= 0) return 2;
     got += static_cast<size_t>(n);
   }
