@@ -19,7 +19,7 @@ MONET_BUILD_DIR="$build" "$root/scripts/build.sh" -DMONET_SANITIZE=ON \
 # Every process's reports (the tests', the CLI's and the solver processes' the planner
 # starts) go to files under $reports: a report in a process whose failure its parent
 # survives (a solver process) fails the job too.
-reports="$build/sanitizer-reports"
+reports="$(cd "$build" && pwd)/sanitizer-reports"  # absolute: processes run elsewhere
 rm -rf "$reports"
 mkdir -p "$reports"
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:detect_odr_violation=0:log_path=$reports/asan"

@@ -100,10 +100,6 @@ Milp market_split(int rows, int items, std::vector<double>* all_zero_start) {
   return m;
 }
 
-// A solver that aborts (as CLP does on a failed internal assertion) ends its child process,
-// not this one. The solve starts again with Dantzig pricing; when that aborts too, the best
-// solution known (here the warm start) stands as feasible, with no bound, and warnings say
-// why.
 TEST(ChildSolve, RunsInTheSolverExecutableBesideTheLibrary) {
   // The build tree's monet-solver, not a fork of this (multi-threaded) test process.
   const std::string& solver = solver_executable();
@@ -111,7 +107,7 @@ TEST(ChildSolve, RunsInTheSolverExecutableBesideTheLibrary) {
   EXPECT_EQ(std::filesystem::path(solver).filename(), "monet-solver");
   EXPECT_TRUE(std::filesystem::exists(solver));
   // Started by hand it refuses in one line, with the usage exit code.
-  EXPECT_EQ(std::system((solver + " 2>/dev/null").c_str()), 2 << 8);
+  EXPECT_EQ(std::system(("'" + solver + "' 2>/dev/null").c_str()), 2 << 8);
 }
 
 TEST(SolverRequest, RoundTripsAndRefusesDamagedBytes) {
@@ -159,6 +155,10 @@ TEST(SolverRequest, RoundTripsAndRefusesDamagedBytes) {
   EXPECT_FALSE(parse_solver_request(other_version.data(), other_version.size(), &r));
 }
 
+// A solver that aborts (as CLP does on a failed internal assertion) ends its child process,
+// not this one. The solve starts again with Dantzig pricing; when that aborts too, the best
+// solution known (here the warm start) stands as feasible, with no bound, and warnings say
+// why.
 TEST(SolveInAChildProcess, AnAbortedSolverLeavesItsBestSolutionAndThisProcess) {
   std::vector<double> start;
   const Milp m = market_split(4, 40, &start);

@@ -173,12 +173,17 @@ pid_t spawn_solver(const std::string& solver, const Milp& milp, const MilpOption
   pid_t pid = -1;
   posix_spawn_file_actions_t actions;
   if (fds[0] >= 0 && fds[1] >= 0 && fds[2] >= 0 && posix_spawn_file_actions_init(&actions) == 0) {
-    posix_spawn_file_actions_adddup2(&actions, fds[0], kRequestFd);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], kResultFd);
-    posix_spawn_file_actions_adddup2(&actions, fds[2], kProgressFd);
+    bool ready = posix_spawn_file_actions_adddup2(&actions, fds[0], kRequestFd) == 0 &&
+                 posix_spawn_file_actions_adddup2(&actions, fds[1], kResultFd) == 0 &&
+                 posix_spawn_file_actions_adddup2(&actions, fds[2], kProgressFd) == 0;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    // None of this process's other descriptors (the caller's files, sockets) reach it.
+    ready = ready && posix_spawn_file_actions_addclosefrom_np(&actions, kProgressFd + 1) == 0;
+#endif
     const std::string parent = std::to_string(getpid());
     char* argv[] = {const_cast<char*>(solver.c_str()), const_cast<char*>(parent.c_str()), nullptr};
-    if (posix_spawn(&pid, solver.c_str(), &actions, nullptr, argv, environ) != 0) pid = -1;
+    if (!ready || posix_spawn(&pid, solver.c_str(), &actions, nullptr, argv, environ) != 0)
+      pid = -1;
     posix_spawn_file_actions_destroy(&actions);
   }
   for (const int fd : fds)
@@ -263,9 +268,10 @@ void ChildSolve::start(const Milp& milp, const MilpOptions* options, RelaxationL
     if (shared_fd >= 0) close(shared_fd);
     return;
   }
-  const pid_t pid = solver.empty()
-                        ? fork_solver(milp, options, relaxation, header, stream, pipe_fds)
-                        : spawn_solver(solver, milp, options, relaxation, shared_fd, pipe_fds[1]);
+  // Where the executable cannot be started (no resources, a bad MONET_SOLVER), a fork.
+  pid_t pid =
+      solver.empty() ? -1 : spawn_solver(solver, milp, options, relaxation, shared_fd, pipe_fds[1]);
+  if (pid <= 0) pid = fork_solver(milp, options, relaxation, header, stream, pipe_fds);
   if (shared_fd >= 0) close(shared_fd);
   close(pipe_fds[1]);
   if (pid <= 0) {
@@ -538,6 +544,7 @@ int solver_process_main(int argc, char** argv) {
   }
   request.clear();
   request.shrink_to_fit();
+  close(kRequestFd);
   const size_t values_bytes = sizeof(double) * static_cast<size_t>(r.milp.columns());
   const size_t stream_offset = sizeof(SharedHeader) + values_bytes;
   const size_t shared_bytes = stream_offset + sizeof(StreamHeader) + values_bytes;
@@ -546,9 +553,12 @@ int solver_process_main(int argc, char** argv) {
   if (shared == MAP_FAILED) return 2;
   fcntl(kProgressFd, F_SETFL, O_NONBLOCK);  // a full pipe drops lines, never stalls
   write_progress_to_fd(kProgressFd);
-  return solve_into(r.milp, r.task == SolverTask::kBranchAndCut ? &r.options : nullptr,
-                    r.relaxation, static_cast<SharedHeader*>(shared),
-                    reinterpret_cast<StreamHeader*>(static_cast<char*>(shared) + stream_offset));
+  const int code =
+      solve_into(r.milp, r.task == SolverTask::kBranchAndCut ? &r.options : nullptr, r.relaxation,
+                 static_cast<SharedHeader*>(shared),
+                 reinterpret_cast<StreamHeader*>(static_cast<char*>(shared) + stream_offset));
+  std::fflush(nullptr);
+  _exit(code);  // the result is written: no static destructors (CBC's) or exit-time checks
 }
 
 }  // namespace monet

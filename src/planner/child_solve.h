@@ -11,8 +11,8 @@
 // held at the fork, which AddressSanitizer's allocator makes likely. The request travels as
 // bytes (solver_request.h); the process hands back its incumbents as it finds them and its
 // result through memory shared with this process, and its progress lines through a pipe.
-// Where no executable is found (solver_executable()), a fork of this process runs the
-// solve instead. Linux.
+// Where no executable is found (solver_executable()) or it cannot be started, a fork of
+// this process runs the solve instead. Linux.
 #pragma once
 
 #include <sys/types.h>

@@ -91,7 +91,7 @@ struct RelaxationBound {
 /// and some fail on some programs (ClpPrimalColumnSteepest's, depending on the numbers) and
 /// abort the process: in a child process, that costs the solve and not the program.
 enum class SolveProcess {
-  kChild,        // a forked child (child_solve.h); its progress and incumbents come back live
+  kChild,        // a solver process (child_solve.h); its progress and incumbents come back live
   kThisProcess,  // this process (what the child runs)
 };
 

@@ -1,6 +1,7 @@
 #include "planner/solver_request.h"
 
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct WireOptions {
   int64_t relaxation_iterations;
 };
 static_assert(std::is_trivially_copyable_v<WireOptions>);
+static_assert(sizeof(WireOptions) == 80,
+              "no padding: every byte sent is a field's (bump kRequestVersion with any change)");
 
 template <typename T>
 void put(std::string* out, const T& value) {
@@ -119,6 +122,12 @@ bool parse_solver_request(const char* data, size_t size, SolverRequest* out) {
     return false;
   out->task = static_cast<SolverTask>(task);
   const auto w = in.get<WireOptions>();
+  if (w.search_limit != static_cast<int32_t>(SearchLimit::kWallClock) &&
+      w.search_limit != static_cast<int32_t>(SearchLimit::kWork))
+    return false;
+  if (w.primal_pricing != static_cast<int32_t>(PrimalPricing::kAutomatic) &&
+      w.primal_pricing != static_cast<int32_t>(PrimalPricing::kDantzig))
+    return false;
   MilpOptions& o = out->options;
   o.time_limit_seconds = w.time_limit_seconds;
   o.search_limit = static_cast<SearchLimit>(w.search_limit);
@@ -146,6 +155,8 @@ bool parse_solver_request(const char* data, size_t size, SolverRequest* out) {
   m.indices_ = in.get_vector<int>();
   m.elements_ = in.get_vector<double>();
   const size_t columns = m.cost_.size();
+  constexpr size_t kMostIndices = static_cast<size_t>(std::numeric_limits<int>::max());
+  if (columns > kMostIndices || m.indices_.size() > kMostIndices) return false;
   if (!in.ok() || !in.at_end() || m.col_lb_.size() != columns || m.col_ub_.size() != columns ||
       m.integer_.size() != columns || m.row_ub_.size() != m.row_lb_.size() ||
       m.row_start_.size() != m.row_lb_.size() || m.indices_.size() != m.elements_.size())
