@@ -106,6 +106,17 @@ void record(const RelaxationBound& r, int columns, SharedHeader* header) {
   write_values(r.values, columns, header);
 }
 
+// Where the stream header starts in the shared memory, and its size, for `columns` values.
+struct SharedLayout {
+  size_t stream_offset;
+  size_t bytes;
+};
+SharedLayout shared_layout(int columns) {
+  const size_t values_bytes = sizeof(double) * static_cast<size_t>(columns);
+  const size_t stream_offset = sizeof(SharedHeader) + values_bytes;
+  return {stream_offset, stream_offset + sizeof(StreamHeader) + values_bytes};
+}
+
 // A memory file of `bytes` bytes (zeros), closed on exec; -1 when none can be made.
 int memory_file(const char* name, size_t bytes) {
   const int fd = memfd_create(name, MFD_CLOEXEC);
@@ -191,7 +202,8 @@ pid_t spawn_solver(const std::string& solver, const Milp& milp, const MilpOption
   return pid;
 }
 
-// Where no solver executable is found: a fork of this process runs the request. (A fork
+// Where no solver executable is found or it cannot be started: a fork of this process runs
+// the request. (A fork
 // of a multi-threaded process may block on a lock another thread held at the fork; the
 // stall check ends such a child.)
 pid_t fork_solver(const Milp& milp, const MilpOptions* options, RelaxationLimit relaxation,
@@ -246,18 +258,16 @@ ChildSolve::ChildSolve(const Milp& milp, RelaxationLimit limit) : columns_(milp.
 
 void ChildSolve::start(const Milp& milp, const MilpOptions* options, RelaxationLimit relaxation) {
   failure_ = "the solver process could not be started";
-  const size_t values_bytes = sizeof(double) * static_cast<size_t>(columns_);
-  stream_offset_ = sizeof(SharedHeader) + values_bytes;
-  shared_bytes_ = stream_offset_ + sizeof(StreamHeader) + values_bytes;
+  const SharedLayout layout = shared_layout(columns_);
+  stream_offset_ = layout.stream_offset;
+  shared_bytes_ = layout.bytes;
   const std::string& solver = solver_executable();
-  // The result's memory: a memory file the solver process maps too (anonymous memory when
-  // the child is a fork of this process).
-  const int shared_fd = solver.empty() ? -1 : memory_file("monet-solve-result", shared_bytes_);
-  if (!solver.empty() && shared_fd < 0) return;
-  void* mem = mmap(nullptr, shared_bytes_, PROT_READ | PROT_WRITE,
-                   shared_fd < 0 ? MAP_SHARED | MAP_ANONYMOUS : MAP_SHARED, shared_fd, 0);
+  // The result's memory: a memory file the solver process maps too (a fork shares it).
+  const int shared_fd = memory_file("monet-solve-result", shared_bytes_);
+  if (shared_fd < 0) return;
+  void* mem = mmap(nullptr, shared_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, shared_fd, 0);
   if (mem == MAP_FAILED) {
-    if (shared_fd >= 0) close(shared_fd);
+    close(shared_fd);
     return;
   }
   shared_ = mem;
@@ -265,14 +275,14 @@ void ChildSolve::start(const Milp& milp, const MilpOptions* options, RelaxationL
   auto* stream = new (static_cast<char*>(shared_) + stream_offset_) StreamHeader();
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    if (shared_fd >= 0) close(shared_fd);
+    close(shared_fd);
     return;
   }
   // Where the executable cannot be started (no resources, a bad MONET_SOLVER), a fork.
   pid_t pid =
       solver.empty() ? -1 : spawn_solver(solver, milp, options, relaxation, shared_fd, pipe_fds[1]);
   if (pid <= 0) pid = fork_solver(milp, options, relaxation, header, stream, pipe_fds);
-  if (shared_fd >= 0) close(shared_fd);
+  close(shared_fd);
   close(pipe_fds[1]);
   if (pid <= 0) {
     close(pipe_fds[0]);
@@ -545,18 +555,16 @@ int solver_process_main(int argc, char** argv) {
   request.clear();
   request.shrink_to_fit();
   close(kRequestFd);
-  const size_t values_bytes = sizeof(double) * static_cast<size_t>(r.milp.columns());
-  const size_t stream_offset = sizeof(SharedHeader) + values_bytes;
-  const size_t shared_bytes = stream_offset + sizeof(StreamHeader) + values_bytes;
-  if (static_cast<size_t>(result_stat.st_size) != shared_bytes) return 2;
-  void* shared = mmap(nullptr, shared_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kResultFd, 0);
+  const SharedLayout layout = shared_layout(r.milp.columns());
+  if (static_cast<size_t>(result_stat.st_size) != layout.bytes) return 2;
+  void* shared = mmap(nullptr, layout.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kResultFd, 0);
   if (shared == MAP_FAILED) return 2;
   fcntl(kProgressFd, F_SETFL, O_NONBLOCK);  // a full pipe drops lines, never stalls
   write_progress_to_fd(kProgressFd);
-  const int code =
-      solve_into(r.milp, r.task == SolverTask::kBranchAndCut ? &r.options : nullptr, r.relaxation,
-                 static_cast<SharedHeader*>(shared),
-                 reinterpret_cast<StreamHeader*>(static_cast<char*>(shared) + stream_offset));
+  const int code = solve_into(
+      r.milp, r.task == SolverTask::kBranchAndCut ? &r.options : nullptr, r.relaxation,
+      static_cast<SharedHeader*>(shared),
+      reinterpret_cast<StreamHeader*>(static_cast<char*>(shared) + layout.stream_offset));
   std::fflush(nullptr);
   _exit(code);  // the result is written: no static destructors (CBC's) or exit-time checks
 }
