@@ -36,16 +36,18 @@ PlanOptions uncached_options(const std::string& planner) {
   po.planner = planner;
   po.use_cache = false;
   po.progress = false;
+  po.planning_limit = PlanningLimit::kWork;
   return po;
 }
 
-// Planning at `budget` with the cache in `cache`, silently, within 10 s.
+// Planning at `budget` with the cache in `cache`, silently, by work counts of a nominal 10 s.
 PlanOptions quiet_options(const std::string& budget, const std::string& cache) {
   PlanOptions po;
   po.budget = budget;
   po.cache_dir = cache;
   po.progress = false;
   po.time_limit_seconds = 10;
+  po.planning_limit = PlanningLimit::kWork;
   return po;
 }
 
@@ -119,6 +121,7 @@ TEST(PlannedModel, RefusesBudgetsNoPlanFitsAndPlannersThatIgnoreIt) {
   PlanOptions po;
   po.use_cache = false;
   po.progress = false;
+  po.planning_limit = PlanningLimit::kWork;
   po.budget = "1KiB";
   EXPECT_THROW(PlannedModel(Model::load(tiny_resnet(), 0), po), BudgetError);
   po.budget = "0.3x";

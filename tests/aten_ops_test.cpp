@@ -198,6 +198,7 @@ TEST(AtenOps, ViewsShareTheirInputsStorage) {
   MonetOptions o;
   o.budget_bytes = testing::lean_budget(g, costs);
   o.solver.time_limit_seconds = 10;
+  o.solver.search_limit = SearchLimit::kWork;
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);
   EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
@@ -389,6 +390,7 @@ TEST(AtenOps, PlannerChoosesOutputOrMaskBackwardsUnderATightBudget) {
   MonetOptions o;
   o.budget_bytes = testing::lean_budget(g, costs);
   o.solver.time_limit_seconds = 10;
+  o.solver.search_limit = SearchLimit::kWork;
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);
   std::map<std::string, std::string> backward;

@@ -223,6 +223,7 @@ TEST(Attention, PlannerDropsTheProbabilitiesUnderATightBudget) {
   MonetOptions o;
   o.budget_bytes = testing::lean_budget(g, costs);
   o.solver.time_limit_seconds = 10;
+  o.solver.search_limit = SearchLimit::kWork;
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);
   std::string forward, backward;

@@ -60,6 +60,7 @@ TEST_P(BaselinePlannersOnTinyModel, CheckmateAndGistPlansMatchAutograd) {
   // A budget between Checkmate's smallest (in its model) and store-all's peak.
   SearchOptions solver;
   solver.time_limit_seconds = 4;
+  solver.search_limit = SearchLimit::kWork;
   solver.relative_gap = 0.02;
   const CostModel blind = without_workspace(costs);
   const MinimumBudget smallest = minimum_budget(g, blind, MonetMode::kNoOp, solver);
@@ -159,6 +160,7 @@ TEST(NamedPlanner, PostOptimisesConvolutionsOfMonetNoOpWithinBudget) {
   PlannerRequest r;
   r.planner = "monet-noop";
   r.solver.time_limit_seconds = 4;
+  r.solver.search_limit = SearchLimit::kWork;
   r.solver.relative_gap = 0.02;
   r.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes * 9 / 10;
   r.post_optimise_convolutions = true;

@@ -40,6 +40,7 @@ TEST_P(ChainOnTinyModel, RunsAsSimulatedWithinItsBudgetAndAboveTheFloor) {
   const auto& [g, state, batch, costs] = t;
   const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = store_all.peak_bytes;
   const ChainCheckpointingPlans all = chain_checkpointing_plans(g, costs, o);
   ASSERT_GT(all.segments, 0);
@@ -76,6 +77,7 @@ TEST_P(ChainOnTinyModel, SubCutSchedulesRunAsSimulated) {
   const TinySetUp t(GetParam());
   const auto& [g, state, batch, costs] = t;
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes;
   o.layouts = {ChainCuts::kSubCuts};
   const ChainCheckpointingPlans sub_cuts = chain_checkpointing_plans(g, costs, o);
@@ -101,6 +103,7 @@ TEST_P(ChainOnTinyModel, TheProgramExpressesItsInPlaceRecomputations) {
   const Graph& g = t.g;
   const CostModel& costs = t.costs;
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = simulate(g, store_all_plan(g), costs).peak_bytes;
   const SimulatedPlan smallest = chain_checkpointing_plans(g, costs, o).smallest;
   const auto inplace_recomputations = [&](const Plan& plan) {
@@ -144,6 +147,7 @@ TEST_P(ChainOnTinyModel, TheProgramsRowsBoundEveryScheduleItExpresses) {
   const TinySetUp t(GetParam());
   const Graph& g = t.g;
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = simulate(g, store_all_plan(g), t.costs).peak_bytes;
   const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, t.costs, o);
   CostModel costs = t.costs;
@@ -184,6 +188,7 @@ TEST(ChainCheckpointing, SmallestScheduleIsNearTheFloor) {
   const Graph& g = t.g;
   const CostModel& costs = t.costs;
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = iteration_start_bytes(g);  // nothing fits: the smallest schedule is sought
   const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, o);
   const double start = static_cast<double>(iteration_start_bytes(g));
@@ -205,6 +210,7 @@ TEST(ChainCheckpointing, DropsRecomputationsNothingReads) {
   MemoryTracker::install();
   const TinySetUp t("unet");
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = std::numeric_limits<int64_t>::max();  // every schedule fits
   const ChainCheckpointingPlans dropped = chain_checkpointing_plans(t.g, t.costs, o);
   o.unread_recomputations = UnreadRecomputations::kKeep;
@@ -237,6 +243,7 @@ TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
     if (checkpointing < 0 || peak < checkpointing) checkpointing = peak;
   }
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = checkpointing - 1;
   const ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, o);
   ASSERT_FALSE(chain.within_budget.empty())
@@ -245,6 +252,7 @@ TEST(ChainCheckpointing, ReachesBelowCheckpointingAndThePlannerPlansThere) {
   MonetOptions mo;
   mo.budget_bytes = o.budget_bytes;
   mo.solver.time_limit_seconds = 20;
+  mo.solver.search_limit = SearchLimit::kWork;
   const MonetResult r = plan_monet(g, costs, mo);
   ASSERT_TRUE(r.found);
   EXPECT_LE(r.predicted.peak_bytes, mo.budget_bytes);
@@ -269,11 +277,13 @@ TEST(ChainCheckpointing, ThePlannerPlansAtTheSmallestChainPeakEitherWay) {
   const TinySetUp t("resnet18");
   const auto& [g, state, batch, costs] = t;
   ChainCheckpointingOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = iteration_start_bytes(g);  // nothing fits: the smallest schedule is sought
   const SimulatedPlan smallest = chain_checkpointing_plans(g, costs, o).smallest;
   MonetOptions mo;
   mo.budget_bytes = smallest.simulated.peak_bytes;
   mo.solver.time_limit_seconds = 10;
+  mo.solver.search_limit = SearchLimit::kWork;
   for (NoFittingHeuristic way :
        {NoFittingHeuristic::kExactProgramThenElastic, NoFittingHeuristic::kElastic}) {
     mo.no_fitting_heuristic = way;

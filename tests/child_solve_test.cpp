@@ -13,7 +13,6 @@
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -35,6 +34,7 @@ TEST(ChildSolve, SolvesAsThisProcessDoes) {
   const Milp m = knapsack(14, 31);
   MilpOptions o;
   o.time_limit_seconds = 20;
+  o.search_limit = SearchLimit::kWork;
   o.process = SolveProcess::kThisProcess;
   const MilpResult here = solve_milp(m, o);
   ASSERT_EQ(here.status, MilpStatus::kOptimal);
@@ -165,6 +165,7 @@ TEST(SolveInAChildProcess, AnAbortedSolverLeavesItsBestSolutionAndThisProcess) {
   ASSERT_TRUE(m.satisfies(start));
   MilpOptions o;
   o.time_limit_seconds = 120;
+  o.search_limit = SearchLimit::kWork;
   o.progress = true;
   o.warm_start = start;
   std::vector<std::string> lines;
@@ -174,13 +175,9 @@ TEST(SolveInAChildProcess, AnAbortedSolverLeavesItsBestSolutionAndThisProcess) {
     if (text.find("LP relaxation solved") == std::string::npos) return;
     for (pid_t pid : child_processes()) aborted += kill(pid, SIGABRT) == 0;
   });
-  const auto t0 = std::chrono::steady_clock::now();
   const MilpResult r = solve_milp(m, o);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   set_progress_sink(nullptr);
   EXPECT_EQ(aborted, 2);
-  EXPECT_LT(seconds, 60);
   EXPECT_EQ(r.status, MilpStatus::kFeasible);
   ASSERT_TRUE(m.satisfies(r.values));
   EXPECT_LE(r.objective, m.objective_of(start));
@@ -199,12 +196,16 @@ TEST(ChildSolve, ReportsNoSolutionForAnInfeasibleProgram) {
   const int x = m.add_binary(1), y = m.add_binary(1);
   m.add_row({{x, 1}, {y, 1}}, 3, 1e30);
   MilpOptions o;
+  o.search_limit = SearchLimit::kWork;
   ChildSolve child(m, o);
   const MilpResult r = child.wait();
   EXPECT_EQ(r.status, MilpStatus::kInfeasible);
   EXPECT_TRUE(r.values.empty());
 }
 
+// The second core runs only under SearchLimit::kWallClock, so these two tests keep it: their
+// programs are solved to the optimum they check in well under a second of the 60 s limit,
+// which never ends them.
 TEST(NeighbourhoodSearchOnTwoCores, WindowsKeepTheImprovementsOfBothCores) {
   // Blocks at positions 0..15, each a small knapsack of its own (three items, capacity 4),
   // joined by one loose row over all of them; the warm start takes the worst feasible

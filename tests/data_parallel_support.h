@@ -37,6 +37,7 @@ inline PlanOptions quiet(const std::string& planner, const std::string& budget =
   o.budget = budget;
   o.use_cache = false;
   o.progress = false;
+  o.planning_limit = PlanningLimit::kWork;
   return o;
 }
 

@@ -45,6 +45,7 @@ int plan_with_every_planner(const Graph& g, const ModelState& state, const Batch
     request.planner = planner;
     if (planner_uses_budget(planner)) request.budget_bytes = budget;
     request.solver.time_limit_seconds = 5;
+    request.solver.search_limit = SearchLimit::kWork;
     request.seed = static_cast<uint64_t>(index);
     try {
       const PlannerOutcome out = make_plan(g, &costs, request);

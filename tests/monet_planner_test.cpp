@@ -42,6 +42,7 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   const SimulationResult store_all = simulate(g, store_all_plan(g), costs);
   SearchOptions solver;
   solver.time_limit_seconds = 8;
+  solver.search_limit = SearchLimit::kWork;
   solver.relative_gap = 0.02;
   const MinimumBudget smallest = minimum_budget(g, costs, MonetMode::kAll, solver);
   ASSERT_GT(smallest.bytes, store_all.start_bytes);
@@ -63,6 +64,7 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
       o.mode = mode;
       o.solver = solver;
       o.solver.time_limit_seconds = 4;
+      o.solver.search_limit = SearchLimit::kWork;
       if (mode == MonetMode::kAll) o.warm_plans = {smallest.plan};
       const MonetResult r = plan_monet(g, costs, o);
       ASSERT_TRUE(r.found) << monet_mode_name(mode) << " found no plan for " << budget << " B";
@@ -88,6 +90,7 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   o.budget_bytes = smallest.bound_bytes - 64 * 1024;
   o.solver = solver;
   o.solver.time_limit_seconds = 4;
+  o.solver.search_limit = SearchLimit::kWork;
   const MonetResult below = plan_monet(g, costs, o);
   EXPECT_FALSE(below.found && below.predicted.peak_bytes <= o.budget_bytes);
   // Far below it (no more than the parameters and inputs), the program at that very budget
@@ -122,6 +125,7 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
   MonetOptions o;
   o.budget_bytes = (chen.peak_bytes + store_all.peak_bytes) / 2;
   o.solver.time_limit_seconds = o.small_program_neighbourhood_min_seconds;
+  o.solver.search_limit = SearchLimit::kWork;
   o.solver.relative_gap = 0.02;
   o.recomputation_first_share = 0.5;
   const MonetResult r = plan_monet(m.g, m.costs, o);
@@ -139,6 +143,7 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
   EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
   o.recomputation_first_share = 0.25;
   o.solver.time_limit_seconds = 4;
+  o.solver.search_limit = SearchLimit::kWork;
   EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
 }
 
@@ -192,6 +197,7 @@ TEST(MonetPlanner, SearchesSmallProgramsFromNoPlanWhenNoHeuristicFits) {
   o.budget_bytes = floor + (chen - floor) * 6 / 10;
   o.heuristics = HeuristicPlansSource::kWarmPlansOnly;
   o.solver.time_limit_seconds = 20;
+  o.solver.search_limit = SearchLimit::kWork;
   for (SmallProgramFirstFit way :
        {SmallProgramFirstFit::kBranchAndCut, SmallProgramFirstFit::kElastic}) {
     o.small_program_first_fit = way;
@@ -226,6 +232,7 @@ TEST(MonetPlanner, TakesOnlyTheGivenPlansWhenAskedTo) {
   MonetOptions o;
   o.budget_bytes = (store_all.peak_bytes + memory_floor_bytes(m.g, m.costs)) / 2;
   o.solver.time_limit_seconds = 4;
+  o.solver.search_limit = SearchLimit::kWork;
   o.heuristics = HeuristicPlansSource::kWarmPlansOnly;
   const MonetResult r = plan_monet(m.g, m.costs, o);
   ASSERT_TRUE(r.found);
@@ -249,6 +256,7 @@ TEST(MonetPlanner, FindsTheSmallestBudgetOfSmallProgramsByNeighbourhoods) {
   const testing::ProfiledTinyModel m("unet");
   SearchOptions solver;
   solver.time_limit_seconds = kSmallProgramNeighbourhoodMinSeconds;
+  solver.search_limit = SearchLimit::kWork;
   const MinimumBudget smallest = minimum_budget(m.g, m.costs, MonetMode::kAll, solver);
   ASSERT_GT(smallest.bytes, 0);
   EXPECT_GE(smallest.bytes, smallest.bound_bytes);
@@ -258,6 +266,7 @@ TEST(MonetPlanner, FindsTheSmallestBudgetOfSmallProgramsByNeighbourhoods) {
   ChainCheckpointingOptions chain;
   chain.budget_bytes = 1;
   chain.time_limit_seconds = solver.time_limit_seconds * kMinimumBudgetChainShare;
+  chain.search_limit = SearchLimit::kWork;
   chain.first_fit_time_limit_seconds = 0;
   chain.rematerialized_plans = 0;
   const SimulatedPlan leanest = chain_checkpointing_plans(m.g, m.costs, chain).smallest;
@@ -280,6 +289,7 @@ TEST(MonetPlanner, SearchesTheInPlaceProgramWhereTheOutOfPlaceProgramHasNoPlan) 
   MonetOptions o;
   o.budget_bytes = memory_floor_bytes(m.g, m.costs);
   o.solver.time_limit_seconds = 10;
+  o.solver.search_limit = SearchLimit::kWork;
   // The programs alone: no heuristic plans, and none of the exact in-place program's.
   o.heuristics = HeuristicPlansSource::kWarmPlansOnly;
   o.no_fitting_heuristic = NoFittingHeuristic::kElastic;

@@ -59,6 +59,7 @@ TEST(MilpRelaxation, SolvedOrAwaitedWhenUnderWay) {
 
   SearchOptions o;
   o.strategy = SearchStrategy::kNeighbourhood;
+  o.search_limit = SearchLimit::kWork;
   o.warm_start = {0, 0, 0};
   const MilpResult own = search_program(m, o);
   EXPECT_NEAR(own.lp_bound, -1.5, 1e-9);
@@ -85,6 +86,7 @@ TEST(RelaxationNeighbourhood, FixesWhatTheRelaxationSetsWholeAndSearchesTheRest)
   m.add_row({{x0, 2}, {x1, 2}, {x2, 2}}, -1e30, 5);
   SearchOptions o;
   o.strategy = SearchStrategy::kNeighbourhood;
+  o.search_limit = SearchLimit::kWork;
   o.warm_start = {0, 0, 1};
   o.neighbourhood.column_positions = {-1, -1, -1};
   o.relaxation = testing::slow_relaxation(m);
@@ -123,6 +125,7 @@ TEST_P(NeighbourhoodOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
     MonetOptions o;
     o.budget_bytes = budget;
     o.solver.time_limit_seconds = 8;
+    o.solver.search_limit = SearchLimit::kWork;
     o.solver.relative_gap = 0.01;
     o.solver.strategy = SearchStrategy::kNeighbourhood;
     const MonetResult r = plan_monet(g, costs, o);

@@ -34,10 +34,12 @@ TEST(ProgramSearch, ResolvesTheStrategyByProgramSizeOrAsAsked) {
 TEST(ProgramSearch, NeighbourhoodSearchWithoutAWarmStartIsABranchAndCut) {
   const Milp m = knapsack(12, 27);
   MilpOptions exact;
+  exact.search_limit = SearchLimit::kWork;
   const MilpResult optimum = solve_milp(m, exact);
   ASSERT_EQ(optimum.status, MilpStatus::kOptimal);
   SearchOptions o;
   o.strategy = SearchStrategy::kNeighbourhood;
+  o.search_limit = SearchLimit::kWork;
   const MilpResult r = search_program(m, o);
   EXPECT_EQ(r.status, MilpStatus::kOptimal);
   EXPECT_EQ(r.neighbourhoods, 0);

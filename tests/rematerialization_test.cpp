@@ -45,6 +45,7 @@ TEST_P(RematerializationOnTinyModel, LowersThePeakAndRunsAsSimulated) {
   validate_plan(g, start.plan);
   start.simulated = simulate(g, start.plan, costs);
   RematerializationOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = start.simulated.start_bytes + start.simulated.peak_above_start() * 3 / 4;
   const SimulatedPlan lowered = rematerialize(g, costs, start, o);
   EXPECT_LT(lowered.simulated.peak_bytes, start.simulated.peak_bytes);
@@ -70,9 +71,11 @@ TEST_P(RematerializationOnTinyModel, RecomputesInputsNoLongerAliveAndRunsAsSimul
   const testing::ProfiledTinyModel p(GetParam());
   const auto& [g, state, batch, costs] = p;
   ChainCheckpointingOptions co;
+  co.search_limit = SearchLimit::kWork;
   co.budget_bytes = std::numeric_limits<int64_t>::max();
   const SimulatedPlan start = chain_checkpointing_plans(g, costs, co).within_budget.front();
   RematerializationOptions o;
+  o.search_limit = SearchLimit::kWork;
   o.budget_bytes = start.simulated.start_bytes;  // out of reach: as low as the moves get
   o.recomputed_input_depth = 0;
   const SimulatedPlan alone = rematerialize(g, costs, start, o);

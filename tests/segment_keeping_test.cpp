@@ -40,7 +40,7 @@ TEST_P(SegmentKeepingOnTinyModel, FitsTheBudgetBeatsLeanAndMatchesAutograd) {
   ASSERT_LE(lean.peak_bytes, budget);
 
   const std::vector<SimulatedPlan> plans =
-      segment_keeping_plans(g, costs, {budget, 60}).within_budget;
+      segment_keeping_plans(g, costs, {budget, 60, SearchLimit::kWork}).within_budget;
   ASSERT_FALSE(plans.empty());
   double fastest = 1e300;
   for (const auto& [plan, simulated] : plans) {
@@ -66,7 +66,8 @@ TEST_P(SegmentKeepingOnTinyModel, OverBudgetStartsAreNoLargerThanLeanCheckpointi
   const SimulationResult smallest = simulate(g, best_lean_plan(g, costs, -1), costs);
   const int64_t budget = iteration_start_bytes(g);
 
-  const SegmentKeepingPlans plans = segment_keeping_plans(g, costs, {budget, 60});
+  const SegmentKeepingPlans plans =
+      segment_keeping_plans(g, costs, {budget, 60, SearchLimit::kWork});
   ASSERT_GE(plans.over_budget.size(), 3u);  // one per family, and greedy descent's
   ASSERT_TRUE(plans.within_budget.empty());
   bool no_larger = false;  // the memory-lean family's start: no larger than its checkpointing
@@ -116,7 +117,8 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   // A plan within the budget that the program can express: little or no excess (the
   // program's rows are upper bounds).
   std::vector<Plan> candidates;
-  for (SimulatedPlan& k : segment_keeping_plans(g, costs, {budget, 60}).within_budget)
+  for (SimulatedPlan& k :
+       segment_keeping_plans(g, costs, {budget, 60, SearchLimit::kWork}).within_budget)
     candidates.push_back(std::move(k.plan));
   for (Plan& p : checkpoint_family(g, lean_choices(g, costs), "lean")) candidates.push_back(p);
   std::vector<double> within;
@@ -127,10 +129,12 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   EXPECT_TRUE(program.milp().satisfies(within));
   EXPECT_LE(program.excess_of(within), 1.0 / 64);
 
+  // Solved to its proven optimum (~30 s on one core): no clock, and no node or iteration
+  // limit that binds.
   MilpOptions o;
-  // The solve proves its optimum in ~30 s on an idle 2-core machine; the limit leaves
-  // room for a loaded one (the suite runs two tests at once).
-  o.time_limit_seconds = 300;
+  o.search_limit = SearchLimit::kWork;
+  o.time_limit_seconds = 1e6;  // nominal: iterations far beyond what the proof takes
+  o.max_nodes = 10000000;
   o.warm_start = above;
   const MilpResult r = solve_milp(program.milp(), o);
   ASSERT_FALSE(r.values.empty());
@@ -173,13 +177,14 @@ TEST(MonetProgram, ExactAssignmentAndPlannerNoSlowerThanSegmentKeeping) {
   EXPECT_GT(inexact, 0);
   EXPECT_GT(emitting, 0);
 
-  // The segment-keeping plans (searched here for up to 60 s; the planner's own search
-  // for them has a share of its limit) are handed to the planner as warm plans: it
+  // The segment-keeping plans (searched here to their work counts, as the planner's
+  // own search for them under SearchLimit::kWork) are handed to the planner as warm plans: it
   // returns none slower.
-  const auto kept = segment_keeping_plans(g, costs, {budget, 60}).within_budget;
+  const auto kept = segment_keeping_plans(g, costs, {budget, 60, SearchLimit::kWork}).within_budget;
   MonetOptions o;
   o.budget_bytes = budget;
   o.solver.time_limit_seconds = 30;
+  o.solver.search_limit = SearchLimit::kWork;
   for (const SimulatedPlan& k : kept) o.warm_plans.push_back(k.plan);
   const MonetResult r = plan_monet(g, costs, o);
   ASSERT_TRUE(r.found);

@@ -172,6 +172,7 @@ TEST_P(ImportedTorchvision, MonetPlanBetweenLeanAndStoreAllMatchesPyTorch) {
   MonetOptions o;
   o.budget_bytes = floor + (all.peak_bytes - floor) / 2;
   o.solver.time_limit_seconds = 15;
+  o.solver.search_limit = SearchLimit::kWork;
   o.solver.relative_gap = 0.02;
   const MonetResult r = plan_monet(m.graph, costs, o);
   ASSERT_TRUE(r.found) << "no plan within " << o.budget_bytes << " B (store-all peak "
@@ -309,6 +310,7 @@ TEST(TorchscriptImport, HeadTiedThroughAViewOfTheEmbeddingPlansWithEveryPlanner)
     request.planner = planner;
     if (planner_uses_budget(planner)) request.budget_bytes = budget;
     request.solver.time_limit_seconds = 5;
+    request.solver.search_limit = SearchLimit::kWork;
     const PlannerOutcome out = make_plan(m.graph, &costs, request);
     ASSERT_TRUE(out.found) << planner;
     const SimulationResult sim = simulate(m.graph, out.plan, costs);

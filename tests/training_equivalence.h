@@ -216,6 +216,7 @@ inline std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
   MonetOptions o;
   o.budget_bytes = halfway_budget(g, costs);
   o.solver.time_limit_seconds = 10;
+  o.solver.search_limit = SearchLimit::kWork;
   const MonetResult r = plan_monet(g, costs, o);
   EXPECT_TRUE(r.found);
   return write_plan(g, r.plan, dtype);

@@ -23,6 +23,7 @@ def relative_error(got, want):
 
 def halfway_budget(module, x, cache_dir, optimizer):
     """A whole-step budget halfway between the leanest plan's and store-all's (bytes)."""
-    r = monet.budget_range(module, x, optimizer=optimizer, cache_dir=cache_dir, time_limit=20)
+    r = monet.budget_range(module, x, optimizer=optimizer, cache_dir=cache_dir, time_limit=20,
+                           search_limit="work")
     assert r.floor <= r.smallest < r.store_all
     return (r.smallest + r.store_all) // 2

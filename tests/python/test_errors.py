@@ -34,15 +34,16 @@ def test_budget_below_every_plan_gives_the_smallest_and_the_bound(cache_dir):
     torch.manual_seed(0)
     model = SmallNet().double()
     x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
-    r = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=10)
+    r = monet.budget_range(model, x, cache_dir=cache_dir, time_limit=10, search_limit="work")
     with pytest.raises(monet.BudgetTooSmall) as e:
-        monet.optimize(model, x, budget=r.floor - 1, cache_dir=cache_dir, time_limit=10)
+        monet.optimize(model, x, budget=r.floor - 1, cache_dir=cache_dir, time_limit=10,
+                       search_limit="work")
     assert e.value.smallest_budget == r.smallest
     assert e.value.proven_bound == r.floor
     assert e.value.proven_bound <= e.value.smallest_budget
     # A budget that does not even hold the model: the bound, without profiling.
     with pytest.raises(monet.BudgetTooSmall) as e:
-        monet.optimize(model, x, budget=1024, cache_dir=cache_dir)
+        monet.optimize(model, x, budget=1024, cache_dir=cache_dir, search_limit="work")
     assert e.value.smallest_budget is None and e.value.proven_bound > 1024
 
 
@@ -51,7 +52,7 @@ def test_plan_for_another_shape_is_a_mismatch(cache_dir, tmp_path):
     model = SmallNet().double()
     x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
     planned = monet.plan(model, x, budget=halfway_budget(model, x, cache_dir, "sgd-momentum"),
-                         cache_dir=cache_dir, time_limit=10)
+                         cache_dir=cache_dir, time_limit=10, search_limit="work")
     path = tmp_path / "plan.json"
     planned.save(path)
     loaded = monet.load_plan(path)

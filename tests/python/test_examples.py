@@ -15,6 +15,7 @@ def test_train_torchvision_example(cache_dir):
     run = subprocess.run(
         [sys.executable, script, "--model", "mobilenet_v2", "--batch", "8", "--image", "64",
          "--samples", "64", "--epochs", "2", "--budget", "0.6x", "--time-limit", "20",
+         "--search-limit", "work",
          "--cache-dir", cache_dir], capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     assert "epoch 1: loss" in run.stdout

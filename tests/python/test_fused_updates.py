@@ -26,7 +26,8 @@ SCHEDULES = {
 
 def fused_budget(model, x, opt, cache_dir):
     """Halfway between the leanest fused plan and store-all (bytes)."""
-    r = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20, search_limit="work")
+    r = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20,
+                           search_limit="work")
     assert r.floor <= r.smallest < r.store_all
     return (r.smallest + r.store_all) // 2
 
@@ -101,7 +102,8 @@ def test_fused_updates_give_the_plan_the_gradients_bytes(cache_dir):
     model = make().train()
     x = torch.randn(shape)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    fused = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20, search_limit="work")
+    fused = monet.budget_range(model, x, optimizer=opt, cache_dir=cache_dir, time_limit=20,
+                               search_limit="work")
     after = monet.budget_range(model, x, optimizer="sgd-momentum", cache_dir=cache_dir,
                                time_limit=20, search_limit="work")
     assert fused.floor < after.floor

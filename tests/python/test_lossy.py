@@ -22,12 +22,15 @@ def test_lossy_implementations_only_when_asked(cache_dir):
     torch.manual_seed(0)
     model = GeluNet()
     x = torch.randn(2, 3, 16, 16)
-    exact = monet.plan(model, x, planner="lean", cache_dir=cache_dir, time_limit=10)
+    exact = monet.plan(model, x, planner="lean", cache_dir=cache_dir, time_limit=10,
+                       search_limit="work")
     assert exact.lossy_forwards == 0 and "LOSSY" not in repr(exact)
-    lossy = monet.plan(model, x, planner="lean", cache_dir=cache_dir, time_limit=10, lossy=True)
+    lossy = monet.plan(model, x, planner="lean", cache_dir=cache_dir, time_limit=10, lossy=True,
+                       search_limit="work")
     assert lossy.fingerprint != exact.fingerprint  # the graph offers the lossy backward
     assert lossy.lossy_forwards >= 0
     assert ("LOSSY" in repr(lossy)) == (lossy.lossy_forwards > 0)
-    fast = monet.optimize(model, x, planner="lean", cache_dir=cache_dir, lossy=True)
+    fast = monet.optimize(model, x, planner="lean", cache_dir=cache_dir, lossy=True,
+                          search_limit="work")
     fast(x).sum().backward()
     assert model.conv.weight.grad is not None

@@ -54,7 +54,7 @@ def test_step_peak_within_budget_and_below_pytorch(cache_dir):
         module = torchvision.models.mobilenet_v2(num_classes=10)
         budget["bytes"] = halfway_budget(module, x, cache_dir, "sgd-momentum")
         return monet.optimize(module, x, budget=budget["bytes"], cache_dir=cache_dir,
-                              time_limit=20), module
+                              time_limit=20, search_limit="work"), module
 
     def plain():
         torch.manual_seed(0)
@@ -82,10 +82,11 @@ def test_a_language_models_loss_over_large_logits_stays_within_the_budget(where,
         if where == "halfway":
             budget["bytes"] = halfway_budget(module, x, cache_dir, "sgd-momentum")
         else:
-            r = monet.budget_range(module, x, cache_dir=cache_dir, time_limit=20)
+            r = monet.budget_range(module, x, cache_dir=cache_dir, time_limit=20,
+                                   search_limit="work")
             budget["bytes"] = r.smallest + (r.store_all - r.smallest) // 10
         return monet.optimize(module, x, budget=budget["bytes"], cache_dir=cache_dir,
-                              time_limit=20), module
+                              time_limit=20, search_limit="work"), module
 
     def sequence_loss(model):
         return lambda idx: model(idx).transpose(1, 2)
@@ -112,10 +113,11 @@ def test_the_callers_loss_over_dominant_logits_fits_store_alls_budget(cache_dir)
         module = make()
         # Cross-entropy's own two copies, no more: a logits-sized tensor held longer than
         # the model says (the output, its gradient) does not fit.
-        r = monet.budget_range(module, x, cache_dir=cache_dir, time_limit=20, loss_copies=2)
+        r = monet.budget_range(module, x, cache_dir=cache_dir, time_limit=20, loss_copies=2,
+                               search_limit="work")
         budget["bytes"] = r.store_all
         fast = monet.optimize(module, x, budget=budget["bytes"], cache_dir=cache_dir,
-                              time_limit=20, loss_copies=2)
+                              time_limit=20, loss_copies=2, search_limit="work")
         return (lambda idx: fast(idx).transpose(1, 2)), module
 
     peak = step_peak(planned, x, y)

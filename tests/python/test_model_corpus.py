@@ -271,11 +271,12 @@ def test_trains_like_pytorch(case, cache_dir):
     xs, ys, loss_fn = batches(kind, shape)
     loss_fn = trained_output(case, loss_fn)
     r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
-                           time_limit=20, output=OUTPUT.get(case))
+                           time_limit=20, output=OUTPUT.get(case), search_limit="work")
     assert r.floor <= r.smallest <= r.store_all
     budget = (r.smallest + r.store_all) // 2
     fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
-                          cache_dir=cache_dir, time_limit=20, output=OUTPUT.get(case))
+                          cache_dir=cache_dir, time_limit=20, output=OUTPUT.get(case),
+                          search_limit="work")
     assert fast.plan.predicted_peak <= fast.plan.store_all_peak
     losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
     want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
@@ -300,6 +301,7 @@ def test_several_inputs_from_the_cli(tmp_path):
     model = ["--model", traced, "--loss", "sequence_cross_entropy"]
     shapes = ["--input-shape", "4,12", "--input-shape", "4,12:bool"]
     r = monet_cli("plan", *model, *shapes, "--budget", "0.9x", "--time-limit", "5",
+                  "--search-limit", "work",
                   "--cache-dir", str(tmp_path / "cache"), "-o", plan)
     assert r.returncode == 0, r.stderr
     r = monet_cli("verify", "--plan", plan)
@@ -319,5 +321,6 @@ def test_batch_norm_a_trace_cannot_train_is_refused_in_one_line(cache_dir):
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8, momentum=None),
                                 torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 10))
     with pytest.raises(monet.UnsupportedOperator, match="momentum=None") as e:
-        monet.optimize(model, torch.randn(2, 3, 8, 8), budget="0.9x", cache_dir=cache_dir)
+        monet.optimize(model, torch.randn(2, 3, 8, 8), budget="0.9x", cache_dir=cache_dir,
+                       search_limit="work")
     assert "\n" not in str(e.value).split("\n  at ")[0]

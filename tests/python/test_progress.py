@@ -13,13 +13,15 @@ def test_progress_goes_to_the_monet_logger(caplog, tmp_path):
     model = SmallNet()
     x = torch.randn(2, 3, 16, 16)
     with caplog.at_level(logging.INFO, logger="monet"):
-        monet.optimize(model, x, budget="0.9x", cache_dir=str(tmp_path), time_limit=10)
+        monet.optimize(model, x, budget="0.9x", cache_dir=str(tmp_path), time_limit=10,
+                       search_limit="work")
     messages = [r.getMessage() for r in caplog.records if r.name == "monet"]
     assert any(m.startswith("profiling:") for m in messages), messages
     assert any(m.startswith("planner:") for m in messages), messages
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="monet"):  # the second time: from the cache
-        monet.optimize(model, x, budget="0.9x", cache_dir=str(tmp_path), time_limit=10)
+        monet.optimize(model, x, budget="0.9x", cache_dir=str(tmp_path), time_limit=10,
+                       search_limit="work")
     assert any(r.getMessage().startswith("plan: from the cache") for r in caplog.records)
 
 
