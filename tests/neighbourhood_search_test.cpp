@@ -128,6 +128,7 @@ TEST_P(NeighbourhoodOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
     o.solver.search_limit = SearchLimit::kWork;
     o.solver.relative_gap = 0.01;
     o.solver.strategy = SearchStrategy::kNeighbourhood;
+    o.solver.neighbourhood.work_rounds = 4;  // sub-programs: enough to leave the warm start
     const MonetResult r = plan_monet(g, costs, o);
     ASSERT_TRUE(r.found) << "budget " << budget;
     EXPECT_GT(r.size.columns, 20000);
