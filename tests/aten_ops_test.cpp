@@ -329,16 +329,15 @@ TEST(AtenOps, CrossEntropyBackwardFromTheSoftmaxMatchesAutogradWithIgnoredTarget
   const int x = b.input("input", {4, 6});
   const int h = b.linear(x, "fc", 5 * 3);
   OpAttrs view;
-  view.aten = make_aten_call("aten::view", "", {c10::IValue(), std::vector<int64_t>{4, 5, 3}},
-                             {0}, {b.graph().value(h).shape}, {true});
+  view.aten = make_aten_call("aten::view", "", {c10::IValue(), std::vector<int64_t>{4, 5, 3}}, {0},
+                             {b.graph().value(h).shape}, {true});
   const int logits = b.graph().add_node(OpKind::kAten, "view", {h}, view);
   const int target = b.graph().add_input("labels", {4, 3}, at::kLong);
   OpAttrs ce;
-  ce.aten = make_aten_call("aten::cross_entropy_loss", "",
-                           {c10::IValue(), c10::IValue(), c10::IValue(), int64_t{1}, int64_t{1},
-                            0.0},
-                           {0, 1}, {{4, 5, 3}, {4, 3}}, {true, false}, {},
-                           {at::kFloat, at::kLong});
+  ce.aten =
+      make_aten_call("aten::cross_entropy_loss", "",
+                     {c10::IValue(), c10::IValue(), c10::IValue(), int64_t{1}, int64_t{1}, 0.0},
+                     {0, 1}, {{4, 5, 3}, {4, 3}}, {true, false}, {}, {at::kFloat, at::kLong});
   const int loss = b.graph().add_node(OpKind::kAten, "ce", {logits, target}, ce);
   b.graph().add_node(OpKind::kSumLoss, "loss", {loss});
   const Graph g = b.finish();
@@ -357,8 +356,7 @@ TEST(AtenOps, CrossEntropyBackwardFromTheSoftmaxMatchesAutogradWithIgnoredTarget
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, ModelState::initialize(g, 0), batch);
   const int64_t logits_bytes = g.value(logits).bytes();
-  EXPECT_LE(costs.backward(g, n.id, BackwardPart::kAll, "softmax").workspace_bytes,
-            logits_bytes);
+  EXPECT_LE(costs.backward(g, n.id, BackwardPart::kAll, "softmax").workspace_bytes, logits_bytes);
 }
 
 TEST(AtenOps, SignMaskHasItsDeclaredSize) {

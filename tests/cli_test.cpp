@@ -178,8 +178,9 @@ TEST(Cli, ShowWithAPlanListsWhatThePlanChoseForEachOperator) {
 // memory floor, where its plan comes from and when a plan within the budget was known.
 TEST(Cli, ChainAndMonetPlansWithinTheBudgetReportTheFloor) {
   const std::string chain = temp_path("chain.json");
-  const CliRun c = monet(std::string("plan ") + kTinyModel + " --planner chain --budget 1.0x --search-limit work -o " +
-                         chain + " --json");
+  const CliRun c =
+      monet(std::string("plan ") + kTinyModel +
+            " --planner chain --budget 1.0x --search-limit work -o " + chain + " --json");
   ASSERT_EQ(c.exit_code, 0) << c.err;
   const auto planned = nlohmann::json::parse(c.out);
   EXPECT_EQ(planned.at("planner"), "chain");
@@ -190,8 +191,9 @@ TEST(Cli, ChainAndMonetPlansWithinTheBudgetReportTheFloor) {
   EXPECT_EQ(nlohmann::json::parse(r.out).at("peak_bytes"), planned.at("predicted_peak_bytes"));
 
   const std::string plan = temp_path("monet_floor.json");
-  const CliRun m = monet(std::string("plan ") + kTinyModel + " --budget 1.0x --time-limit 10 --search-limit work -o " +
-                         plan + " --json");
+  const CliRun m =
+      monet(std::string("plan ") + kTinyModel +
+            " --budget 1.0x --time-limit 10 --search-limit work -o " + plan + " --json");
   ASSERT_EQ(m.exit_code, 0) << m.err;
   const auto solve = nlohmann::json::parse(m.out).at("solve");
   EXPECT_GT(solve.at("floor_bytes").get<int64_t>(), 0);
@@ -205,7 +207,8 @@ TEST(Cli, ChainAndMonetPlansWithinTheBudgetReportTheFloor) {
       << solve.dump();
   // Below the floor: exit 2, and the message states the floor.
   const CliRun low = monet(std::string("plan ") + kTinyModel +
-                           " --budget 64KiB --time-limit 5 --search-limit work -o " + temp_path("below_floor.json"));
+                           " --budget 64KiB --time-limit 5 --search-limit work -o " +
+                           temp_path("below_floor.json"));
   EXPECT_EQ(low.exit_code, 2) << low.err;
   EXPECT_NE(low.err.find("the floor of"), std::string::npos) << low.err;
 }

@@ -52,7 +52,8 @@ TEST(TrainCommand, LearnsShapesUnderHalfTheMemoryAndSavesForPython) {
   const std::string dir = fresh_dir("shapes");
   const std::string model = kDir + "/resnet_tiny.pt", trained = dir + "/trained.pt";
   ASSERT_EQ(monet("train --model " + model + " --input-shape 32,3,32,32 --data " + kDir +
-                      "/shapes --budget 0.5x --epochs 8 --lr 0.05 --seed 1 --time-limit 20 --search-limit work "
+                      "/shapes --budget 0.5x --epochs 8 --lr 0.05 --seed 1 --time-limit 20 "
+                      "--search-limit work "
                       "--cache-dir " +
                       dir + "/cache --save " + trained + " --json",
                   dir + "/log.jsonl", dir + "/err.txt"),
