@@ -11,6 +11,7 @@ With RANK_1_EXITS_AT_STEP=S, rank 1 exits before step S and the other writes the
 its backward raised.
 """
 import copy
+import faulthandler
 import json
 import os
 import sys
@@ -22,6 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 import monet
 
+faulthandler.enable()  # a rank that aborts prints where each thread was
 STEPS = 5
 out, rank, world, monet_port, torch_port, shard, optimizer, update, cache = sys.argv[1:]
 rank, world = int(rank), int(world)
