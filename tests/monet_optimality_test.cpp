@@ -20,6 +20,7 @@
 #include "plan/plan_validator.h"
 #include "planner/monet_program.h"
 #include "quick_profile.h"
+#include "solved_to_optimum.h"
 
 namespace monet {
 namespace {
@@ -262,11 +263,8 @@ TEST_P(ProgramOptimality, OptimumEqualsEnumeratedOptimum) {
       EXPECT_LE(e.peak, budget) << "the program accepts a plan over the budget";
       if (best_accepted < 0 || e.seconds < best_accepted) best_accepted = e.seconds;
     }
-    MilpOptions o;  // to the proven optimum: no clock, no node or iteration limit that binds
+    MilpOptions o = testing::solved_to_optimum();
     o.relative_gap = 0;
-    o.search_limit = SearchLimit::kWork;
-    o.time_limit_seconds = 1e6;  // nominal
-    o.max_nodes = 10000000;
     const MilpResult r = solve_milp(program.milp(), o);
     std::cout << "  budget " << budget << " B: enumerated optimum " << best << " s (" << fitting
               << " plans fit, the program accepts " << accepted << ", the fastest of them "

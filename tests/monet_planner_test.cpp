@@ -64,7 +64,6 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
       o.mode = mode;
       o.solver = solver;
       o.solver.time_limit_seconds = 4;
-      o.solver.search_limit = SearchLimit::kWork;
       if (mode == MonetMode::kAll) o.warm_plans = {smallest.plan};
       const MonetResult r = plan_monet(g, costs, o);
       ASSERT_TRUE(r.found) << monet_mode_name(mode) << " found no plan for " << budget << " B";
@@ -90,7 +89,6 @@ TEST_P(MonetOnTinyModel, PlansFitTheBudgetAndMatchAutograd) {
   o.budget_bytes = smallest.bound_bytes - 64 * 1024;
   o.solver = solver;
   o.solver.time_limit_seconds = 4;
-  o.solver.search_limit = SearchLimit::kWork;
   const MonetResult below = plan_monet(g, costs, o);
   EXPECT_FALSE(below.found && below.predicted.peak_bytes <= o.budget_bytes);
   // Far below it (no more than the parameters and inputs), the program at that very budget

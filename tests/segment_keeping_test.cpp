@@ -20,6 +20,7 @@
 #include "planner/monet_program.h"
 #include "planner/segment_keeping.h"
 #include "quick_profile.h"
+#include "solved_to_optimum.h"
 #include "tiny_models.h"
 
 namespace monet {
@@ -131,10 +132,7 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
 
   // Solved to its proven optimum (~30 s on one core): no clock, and no node or iteration
   // limit that binds.
-  MilpOptions o;
-  o.search_limit = SearchLimit::kWork;
-  o.time_limit_seconds = 1e6;  // nominal: iterations far beyond what the proof takes
-  o.max_nodes = 10000000;
+  MilpOptions o = testing::solved_to_optimum();
   o.warm_start = above;
   const MilpResult r = solve_milp(program.milp(), o);
   ASSERT_FALSE(r.values.empty());
