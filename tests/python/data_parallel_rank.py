@@ -12,6 +12,7 @@ its backward raised.
 """
 import copy
 import faulthandler
+import gc
 import json
 import os
 import sys
@@ -77,6 +78,7 @@ for step in range(STEPS):
     opt.zero_grad(set_to_none=True)
     losses.append(loss.item())
 
+threads_before = len(os.listdir("/proc/self/task"))
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{torch_port}", rank=rank,
                         world_size=world)
 ddp = DistributedDataParallel(reference)
@@ -93,7 +95,18 @@ for step in range(STEPS):
     ropt.zero_grad(set_to_none=True)
     want.append(loss.item())
 dist.barrier()
+# PyTorch's group goes before the interpreter does. ZeroRedundancyOptimizer broadcasts
+# temporaries (param.data) asynchronously; a Gloo worker thread that drops the last
+# reference to one takes the GIL to free its Python object, and a thread that asks for
+# the GIL while the interpreter finalizes is ended by pthread_exit, which aborts through
+# the tensor's noexcept destructor ("terminate called without an active exception",
+# pytorch/pytorch#38228). Destroying the group joins its threads, with the GIL released.
+del ropt, ddp
+gc.collect()
 dist.destroy_process_group()
+threads_after = len(os.listdir("/proc/self/task"))
+assert threads_after == threads_before, \
+    f"PyTorch's process group left {threads_after - threads_before} threads running"
 
 moved = min((a - b).abs().max().item() for a, b in zip(model.parameters(), start))
 error = max(((a - b).abs().max() / b.abs().max()).item()
