@@ -130,8 +130,7 @@ TEST(ElasticProgram, AcceptsEveryPlanAndReachesNoExcessWhereAPlanFits) {
   EXPECT_TRUE(program.milp().satisfies(within));
   EXPECT_LE(program.excess_of(within), 1.0 / 64);
 
-  // Solved to its proven optimum (~30 s on one core): no clock, and no node or iteration
-  // limit that binds.
+  // ~30 s on one core.
   MilpOptions o = testing::solved_to_optimum();
   o.warm_start = above;
   const MilpResult r = solve_milp(program.milp(), o);

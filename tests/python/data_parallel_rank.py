@@ -47,6 +47,11 @@ OPTIMIZERS = {"sgd-momentum": (torch.optim.SGD, dict(lr=0.05, momentum=0.9)),
               "adam": (torch.optim.Adam, dict(lr=1e-3))}
 kind, options = OPTIMIZERS[optimizer]
 
+
+def thread_count():
+    return len(os.listdir("/proc/self/task"))
+
+
 torch.manual_seed(rank)  # different weights: both runs start from rank 0's
 model = Net().double()
 reference = copy.deepcopy(model)
@@ -78,7 +83,7 @@ for step in range(STEPS):
     opt.zero_grad(set_to_none=True)
     losses.append(loss.item())
 
-threads_before = len(os.listdir("/proc/self/task"))
+threads_before = thread_count()
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{torch_port}", rank=rank,
                         world_size=world)
 ddp = DistributedDataParallel(reference)
@@ -95,16 +100,13 @@ for step in range(STEPS):
     ropt.zero_grad(set_to_none=True)
     want.append(loss.item())
 dist.barrier()
-# PyTorch's group goes before the interpreter does. ZeroRedundancyOptimizer broadcasts
-# temporaries (param.data) asynchronously; a Gloo worker thread that drops the last
-# reference to one takes the GIL to free its Python object, and a thread that asks for
-# the GIL while the interpreter finalizes is ended by pthread_exit, which aborts through
-# the tensor's noexcept destructor ("terminate called without an active exception",
-# pytorch/pytorch#38228). Destroying the group joins its threads, with the GIL released.
+# PyTorch's group goes, its threads joined, before the interpreter does: a Gloo thread
+# freeing a ZeroRedundancyOptimizer temporary at exit aborts the process (docs/PYTHON.md,
+# "Data-parallel training").
 del ropt, ddp
 gc.collect()
 dist.destroy_process_group()
-threads_after = len(os.listdir("/proc/self/task"))
+threads_after = thread_count()
 assert threads_after == threads_before, \
     f"PyTorch's process group left {threads_after - threads_before} threads running"
 
