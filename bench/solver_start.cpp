@@ -1,4 +1,4 @@
-// The cost of starting a solve in a solver process (planner/child_solve.h): a program of
+// The cost of starting a solve in a solver process (planner/solver/child_solve.h): a program of
 // 400,000 binary columns and 4.4M nonzeros, its LP relaxation limited to one simplex
 // iteration, three times; argument: GiB of extra resident memory in this process (a fork
 // copies its page tables). bench/solver_start.sh builds and runs it.
@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <vector>
-#include "planner/child_solve.h"
-#include "planner/solver_request.h"
+#include "planner/solver/child_solve.h"
+#include "planner/solver/solver_request.h"
 using namespace monet;
 int main(int argc, char** argv) {
   const int columns = 400000, per_row = 11;

@@ -1,4 +1,4 @@
-"""The zoo's UNet (src/graph/zoo_unet.cpp) as a PyTorch module: the widely used layout
+"""The zoo's UNet (src/graph/zoo/zoo_unet.cpp) as a PyTorch module: the widely used layout
 (DoubleConv = 2 x (3x3 convolution without bias, batch norm, ReLU in place); max-pool
 down, transposed-convolution up, the skip concatenated before the up block's DoubleConv),
 3 input channels, 64 features at the top, 5 resolutions, one output class trained with

@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "api/model_impl.h"
-#include "runtime/batch_loader.h"
+#include "runtime/data/batch_loader.h"
 #include "training_equivalence.h"
 
 namespace monet {

@@ -13,7 +13,7 @@
 #include "node_named.h"
 #include "ops/aten_impls.h"
 #include "ops/op_kernels.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "rotated_plan.h"

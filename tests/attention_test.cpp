@@ -13,7 +13,7 @@
 #include "graph/graph_builder.h"
 #include "halfway_budget.h"
 #include "ops/op_kernels.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "runtime/executor.h"

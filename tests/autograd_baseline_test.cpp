@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "runtime/autograd_baseline.h"
 #include "tiny_models.h"
 

@@ -14,7 +14,7 @@
 #include "graph/graph_builder.h"
 #include "node_named.h"
 #include "ops/op_kernels.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "quick_profile.h"
 
 namespace monet {

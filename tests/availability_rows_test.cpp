@@ -7,12 +7,12 @@
 #include <iostream>
 
 #include "base/memory_tracker.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "halfway_budget.h"
-#include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
-#include "planner/milp.h"
-#include "planner/monet_program.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/heuristics/lean_plans.h"
+#include "planner/program/monet_program.h"
+#include "planner/solver/milp.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
 

@@ -8,10 +8,10 @@
 
 #include "cost/simulator.h"
 #include "gradient_check.h"
-#include "graph/model_zoo.h"
-#include "planner/baseline_plans.h"
+#include "graph/zoo/model_zoo.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/baselines/gist_planner.h"
 #include "planner/checkmate_planner.h"
-#include "planner/gist_planner.h"
 #include "planner/minimum_budget.h"
 #include "planner/named_planner.h"
 #include "quick_profile.h"

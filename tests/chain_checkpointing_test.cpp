@@ -3,7 +3,7 @@
 // checkpointing plan where the chain has several segments, honour the budget they are
 // asked for, stay above the memory floor, and the MONeT planner returns a plan at a budget
 // that only chain checkpointing reaches among the heuristics.
-#include "planner/chain_checkpointing.h"
+#include "planner/chain/chain_checkpointing.h"
 
 #include <gtest/gtest.h>
 
@@ -12,14 +12,14 @@
 
 #include "cost/simulator.h"
 #include "gradient_check.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "plan/unread_recomputations.h"
-#include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/heuristics/lean_plans.h"
 #include "planner/memory_floor.h"
 #include "planner/monet_planner.h"
-#include "planner/monet_program.h"
 #include "planner/named_planner.h"
+#include "planner/program/monet_program.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
 

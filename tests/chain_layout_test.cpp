@@ -3,13 +3,13 @@
 // read from earlier segments; residual blocks get sub-cuts beside their input, so the
 // sub-cut layout has more segments than articulation values alone; the segment count stays
 // within its maximum.
-#include "planner/chain_layout.h"
+#include "planner/chain/chain_layout.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "tiny_models.h"
 
 namespace monet {

@@ -1,9 +1,9 @@
 // ChildSolve: a Milp solved in a child process gives what solve_milp() gives here; the
 // neighbourhood search's windows on the second core (children) and on this one combine
 // their improvements.
-#include "planner/child_solve.h"
-#include "planner/program_search.h"
-#include "planner/solver_request.h"
+#include "planner/solver/child_solve.h"
+#include "planner/search/program_search.h"
+#include "planner/solver/solver_request.h"
 
 #include <gtest/gtest.h>
 

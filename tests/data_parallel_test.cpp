@@ -29,7 +29,7 @@
 #include "api/planned_model_impl.h"
 #include "data_parallel_support.h"
 #include "distributed/gradient_buckets.h"
-#include "runtime/batch_loader.h"
+#include "runtime/data/batch_loader.h"
 #include "training_equivalence.h"
 
 using namespace monet::testing_dp;  // NOLINT: the tests' shared helpers

@@ -10,7 +10,7 @@
 #include <functional>
 
 #include "cost/simulator.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "planner/memory_floor.h"
 #include "runtime/executor.h"
 #include "runtime/parameter_update.h"

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "gradient_check.h"
-#include "graph/torchscript_import.h"
+#include "graph/torchscript/torchscript_import.h"
 #include "halfway_budget.h"
 #include "planner/named_planner.h"
 #include "quick_profile.h"

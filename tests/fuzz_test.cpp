@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "cost/simulator.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "plan/plan_validator.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "quick_profile.h"
 #include "training_equivalence.h"
 

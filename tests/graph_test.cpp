@@ -2,7 +2,7 @@
 
 #include "graph/graph.h"
 #include "graph/graph_builder.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 
 namespace monet {
 namespace {

@@ -9,11 +9,11 @@
 
 #include "cost/simulator.h"
 #include "gradient_check.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "halfway_budget.h"
-#include "planner/baseline_plans.h"
-#include "planner/greedy_descent.h"
-#include "planner/lean_plans.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/heuristics/greedy_descent.h"
+#include "planner/heuristics/lean_plans.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
 

@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "cost/simulator.h"
-#include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/heuristics/lean_plans.h"
 
 namespace monet::testing {
 

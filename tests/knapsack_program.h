@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "planner/milp.h"
+#include "planner/solver/milp.h"
 
 namespace monet::testing {
 

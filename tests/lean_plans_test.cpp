@@ -6,10 +6,10 @@
 
 #include "cost/simulator.h"
 #include "gradient_check.h"
-#include "graph/model_zoo.h"
-#include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
-#include "planner/monet_program.h"
+#include "graph/zoo/model_zoo.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/heuristics/lean_plans.h"
+#include "planner/program/monet_program.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
 

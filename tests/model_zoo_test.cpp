@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "ops/reference_forward.h"
 #include "runtime/model_state.h"
 #include "tiny_models.h"

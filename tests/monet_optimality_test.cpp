@@ -18,7 +18,7 @@
 #include "cost/simulator.h"
 #include "graph/graph_builder.h"
 #include "plan/plan_validator.h"
-#include "planner/monet_program.h"
+#include "planner/program/monet_program.h"
 #include "quick_profile.h"
 #include "solved_to_optimum.h"
 

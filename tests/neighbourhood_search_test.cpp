@@ -11,9 +11,9 @@
 
 #include "cost/simulator.h"
 #include "gradient_check.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "halfway_budget.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "planner/monet_planner.h"
 #include "quick_profile.h"
 #include "slow_relaxation.h"

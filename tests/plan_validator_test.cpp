@@ -2,9 +2,9 @@
 // naming the instruction at fault; plans survive a JSON round trip.
 #include <gtest/gtest.h>
 
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "plan/plan_validator.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "tiny_models.h"
 
 namespace monet {

@@ -2,7 +2,7 @@
 // size and small_program_strategy under kAuto, as asked otherwise), and search_program() runs it: a
 // neighbourhood search needs a warm start, and without one the program is searched by branch and
 // cut.
-#include "planner/program_search.h"
+#include "planner/search/program_search.h"
 
 #include <gtest/gtest.h>
 

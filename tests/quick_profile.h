@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cost/profiler.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "ops/op_impl.h"
 #include "runtime/model_state.h"
 #include "tiny_models.h"

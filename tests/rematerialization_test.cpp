@@ -2,17 +2,17 @@
 // implementation of most workspace, it lowers the simulated peak towards a budget below
 // it, by recomputations and by switching the peak instruction to an implementation with
 // less workspace, and the plan it returns runs as simulated, with autograd's gradients.
-#include "planner/rematerialization.h"
+#include "planner/heuristics/rematerialization.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 
 #include "gradient_check.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "plan/plan_validator.h"
-#include "planner/baseline_plans.h"
-#include "planner/chain_checkpointing.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/chain/chain_checkpointing.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 
 namespace monet::testing {
 

@@ -9,8 +9,8 @@
 
 #include "cost/profiler.h"
 #include "cost/simulator.h"
-#include "graph/model_zoo.h"
-#include "planner/baseline_plans.h"
+#include "graph/zoo/model_zoo.h"
+#include "planner/baselines/baseline_plans.h"
 #include "quick_profile.h"
 #include "rotated_plan.h"
 #include "runtime/executor.h"

@@ -3,7 +3,7 @@
 // what a test's proof takes.
 #pragma once
 
-#include "planner/milp.h"
+#include "planner/solver/milp.h"
 
 namespace monet::testing {
 

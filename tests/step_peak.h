@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/memory_tracker.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
 

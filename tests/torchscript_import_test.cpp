@@ -9,10 +9,10 @@
 #include <fstream>
 
 #include "gradient_check.h"
-#include "graph/torchscript_import.h"
+#include "graph/torchscript/torchscript_import.h"
 #include "halfway_budget.h"
-#include "planner/baseline_plans.h"
-#include "planner/lean_plans.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/heuristics/lean_plans.h"
 #include "planner/monet_planner.h"
 #include "planner/named_planner.h"
 #include "quick_profile.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/torchscript_weights.h"
 

@@ -8,7 +8,7 @@
 
 #include "gradient_check.h"
 #include "plan/plan_validator.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "quick_profile.h"
 #include "tiny_models.h"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks every #include of src/, include/monet/ and python/ against the layer order of
 docs/DESIGN.md ("## Layers": one line per layer, the highest first; names on one line are
-one level, and neither includes the other). A file may include headers of its own layer
+one level, and neither includes the other). A sub-folder (src/planner/solver/) is a layer
+of its own, listed by its path. A file may include headers of its own layer
 and of the layers below it; the public headers (include/monet/) are the api layer's. The
 API's private headers (src/api/*_impl.h: what a Model and a PlannedModel hold) are for
 src/api/ alone: the CLI and Python reach models through include/monet/. Also fails on a
@@ -41,9 +42,7 @@ def project_files(root):
                 if not f.endswith((".h", ".cpp")):
                     continue
                 rel = os.path.relpath(os.path.join(d, f), root)
-                parts = rel.split(os.sep)
-                layer = layer_of or (parts[1] if len(parts) > 2 else None)
-                yield rel, layer
+                yield rel, layer_of or layer_of_file(rel)
 
 
 def resolve(root, kind, name):
@@ -58,12 +57,14 @@ def resolve(root, kind, name):
 
 
 def layer_of_file(rel):
+    """A file's layer: its folder under src/ ("planner/solver" for a sub-folder's), "api"
+    for the public headers, "python" for the package; None for a file of src/ itself."""
     parts = rel.split(os.sep)
     if parts[0] == "include":
         return "api"
     if parts[0] == "python":
         return "python"
-    return parts[1] if len(parts) > 2 else None
+    return "/".join(parts[1:-1]) if len(parts) > 2 else None
 
 
 def check(root):

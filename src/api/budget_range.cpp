@@ -7,9 +7,9 @@
 #include "base/memory_tracker.h"
 #include "cost/profiler.h"
 #include "cost/simulator.h"
-#include "planner/baseline_plans.h"
-#include "planner/chain_checkpointing.h"
-#include "planner/lean_plans.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/chain/chain_checkpointing.h"
+#include "planner/heuristics/lean_plans.h"
 #include "planner/memory_floor.h"
 #include "planner/minimum_budget.h"
 

@@ -3,8 +3,8 @@
 #include <map>
 
 #include "api/model_impl.h"
-#include "graph/model_zoo.h"
-#include "graph/torchscript_import.h"
+#include "graph/torchscript/torchscript_import.h"
+#include "graph/zoo/model_zoo.h"
 #include "runtime/torchscript_weights.h"
 
 namespace monet {

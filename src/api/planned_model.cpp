@@ -18,7 +18,7 @@
 #include "cost/profiler.h"
 #include "cost/simulator.h"
 #include "plan/plan_validator.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 #include "planner/named_planner.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"

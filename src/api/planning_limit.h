@@ -1,9 +1,9 @@
-// The planner's SearchLimit (planner/search_clock.h) for the public PlanningLimit.
+// The planner's SearchLimit (planner/solver/search_clock.h) for the public PlanningLimit.
 #pragma once
 
 #include <monet/monet.h>
 
-#include "planner/search_clock.h"
+#include "planner/solver/search_clock.h"
 
 namespace monet {
 

@@ -12,8 +12,8 @@
 #include <monet/monet.h>
 
 #include "cost/profiler.h"
-#include "graph/model_zoo.h"
-#include "graph/torchscript_import.h"
+#include "graph/torchscript/torchscript_import.h"
+#include "graph/zoo/model_zoo.h"
 #include "plan/plan_validator.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/torchscript_weights.h"

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "cli/cli_common.h"
-#include "graph/model_zoo.h"
+#include "graph/zoo/model_zoo.h"
 
 namespace monet::cli {
 

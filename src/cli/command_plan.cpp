@@ -8,8 +8,8 @@
 
 #include "cli/cli_common.h"
 #include "cost/simulator.h"
-#include "graph/torchscript_import.h"
-#include "planner/baseline_plans.h"
+#include "graph/torchscript/torchscript_import.h"
+#include "planner/baselines/baseline_plans.h"
 #include "planner/minimum_budget.h"
 #include "planner/monet_planner.h"
 #include "planner/named_planner.h"

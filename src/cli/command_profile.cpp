@@ -5,7 +5,7 @@
 #include "cli/cli_common.h"
 #include "cost/profiler.h"
 #include "cost/simulator.h"
-#include "planner/baseline_plans.h"
+#include "planner/baselines/baseline_plans.h"
 
 namespace monet::cli {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "cli/cli_common.h"
 #include "cost/simulator.h"
-#include "graph/torchscript_import.h"
+#include "graph/torchscript/torchscript_import.h"
 #include "planner/named_planner.h"
 #include "runtime/interleaved_measurement.h"
 

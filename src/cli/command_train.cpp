@@ -16,8 +16,8 @@
 #include "cli/cli_common.h"
 #include "cli/rank_launcher.h"
 #include "cli/train_options.h"
-#include "graph/torchscript_import.h"
-#include "runtime/batch_loader.h"
+#include "graph/torchscript/torchscript_import.h"
+#include "runtime/data/batch_loader.h"
 #include "runtime/model_state.h"
 
 namespace monet::cli {

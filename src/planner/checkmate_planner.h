@@ -16,9 +16,9 @@
 #include "cost/cost_model.h"
 #include "cost/simulator.h"
 #include "plan/plan.h"
-#include "planner/fastest_convolutions.h"
-#include "planner/milp.h"
+#include "planner/heuristics/fastest_convolutions.h"
 #include "planner/monet_planner.h"
+#include "planner/solver/milp.h"
 
 namespace monet {
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <utility>
 
-#include "planner/chain_checkpointing.h"
-#include "planner/monet_program.h"
-#include "planner/program_warm_start.h"
+#include "planner/chain/chain_checkpointing.h"
+#include "planner/program/monet_program.h"
+#include "planner/search/program_warm_start.h"
 
 namespace monet {
 namespace {

@@ -9,7 +9,7 @@
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "planner/monet_planner.h"
-#include "planner/program_search.h"
+#include "planner/search/program_search.h"
 
 namespace monet {
 

@@ -6,11 +6,11 @@
 #include <utility>
 
 #include "cost/simulator.h"
-#include "planner/baseline_plans.h"
-#include "planner/chain_checkpointing.h"
+#include "planner/baselines/baseline_plans.h"
+#include "planner/baselines/gist_planner.h"
+#include "planner/chain/chain_checkpointing.h"
 #include "planner/checkmate_planner.h"
-#include "planner/gist_planner.h"
-#include "planner/lean_plans.h"
+#include "planner/heuristics/lean_plans.h"
 
 namespace monet {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "cost/cost_model.h"
 #include "plan/plan.h"
-#include "planner/milp.h"
 #include "planner/minimum_budget.h"
 #include "planner/monet_planner.h"
+#include "planner/solver/milp.h"
 
 namespace monet {
 

@@ -38,7 +38,7 @@ def plant(path, line):
 PLANTED = {
     "upward": ("src/graph/graph.h", '#include "planner/monet_planner.h"',
                "src/graph/graph.h:1: includes src/planner/monet_planner.h (graph -> planner, up)"),
-    "cycle": ("src/graph/graph.h", '#include "graph/model_zoo.h"', "include cycle:"),
+    "cycle": ("src/graph/graph.h", '#include "graph/zoo/model_zoo.h"', "include cycle:"),
     "private": ("src/cli/cli_common.cpp", '#include "api/model_impl.h"',
                 "src/cli/cli_common.cpp:1: includes src/api/model_impl.h, private to src/api/"),
 }

@@ -1,0 +1,185 @@
+// The importer's generic path: an operator with no dedicated OpKind becomes an
+// OpKind::kAten node that calls it through the dispatcher (aten_call.h).
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <set>
+
+#include "graph/aten_call.h"
+#include "graph/torchscript/torchscript_importer.h"
+
+namespace monet::torchscript {
+namespace {
+
+// In-place operators as traced (mul_, clamp_) run out of place: their result is what a
+// later reader sees, and the activation they overwrite is read by nobody after them.
+bool read_after(const JitNode* node, const JitValue* v) {
+  for (const auto& use : v->uses())
+    if (use.user != node && !use.user->isBefore(node)) return true;
+  return false;
+}
+
+// Operators whose result depends on their first argument's shape and type only.
+const std::set<std::string> kShapeOnly = {"aten::new_zeros", "aten::new_ones",   "aten::new_full",
+                                          "aten::new_empty", "aten::zeros_like", "aten::ones_like",
+                                          "aten::full_like", "aten::empty_like"};
+
+// A constant for argument `i` of `node`'s schema: a number where the schema takes a
+// tensor (the trace's prim::NumToTensor, which the importer keeps as a number) becomes
+// the 0-dimensional tensor PyTorch made of it.
+c10::IValue argument_constant(const JitNode* node, size_t i, const c10::IValue& v) {
+  const auto& args = node->schema().arguments();
+  if (i >= args.size() || !args[i].type()->cast<c10::TensorType>() || v.isTensor()) return v;
+  if (v.isInt()) return at::scalar_tensor(v.toScalar(), at::kLong);
+  if (v.isDouble()) return at::scalar_tensor(v.toScalar(), at::kDouble);
+  if (v.isBool()) return at::scalar_tensor(v.toScalar(), at::kBool);
+  return v;
+}
+
+}  // namespace
+
+bool Importer::skip_state_update(JitNode* node, const std::string& kind) {
+  if (kind.back() != '_' || !node->maybeSchema() || !node->schema().is_mutable() ||
+      node->inputs().empty())
+    return false;
+  const auto it = entries_.find(node->inputs()[0]);
+  if (it == entries_.end() || it->second.path.empty() ||
+      (it->second.kind != Entry::kState && it->second.kind != Entry::kConstant))
+    return false;
+  const Entry written = it->second;
+  // Batch norm's num_batches_tracked += 1 in a train-mode trace: not part of the
+  // computation being trained (batch norm updates its running statistics itself).
+  const bool parameter = state_.count(written.path) && state_.at(written.path).second;
+  if (!ends_with(written.path, "num_batches_tracked"))
+    fail(node, "in-place '" + kind + "' on the " + (parameter ? "parameter" : "buffer") + " '" +
+                   written.path +
+                   "' is not supported: a recomputation would repeat the update; update it "
+                   "outside forward()");
+  for (const JitValue* output : node->outputs()) entries_[output] = written;
+  return true;
+}
+
+bool Importer::fold_constants(JitNode* node, const std::string& kind) {
+  if (kind.rfind("aten::", 0) != 0 || !node->maybeSchema()) return false;
+  if (skip_state_update(node, kind)) return true;
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const auto it = entries_.find(node->inputs()[i]);
+    if (it == entries_.end()) return false;
+    const Entry& e = it->second;
+    if (e.kind == Entry::kConstant) {
+      stack.push_back(argument_constant(node, i, e.constant));
+    } else if (i == 0 && kShapeOnly.count(kind) && e.kind == Entry::kTensor) {
+      const Value& v = graph_.value(e.value);
+      stack.emplace_back(at::zeros(v.shape, at::dtype(v.dtype)));
+    } else {
+      return false;
+    }
+  }
+  try {
+    node->getOperation()(stack);
+  } catch (const c10::Error& e) {
+    fail(node, "'" + kind + "' on constants failed: " + e.what_without_backtrace());
+  }
+  if (stack.size() != node->outputs().size())
+    fail(node, "'" + kind + "' on constants gave " + std::to_string(stack.size()) + " values");
+  for (size_t i = 0; i < stack.size(); ++i)
+    entries_[node->outputs()[i]] = constant_entry(std::move(stack[i]));
+  return true;
+}
+
+void Importer::translate_aten(JitNode* node, const std::string& kind,
+                              const std::map<size_t, c10::IValue>& overrides) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
+  const std::vector<Result> results = used_results(node, kind);
+  std::string name = schema->name();
+  std::vector<c10::IValue> arguments;
+  std::vector<int> slots;
+  if (schema->is_mutable()) {
+    if (name.back() != '_')
+      fail(node, "unsupported operator '" + kind + "': it writes into an argument");
+    // Into a tensor the model computes, or into a constant of the trace (MultiheadAttention
+    // fills a zeros_like(mask) in place): the out-of-place operator, its result in the
+    // written tensor's place. Not into the model's state.
+    const Entry& written = arg(node, 0);
+    if (written.kind != Entry::kTensor &&
+        (written.kind != Entry::kConstant || !written.path.empty()))
+      fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
+    if (read_after(node, node->inputs()[0]))
+      fail(node, "in-place '" + kind +
+                     "' on a tensor that is read again afterwards is not supported; trace "
+                     "the model with the out-of-place operator");
+    name.pop_back();
+  }
+  std::vector<int> inputs, list_indices;
+  std::string module;
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    if (const auto o = overrides.find(i); o != overrides.end()) {
+      arguments.push_back(o->second);
+      continue;
+    }
+    const Entry& e = arg(node, i);
+    if (e.kind == Entry::kConstant) {
+      arguments.push_back(argument_constant(node, i, e.constant));
+      continue;
+    }
+    arguments.emplace_back();
+    // A list of tensors (einsum's operands, a recurrent layer's weights): each element is
+    // a node input at this argument.
+    const std::vector<int> values =
+        e.kind == Entry::kTensorList ? e.values : std::vector<int>{tensor(node, i)};
+    for (size_t j = 0; j < values.size(); ++j) {
+      const Value& value = graph_.value(values[j]);
+      if (value.kind == ValueKind::kParameter && module.empty()) module = parent(value.name);
+      slots.push_back(static_cast<int>(i));
+      list_indices.push_back(e.kind == Entry::kTensorList ? static_cast<int>(j) : -1);
+      inputs.push_back(values[j]);
+    }
+  }
+  if (inputs.empty())
+    fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
+  const std::string label = kind.substr(6);  // without "aten::"
+  const AtenInputs in = aten_inputs_of(graph_, inputs);
+  for (const Result& result : results) {
+    OpAttrs a;
+    try {
+      a.aten = make_aten_call(name, schema->overload_name(), arguments, slots, in.shapes,
+                              in.differentiable, in.strides, in.dtypes, result.index, list_indices);
+    } catch (const AtenCallError& err) {
+      fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
+    }
+    if (kind == "aten::gelu") a.lossy = options_.lossy;
+    emit(node, OpKind::kAten, inputs, std::move(a), module, result.value, label.c_str());
+  }
+}
+
+std::vector<Importer::Result> Importer::used_results(JitNode* node, const std::string& kind) {
+  std::vector<Result> results;
+  const auto outputs = node->outputs();
+  // A list of tensors (tensor_split, meshgrid) that the trace unpacks: each element the
+  // model uses is a node of its own, its value the unpacked one.
+  if (outputs.size() == 1 && outputs[0]->type()->cast<c10::ListType>() &&
+      outputs[0]->uses().size() == 1 &&
+      outputs[0]->uses()[0].user->kind() == c10::Symbol::fromQualString("prim::ListUnpack")) {
+    const auto pieces = outputs[0]->uses()[0].user->outputs();
+    for (size_t i = 0; i < pieces.size(); ++i)
+      if (pieces[i]->hasUses()) results.push_back({static_cast<int>(i), pieces[i]});
+    Entry unpacked;
+    unpacked.kind = Entry::kUnpackedList;
+    entries_[outputs[0]] = unpacked;
+    return results;
+  }
+  // The results the model uses (the first when it uses none): each becomes a node.
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i]->hasUses()) results.push_back({static_cast<int>(i), outputs[i]});
+  if (results.empty() && !outputs.empty()) results.push_back({0, outputs[0]});
+  for (const Result& r : results)
+    if (!r.value->type()->cast<c10::TensorType>())
+      fail(node, "unsupported operator '" + kind +
+                     "': monet takes operators whose results are tensors or lists of tensors "
+                     "unpacked into tensors (scalars and other results are not supported)");
+  if (results.empty()) fail(node, "unsupported operator '" + kind + "': it returns nothing");
+  return results;
+}
+
+}  // namespace monet::torchscript

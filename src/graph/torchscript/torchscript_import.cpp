@@ -1,0 +1,492 @@
+#include "graph/torchscript/torchscript_import.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <algorithm>
+
+#include "graph/aten_call.h"
+#include "graph/attention_fusion.h"
+#include "graph/shape_inference.h"
+#include "graph/torchscript/torchscript_importer.h"
+
+namespace monet {
+namespace torchscript {
+
+Graph Importer::run() {
+  std::shared_ptr<torch::jit::Graph> jit;
+  try {
+    jit = module_.get_method("forward").graph()->copy();
+  } catch (const c10::Error& e) {
+    throw ImportError("'" + path_ + "' has no forward method: " + e.what_without_backtrace());
+  }
+  torch::jit::Inline(*jit);
+  torch::jit::EliminateDeadCode(jit);
+  keep_trained_output(*jit);
+  const auto inputs = jit->inputs();
+  if (inputs.size() != inputs_.size() + 1)
+    throw ImportError("'" + path_ + "': forward takes " + std::to_string(inputs.size() - 1) +
+                      " input" + (inputs.size() == 2 ? "" : "s") + ", " +
+                      std::to_string(inputs_.size()) + " given (one input shape each)");
+  entries_[inputs[0]] = module_entry("");
+  norm_arguments_ = norm_arguments(*jit);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const JitValue* in = inputs[i + 1];
+    Entry x;
+    x.kind = Entry::kTensor;
+    // One input keeps the name "input" (and its models their fingerprints); several are
+    // named after forward's arguments.
+    const std::string name = inputs_.size() == 1 ? "input" : "input." + in->debugNameBase();
+    const at::ScalarType dtype =
+        inputs_[i].dtype.value_or(input_is_token_ids(in) ? at::kLong : at::kFloat);
+    x.value = graph_.add_input(name, inputs_[i].shape, dtype);
+    entries_[in] = x;
+  }
+  for (JitNode* node : jit->nodes()) translate(node);
+  const Entry& output = entry(jit->outputs()[0]);
+  if (output.kind != Entry::kTensor)
+    throw ImportError("'" + path_ + "': the model's output is not a tensor it computes");
+  add_loss(output.value);
+  if (!generic_path()) graph_ = fuse_attention(graph_);
+  copy_views_where_needed(graph_);
+  graph_.validate();
+  return std::move(graph_);
+}
+
+bool Importer::input_is_token_ids(const JitValue* input) {
+  for (const auto& use : input->uses())
+    if (use.user->kind().toQualString() == std::string("aten::embedding") && use.offset == 1)
+      return true;
+  return false;
+}
+
+std::set<const JitValue*> Importer::norm_arguments(const torch::jit::Graph& jit) {
+  static const std::set<std::string> norms = {"aten::batch_norm", "aten::instance_norm",
+                                              "aten::_batch_norm_impl_index",
+                                              "aten::native_batch_norm"};
+  std::set<const JitValue*> args;
+  for (const JitNode* node : jit.nodes())
+    if (norms.count(node->kind().toQualString()))
+      for (const JitValue* v : node->inputs()) args.insert(v);
+  return args;
+}
+
+void Importer::keep_trained_output(torch::jit::Graph& jit) const {
+  if (jit.outputs().size() != 1)
+    throw ImportError("'" + path_ + "': the traced forward returns " +
+                      std::to_string(jit.outputs().size()) + " values");
+  JitNode* node = jit.outputs()[0]->node();
+  const std::string kind = node->kind().toQualString();
+  std::vector<std::pair<std::string, JitValue*>> named;  // the outputs, by name
+  if (kind == "prim::TupleConstruct") {
+    for (size_t i = 0; i < node->inputs().size(); ++i)
+      named.emplace_back(std::to_string(i), node->inputs()[i]);
+  } else if (kind == "prim::DictConstruct") {
+    for (size_t i = 0; i + 1 < node->inputs().size(); i += 2) {
+      const auto key = torch::jit::toIValue(node->inputs()[i]);
+      if (!key || !key->isString()) fail(node, "a dict output needs string keys");
+      named.emplace_back(key->toStringRef(), node->inputs()[i + 1]);
+    }
+  } else {
+    if (!options_.output.empty())
+      throw ImportError("'" + path_ + "': the model returns one tensor; output '" +
+                        options_.output + "' names none");
+    return;
+  }
+  std::string names;
+  for (const auto& [name, value] : named) {
+    names += (names.empty() ? "" : ", ") + name;
+    if (!options_.output.empty() && name != options_.output) continue;
+    if (!value->type()->cast<c10::TensorType>())
+      throw ImportError("'" + path_ + "': the output '" + name + "' is not a tensor");
+    // The other outputs, and what only they read, are not computed.
+    jit.eraseOutput(0);
+    jit.registerOutput(value);
+    torch::jit::EliminateDeadCode(jit.block());
+    return;
+  }
+  throw ImportError("'" + path_ + "': no output '" + options_.output + "' (the model returns " +
+                    names + ")");
+}
+
+void Importer::add_loss(int output) {
+  if (options_.loss == OpKind::kCrossEntropyLoss && options_.classes == ClassDim::kLast) {
+    const std::vector<int64_t>& logits = graph_.value(output).shape;
+    if (logits.size() != 3)
+      throw ImportError("'" + path_ + "': sequence cross-entropy needs logits [batch, " +
+                        "positions, classes]; the output has shape " + shape_string(logits));
+    output = classes_second(output);
+  }
+  const std::vector<int64_t> shape = graph_.value(output).shape;  // add_input may move values
+  if (options_.loss == OpKind::kSumLoss) {
+    graph_.add_node(OpKind::kSumLoss, "loss", {output});
+    return;
+  }
+  if (options_.loss == OpKind::kCrossEntropyLoss) {
+    if (shape.size() < 2)
+      throw ImportError("'" + path_ + "': cross-entropy needs logits [batch, classes, ...]; " +
+                        "the output has shape " + shape_string(shape));
+    const int t = graph_.add_input("target", cross_entropy_target_shape(shape), at::kLong,
+                                   ValueKind::kTarget);
+    graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {output, t});
+    return;
+  }
+  if (options_.loss != OpKind::kMSELoss && options_.loss != OpKind::kBCEWithLogitsLoss)
+    throw ImportError(std::string("'") + op_name(options_.loss) + "' is not a loss");
+  const int t = graph_.add_input("target", shape, at::kFloat, ValueKind::kTarget);
+  graph_.add_node(options_.loss, "loss", {output, t});
+}
+
+int Importer::classes_second(int logits) {
+  const Value& v = graph_.value(logits);
+  OpAttrs a;
+  try {
+    a.aten = make_aten_call("aten::transpose", "int", {c10::IValue(), int64_t{1}, int64_t{2}}, {0},
+                            {v.shape}, {true}, {view_strides(graph_, logits)}, {v.dtype});
+  } catch (const AtenCallError& e) {
+    throw ImportError("'" + path_ + "': cannot transpose the logits: " + e.what());
+  }
+  return graph_.add_node(OpKind::kAten, "loss_logits_classes_second", {logits}, std::move(a));
+}
+
+void Importer::translate(JitNode* node) {
+  const std::string kind = node->kind().toQualString();
+  if (kind == "prim::Constant") {
+    auto v = torch::jit::toIValue(node->output());
+    if (!v) fail(node, "constant of an unsupported type");
+    entries_[node->output()] = constant_entry(*v);
+  } else if (kind == "prim::GetAttr") {
+    const Entry& owner = arg(node, 0);
+    if (owner.kind != Entry::kModule) fail(node, "attribute of something that is not a module");
+    const std::string path = join(owner.path, node->s(torch::jit::attr::name));
+    if (node->output()->type()->cast<c10::ClassType>()) {
+      entries_[node->output()] = module_entry(path);
+    } else if (state_.count(path) &&
+               (!state_.at(path).first.is_floating_point() ||
+                (!state_.at(path).second && !norm_arguments_.count(node->output())))) {
+      // A buffer other than a norm's running statistics (Swin's relative position index,
+      // a causal attention mask) is a constant of the trace.
+      // A float one an operator takes as a tensor argument (through a Linear) is a buffer
+      // value of the graph there (tensor()).
+      Entry e = constant_entry(state_.at(path).first);
+      e.path = path;
+      entries_[node->output()] = e;
+    } else if (state_.count(path)) {
+      Entry e;
+      e.kind = Entry::kState;
+      e.path = path;
+      entries_[node->output()] = e;
+    } else {
+      fail(node, "attribute '" + path + "' is neither a submodule, a parameter nor a buffer");
+    }
+  } else if (kind == "prim::ListConstruct") {
+    bool tensors = false, constants = true;
+    for (const JitValue* v : node->inputs()) {
+      const Entry& e = entry(v);
+      tensors = tensors || e.kind == Entry::kTensor || e.kind == Entry::kState;
+      constants = constants && e.kind == Entry::kConstant;
+    }
+    if (constants) {
+      // A list of the trace's element type (int[], float[], Tensor?[]), as schemas take it.
+      c10::impl::GenericList list(
+          node->output()->type()->expectRef<c10::ListType>().getElementType());
+      for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
+      entries_[node->output()] = constant_entry(c10::IValue(list));
+    } else if (tensors) {
+      Entry e;
+      e.kind = Entry::kTensorList;
+      for (size_t i = 0; i < node->inputs().size(); ++i) e.values.push_back(tensor(node, i));
+      entries_[node->output()] = e;
+    } else {
+      fail(node, "list mixing tensors and other values");
+    }
+  } else if (kind == "prim::TupleConstruct" || kind == "prim::DictConstruct") {
+    return;  // the model's outputs (trained_output), or unpacked and indexed (below)
+  } else if (kind == "prim::TupleUnpack" || kind == "prim::TupleIndex" ||
+             kind == "aten::__getitem__" || kind == "prim::DictIndex") {
+    translate_element(node, kind);
+  } else if (kind == "aten::size") {
+    const auto& s = shape_of(tensor(node, 0));
+    int64_t d = int_arg(node, 1, "dim");
+    if (d < 0) d += static_cast<int64_t>(s.size());
+    entries_[node->output()] = constant_entry(c10::IValue(s.at(d)));
+  } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit") {
+    entries_[node->output()] = constant_entry(constant(node, 0, "value"));
+  } else if (fold_arithmetic(node, kind) || fold_constants(node, kind)) {
+    return;
+  } else if (kind == "aten::transpose" || kind == "aten::permute") {
+    translate_transpose(node, kind);
+  } else if (kind == "aten::chunk" || kind == "aten::unsafe_chunk" || kind == "aten::split" ||
+             kind == "aten::unsafe_split" || kind == "aten::split_with_sizes" ||
+             kind == "aten::unsafe_split_with_sizes") {
+    translate_split(node, kind);
+  } else if (kind == "prim::ListUnpack") {
+    translate_unpack(node);
+  } else if (kind == "aten::_convolution" || kind == "aten::convolution" ||
+             kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d") {
+    translate_conv(node, kind);
+  } else if (kind == "aten::batch_norm" && generic_path()) {
+    // Batch statistics, no running statistics (OperatorPath::kGeneric).
+    translate_aten(node, kind, {{3, c10::IValue()}, {4, c10::IValue()}, {5, true}});
+  } else if (kind == "aten::batch_norm" && is_none(node, 3) && is_none(node, 4)) {
+    // track_running_stats=False: batch statistics in training and evaluation alike, a
+    // generic node (with or without affine parameters).
+    translate_aten(node, kind, {{5, true}});
+  } else if (kind == "aten::batch_norm") {
+    translate_batch_norm(node);
+  } else if (kind.rfind("aten::max_pool", 0) == 0 || kind.rfind("aten::avg_pool", 0) == 0 ||
+             kind.rfind("aten::adaptive_avg_pool", 0) == 0 || kind == "aten::mean") {
+    translate_pool(node, kind);
+  } else if (kind == "aten::linear") {
+    const int w = tensor(node, 1);
+    std::vector<int> in = {tensor(node, 0), w};
+    if (!is_none(node, 2)) in.push_back(tensor(node, 2));
+    emit(node, OpKind::kLinear, in, {}, parent(graph_.value(w).name));
+  } else if (kind == "aten::cat" || kind == "aten::concat") {
+    const Entry& list = arg(node, 0);
+    if (list.kind != Entry::kTensorList) fail(node, "cat of something that is not a tensor list");
+    OpAttrs a;
+    a.dim = int_arg(node, 1, "dim");
+    if (a.dim < 0) a.dim += static_cast<int64_t>(shape_of(list.values.at(0)).size());
+    if (list.values.size() == 1) return alias(node, list.values[0]);
+    emit(node, OpKind::kCat, list.values, a);
+  } else if (kind == "aten::dropout" || kind == "aten::dropout_" ||
+             kind == "aten::feature_dropout" || kind == "aten::feature_dropout_") {
+    // p = 0 is the identity, as ATen's dropout returns its input: no node, no memory.
+    if (double_arg(node, 1, "p") == 0.0) return alias(node, tensor(node, 0));
+    OpAttrs a;
+    a.p = double_arg(node, 1, "p");
+    // nn.Dropout1d/2d/3d: whole channels of a batched input.
+    if (kind.find("feature") != std::string::npos) a.dropout_shape = DropoutShape::kChannel;
+    emit(node, OpKind::kDropout, {tensor(node, 0)}, a);
+  } else if (kind == "aten::flatten" || kind == "aten::view" || kind == "aten::reshape" ||
+             kind == "aten::contiguous") {
+    translate_reshape(node, kind);
+  } else {
+    translate_elementwise(node, kind);
+  }
+}
+
+// Batch norm with running statistics: the specialised node, which updates them once per
+// iteration however often a plan recomputes it; with or without affine parameters.
+void Importer::translate_batch_norm(JitNode* node) {
+  const bool affine = !is_none(node, 1);
+  if (affine == is_none(node, 2) || is_none(node, 3) || is_none(node, 4))
+    fail(node,
+         "batch norm with running statistics and a weight without a bias (or a bias without "
+         "a weight, or one running statistic without the other) is not supported");
+  if (is_none(node, 6))
+    fail(node, "batch norm with momentum=None (a cumulative average) is not supported");
+  OpAttrs a;
+  a.momentum = double_arg(node, 6, "momentum");
+  a.eps = double_arg(node, 7, "eps");
+  std::vector<int> inputs = {tensor(node, 0)};
+  for (size_t i = affine ? 1 : 3; i <= 4; ++i) inputs.push_back(tensor(node, i));
+  const std::string module = parent(graph_.value(inputs[1]).name);
+  emit(node, OpKind::kBatchNorm, std::move(inputs), a, module);
+}
+
+void Importer::translate_conv(JitNode* node, const std::string& kind) {
+  const bool general = kind == "aten::_convolution" || kind == "aten::convolution";
+  const int x = tensor(node, 0);
+  const int w = tensor(node, 1);
+  std::vector<int> in = {x, w};
+  if (!is_none(node, 2)) in.push_back(tensor(node, 2));
+  const auto& ws = shape_of(w);
+  const size_t spatial = ws.size() - 2;
+  OpAttrs a;
+  a.kernel.assign(ws.begin() + 2, ws.end());
+  // String padding ('same', 'valid'): a generic node.
+  if (!constant(node, 4, "padding").isIntList()) return translate_aten(node, kind);
+  a.stride = per_dim(ints_arg(node, 3, "stride"), spatial);
+  a.padding = per_dim(ints_arg(node, 4, "padding"), spatial);
+  a.dilation = per_dim(ints_arg(node, 5, "dilation"), spatial);
+  bool transposed = false;
+  if (general) {
+    transposed = bool_arg(node, 6, "transposed");
+    a.output_padding = per_dim(ints_arg(node, 7, "output_padding"), spatial);
+    a.groups = int_arg(node, 8, "groups");
+  } else {
+    a.groups = int_arg(node, 6, "groups");
+  }
+  // Grouped or dilated transposed convolution: a generic node.
+  const bool dilated =
+      std::any_of(a.dilation.begin(), a.dilation.end(), [](int64_t d) { return d != 1; });
+  if (transposed && (a.groups != 1 || dilated)) return translate_aten(node, kind);
+  if (!transposed) a.output_padding.clear();
+  emit(node, transposed ? OpKind::kConvTranspose : OpKind::kConv, in, a,
+       parent(graph_.value(w).name));
+}
+
+void Importer::translate_element(JitNode* node, const std::string& kind) {
+  const JitNode* made = node->input(0)->node();
+  const std::string maker = made->kind().toQualString();
+  if (kind == "prim::TupleUnpack") {
+    if (maker != "prim::TupleConstruct" || made->inputs().size() != node->outputs().size())
+      fail(node, "unpacking of a tuple the trace does not build");
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      Entry e = entry(made->inputs()[i]);
+      entries_[node->outputs()[i]] = std::move(e);
+    }
+    return;
+  }
+  if (maker == "prim::TupleConstruct" || maker == "prim::ListConstruct") {
+    if (maker == "prim::ListConstruct" && kind != "aten::__getitem__")
+      return translate_aten(node, kind);
+    int64_t i = int_arg(node, 1, "index");
+    if (i < 0) i += static_cast<int64_t>(made->inputs().size());
+    if (i < 0 || i >= static_cast<int64_t>(made->inputs().size()))
+      fail(node, "index " + std::to_string(i) + " out of range");
+    Entry e = entry(made->inputs()[i]);
+    entries_[node->output()] = std::move(e);
+    return;
+  }
+  if (maker == "prim::DictConstruct") {
+    const c10::IValue key = constant(node, 1, "key");
+    for (size_t i = 0; i + 1 < made->inputs().size(); i += 2) {
+      const Entry& k = entry(made->inputs()[i]);
+      if (k.kind == Entry::kConstant && k.constant == key) {
+        Entry e = entry(made->inputs()[i + 1]);
+        entries_[node->output()] = std::move(e);
+        return;
+      }
+    }
+    fail(node, "a key the dict does not hold");
+  }
+  if (kind == "aten::__getitem__") return translate_aten(node, kind);
+  fail(node, "indexing of a tuple the trace does not build");
+}
+
+void Importer::translate_pool(JitNode* node, const std::string& kind) {
+  const int x = tensor(node, 0);
+  const size_t spatial = shape_of(x).size() - 2;
+  // The specialised pooling runs 2-D and 3-D windows; 1-D pooling, max pooling that
+  // returns its indices or is dilated, and a divisor override run on the generic path.
+  if (shape_of(x).size() < 4 || spatial > 3) return translate_aten(node, kind);
+  OpAttrs a;
+  if (kind == "aten::mean") {
+    // Global average pooling written as x.mean((2, 3)) (EfficientNet-style heads); any
+    // other mean is a generic operator.
+    if (node->inputs().size() < 3 || !constant(node, 1, "dim").isIntList() ||
+        shape_of(x).size() < 3 || (node->inputs().size() > 3 && !is_none(node, 3)))
+      return translate_aten(node, kind);
+    std::vector<int64_t> dims = ints_arg(node, 1, "dim");
+    for (auto& d : dims)
+      if (d < 0) d += static_cast<int64_t>(spatial + 2);
+    std::set<int64_t> got(dims.begin(), dims.end()), want;
+    for (size_t d = 2; d < spatial + 2; ++d) want.insert(static_cast<int64_t>(d));
+    if (got != want) return translate_aten(node, kind);
+    a.output_size.assign(spatial, 1);
+    const bool keepdim = bool_arg(node, 2, "keepdim");
+    emit(node, OpKind::kAdaptiveAvgPool, {x}, a);
+    if (!keepdim) {
+      OpAttrs f;
+      f.dim = 1;
+      emit(node, OpKind::kFlatten, {entries_.at(node->output()).value}, f);
+    }
+    return;
+  }
+  if (kind.rfind("aten::adaptive_avg_pool", 0) == 0) {
+    a.output_size = per_dim(ints_arg(node, 1, "output_size"), spatial);
+    return emit(node, OpKind::kAdaptiveAvgPool, {x}, a);
+  }
+  const bool max = kind.rfind("aten::max_pool", 0) == 0;
+  if (kind.find("with_indices") != std::string::npos) return translate_aten(node, kind);
+  a.kernel = per_dim(ints_arg(node, 1, "kernel_size"), spatial);
+  a.stride = per_dim(ints_arg(node, 2, "stride"), spatial, a.kernel);
+  a.padding = per_dim(ints_arg(node, 3, "padding"), spatial, std::vector<int64_t>(spatial, 0));
+  if (max) {
+    for (auto d : ints_arg(node, 4, "dilation"))
+      if (d != 1) return translate_aten(node, kind);
+    a.ceil_mode = bool_arg(node, 5, "ceil_mode");
+  } else {
+    a.ceil_mode = bool_arg(node, 4, "ceil_mode");
+    a.count_include_pad = bool_arg(node, 5, "count_include_pad");
+    if (node->inputs().size() > 6 && !is_none(node, 6)) return translate_aten(node, kind);
+  }
+  emit(node, max ? OpKind::kMaxPool : OpKind::kAvgPool, {x}, a);
+}
+
+void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
+  static const std::map<std::string, OpKind> unary = {
+      {"aten::relu", OpKind::kReLU},           {"aten::relu6", OpKind::kReLU6},
+      {"aten::hardswish", OpKind::kHardswish}, {"aten::hardsigmoid", OpKind::kHardsigmoid},
+      {"aten::silu", OpKind::kSiLU},           {"aten::sigmoid", OpKind::kSigmoid},
+      {"aten::hardtanh", OpKind::kReLU6}};
+  const std::string base = kind.back() == '_' ? kind.substr(0, kind.size() - 1) : kind;
+  if (auto it = unary.find(base); it != unary.end()) {
+    if (generic_path()) return translate_aten(node, kind);
+    const int x = tensor(node, 0);
+    if (base == "aten::hardtanh" &&
+        (double_arg(node, 1, "min_val") != 0.0 || double_arg(node, 2, "max_val") != 6.0))
+      return translate_aten(node, kind);
+    OpAttrs a;
+    // ReLU and ReLU6 have in-place implementations; the others run out of place.
+    const bool has_inplace = it->second == OpKind::kReLU || it->second == OpKind::kReLU6;
+    a.inplace = has_inplace && inplace_allowed(node, x);
+    return emit(node, it->second, {x}, a);
+  }
+  if (base == "aten::add" || base == "aten::mul") {
+    const Entry& self = arg(node, 0);
+    // Arithmetic with a scalar, a parameter or a buffer: a generic operator.
+    const Entry& other = arg(node, 1);
+    if (self.kind != Entry::kTensor || other.kind != Entry::kTensor)
+      return translate_aten(node, kind);
+    const int a = tensor(node, 0), b = tensor(node, 1);
+    if (base == "aten::add") {
+      if ((node->inputs().size() > 2 && double_arg(node, 2, "alpha") != 1.0) ||
+          shape_of(a) != shape_of(b))
+        return translate_aten(node, kind);
+      OpAttrs at;
+      at.inplace = inplace_allowed(node, a);
+      return emit(node, OpKind::kAdd, {a, b}, at);
+    }
+    // Multiplication: the operand that broadcasts goes second.
+    const Value &va = graph_.value(a), &vb = graph_.value(b);
+    const bool swap = va.shape.size() < vb.shape.size() ||
+                      (va.shape.size() == vb.shape.size() && va.numel() < vb.numel());
+    return emit(node, OpKind::kMul, swap ? std::vector<int>{b, a} : std::vector<int>{a, b}, {});
+  }
+  translate_aten(node, kind);
+}
+
+}  // namespace torchscript
+
+bool is_torchscript_path(const std::string& model) {
+  for (const std::string suffix : {".pt", ".pth"})
+    if (model.size() > suffix.size() && torchscript::ends_with(model, suffix)) return true;
+  return false;
+}
+
+Graph import_torchscript(const std::string& path, const std::vector<int64_t>& input_shape,
+                         const ImportOptions& options) {
+  return import_torchscript(path, std::vector<InputSpec>{{input_shape, std::nullopt}}, options);
+}
+
+Graph import_torchscript(const std::string& path, const std::vector<InputSpec>& inputs,
+                         const ImportOptions& options) {
+  if (inputs.empty()) throw ImportError("no input shape given for '" + path + "'");
+  for (const InputSpec& in : inputs) {
+    // The first input is a batch of samples; a later one may be a batch of labels (a
+    // target traced with the loss).
+    if (in.shape.size() < (&in == &inputs.front() ? 2u : 1u))
+      throw ImportError(&in == &inputs.front()
+                            ? "the input shape must give at least the batch and one more "
+                              "dimension, got " +
+                                  shape_string(in.shape)
+                            : "an input shape must give at least the batch, got " +
+                                  shape_string(in.shape));
+    for (auto d : in.shape)
+      if (d < 1)
+        throw ImportError("input shape " + shape_string(in.shape) + " has a non-positive size");
+  }
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    throw ImportError("cannot load TorchScript file '" + path + "': " + e.what_without_backtrace());
+  }
+  return torchscript::Importer(path, std::move(module), inputs, options).run();
+}
+
+}  // namespace monet

@@ -1,4 +1,0 @@
-// monet-solver: the process a planner's solve runs in (child_solve.h).
-#include "planner/child_solve.h"
-
-int main(int argc, char** argv) { return monet::solver_process_main(argc, argv); }
