@@ -122,7 +122,7 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
   ASSERT_LT(chen.peak_bytes, store_all.peak_bytes);
   MonetOptions o;
   o.budget_bytes = (chen.peak_bytes + store_all.peak_bytes) / 2;
-  o.solver.time_limit_seconds = o.small_program_neighbourhood_min_seconds;
+  o.solver.time_limit_seconds = o.solver.small_program_neighbourhood_min_seconds;
   o.solver.search_limit = SearchLimit::kWork;
   o.solver.relative_gap = 0.02;
   o.recomputation_first_share = 0.5;

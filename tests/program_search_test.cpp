@@ -1,5 +1,5 @@
-// The search layer: resolve_strategy() is where the strategy is chosen (by the program's
-// size and small_program_strategy under kAuto, as asked otherwise), and search_program() runs it: a
+// The search layer: search_policy() is where the strategy is chosen (by the program's
+// size and the time limit under kAuto, as asked otherwise), and search_program() runs it: a
 // neighbourhood search needs a warm start, and without one the program is searched by branch and
 // cut.
 #include "planner/search/program_search.h"
@@ -13,22 +13,29 @@ namespace {
 
 using testing::knapsack;
 
-TEST(ProgramSearch, ResolvesTheStrategyByProgramSizeOrAsAsked) {
-  const Milp m = knapsack(5, 9);
+TEST(ProgramSearch, ThePolicyFollowsTheProgramsSizeAndTheLimitOrAsAsked) {
   SearchOptions o;
   o.neighbourhood_min_columns = 4;
-  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
+  o.time_limit_seconds = 1;
+  // Large programs: by neighbourhoods under kAuto.
+  EXPECT_EQ(search_policy(5, o).scale, ProgramScale::kLarge);
+  EXPECT_EQ(search_policy(5, o).strategy, SearchStrategy::kNeighbourhood);
+  // Small ones: by branch and cut below small_program_neighbourhood_min_seconds, by
+  // neighbourhoods from it on.
   o.neighbourhood_min_columns = 5;
-  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kBranchAndCut);
-  // Programs of at most neighbourhood_min_columns columns: small_program_strategy.
-  o.small_program_strategy = SearchStrategy::kNeighbourhood;
-  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
-  o.small_program_strategy = SearchStrategy::kBranchAndCut;
+  EXPECT_EQ(search_policy(5, o).scale, ProgramScale::kSmall);
+  EXPECT_EQ(search_policy(5, o).strategy, SearchStrategy::kBranchAndCut);
+  o.time_limit_seconds = o.small_program_neighbourhood_min_seconds;
+  EXPECT_EQ(search_policy(5, o).strategy, SearchStrategy::kNeighbourhood);
+  o.small_program_neighbourhood_min_seconds = 2 * o.time_limit_seconds;
+  EXPECT_EQ(search_policy(5, o).strategy, SearchStrategy::kBranchAndCut);
+  // As asked, whatever the size.
   o.strategy = SearchStrategy::kNeighbourhood;
-  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kNeighbourhood);
+  EXPECT_EQ(search_policy(5, o).strategy, SearchStrategy::kNeighbourhood);
   o.neighbourhood_min_columns = 1;
   o.strategy = SearchStrategy::kBranchAndCut;
-  EXPECT_EQ(resolve_strategy(m, o), SearchStrategy::kBranchAndCut);
+  EXPECT_EQ(search_policy(5, o).strategy, SearchStrategy::kBranchAndCut);
+  EXPECT_EQ(search_policy(5, o).scale, ProgramScale::kLarge);
 }
 
 TEST(ProgramSearch, NeighbourhoodSearchWithoutAWarmStartIsABranchAndCut) {

@@ -30,6 +30,14 @@ struct PlanOptions {
   std::string optimizer_update = "after-backward";  // --optimizer-update (UpdateMode's name)
 };
 
+// The search options `monet plan` asks for: --exact forces CBC's branch and cut; otherwise
+// the search policy chooses (search_policy.h).
+SearchOptions plan_search_options(const PlanOptions& o) {
+  SearchOptions so = search_options(o.solver);
+  if (o.exact) so.strategy = SearchStrategy::kBranchAndCut;
+  return so;
+}
+
 // Throws the error for a budget no plan of a program-based planner fits: the solver ran
 // out of time, or the smallest budget with a plan (computed by the same program with the
 // budget as its objective).
@@ -43,8 +51,7 @@ struct PlanOptions {
   }
   std::cerr << "planner: no plan fits " << format_bytes(budget, true)
             << "; computing the smallest budget that has one ...\n";
-  SearchOptions so = search_options(o.solver);
-  so.strategy = o.exact ? SearchStrategy::kBranchAndCut : SearchStrategy::kAuto;
+  const SearchOptions so = plan_search_options(o);
   // The program at this very budget proven infeasible (its LP relaxation has no solution,
   // or the search proved none): no budget up to this one has a plan. (Not so when the
   // simulator made the planner lower the program's budget first.)
@@ -105,8 +112,7 @@ int run_plan(PlanOptions o) {
   request.planner = o.planner;
   request.budget_bytes = budget;
   request.seed = o.seed;
-  request.solver = search_options(o.solver);
-  request.solver.strategy = o.exact ? SearchStrategy::kBranchAndCut : SearchStrategy::kAuto;
+  request.solver = plan_search_options(o);
   request.solver.progress = true;
   const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
   const MonetResult& r = outcome.solve;

@@ -13,14 +13,14 @@
 namespace monet {
 namespace {
 
-// The program of minimum_budget: one of at most `small_max_columns` columns recomputing in
-// place where possible, as plan_monet searches it where the out-of-place one has no plan
+// The program of minimum_budget: a small one (under `solver`) recomputing in place where
+// possible, as plan_monet searches it where the out-of-place one has no plan
 // (InfeasibleSmallProgram::kRecomputeInPlace); a larger one as built.
 std::unique_ptr<MonetProgram> minimum_budget_program(const Graph& g, const CostModel& costs,
                                                      MonetProgramOptions po,
-                                                     int small_max_columns) {
+                                                     const SearchOptions& solver) {
   auto program = std::make_unique<MonetProgram>(g, costs, po);
-  if (program->milp().columns() > small_max_columns) return program;
+  if (program_scale(program->milp().columns(), solver) == ProgramScale::kLarge) return program;
   po.recomputations = Recomputations::kInPlaceWherePossible;
   return std::make_unique<MonetProgram>(g, costs, po);
 }
@@ -33,12 +33,11 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   po.mode = mode;
   po.budget_rows = BudgetRows::kMinimised;
   po.span_max_columns = solver.neighbourhood_min_columns;
-  const std::unique_ptr<MonetProgram> built =
-      minimum_budget_program(g, costs, po, solver.neighbourhood_min_columns);
+  const std::unique_ptr<MonetProgram> built = minimum_budget_program(g, costs, po, solver);
   const MonetProgram& program = *built;
+  // Decided on the whole limit, before chain checkpointing takes its share.
+  const SearchPolicy policy = search_policy(program.milp().columns(), solver);
   SearchOptions o = solver;
-  o.small_program_strategy =
-      small_program_strategy(o.time_limit_seconds, kSmallProgramNeighbourhoodMinSeconds);
   o.neighbourhood.column_positions = program.column_positions();
   // Chain checkpointing's leanest schedule, lowered towards nothing (every implementation:
   // MonetMode::kAll only): a warm start where the program accepts it, and the answer where
@@ -53,7 +52,7 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   std::vector<Plan> extra;
   if (!leanest.plan.program.empty()) extra.push_back(leanest.plan);
   warm_start(program, g, costs, &o, extra);
-  const MilpResult r = search_program(program.milp(), o);
+  const MilpResult r = search_program(program.milp(), o, policy);
   MinimumBudget m;
   m.bound_bytes =
       std::isfinite(r.bound) ? static_cast<int64_t>(std::floor(r.bound * 1048576.0)) : -1;

@@ -36,10 +36,10 @@ inline constexpr double kMinimumBudgetChainShare = 0.25;
 /// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
 /// of the program at that budget; the proven lower bound is then at least one byte above it, where
 /// the search's own bound is lower or missing (its relaxation can take longer than the time limit
-/// on the largest programs). Under SearchStrategy::kAuto, programs of at most
-/// solver.neighbourhood_min_columns columns are searched by neighbourhoods when the time limit
-/// is at least kSmallProgramNeighbourhoodMinSeconds (they reach smaller budgets than branch and
-/// cut alone; docs/PLANNER.md, "Why the defaults"), by branch and cut otherwise.
+/// on the largest programs). The program is searched by search_policy() on the whole time
+/// limit: under SearchStrategy::kAuto, small programs by neighbourhoods from
+/// solver.small_program_neighbourhood_min_seconds on (they reach smaller budgets than branch
+/// and cut alone; docs/PLANNER.md, "Why the defaults"), by branch and cut below.
 MinimumBudget minimum_budget(const Graph& graph, const CostModel& costs, MonetMode mode,
                              const SearchOptions& solver,
                              std::optional<int64_t> infeasible_bytes = std::nullopt);

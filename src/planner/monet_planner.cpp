@@ -111,7 +111,6 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const Mone
   po.budget_bytes = budget;
   const MonetProgram program(g, costs, po);
   SearchOptions o = mo.solver;
-  o.strategy = SearchStrategy::kNeighbourhood;
   o.time_limit_seconds = std::max(1.0, std::min(mo.solver.time_limit_seconds * mo.elastic_share,
                                                 seconds_left - mo.return_reserve_seconds));
   o.neighbourhood.column_positions = program.column_positions();
@@ -129,25 +128,26 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const Mone
         "planner: no heuristic plan fits; lowering the excess of %s (%.1f MiB over the "
         "budget in all) with the elastic program (%.0f s at most)\n",
         warm.c_str(), program.excess_of(o.warm_start), o.time_limit_seconds);
-  const MilpResult r = search_program(program.milp(), o);
+  // The elastic search is a neighbourhood search whatever the program's size: it stops at
+  // an objective, which CBC's branch and cut cannot.
+  const SearchPolicy policy{program_scale(program.milp().columns(), o),
+                            SearchStrategy::kNeighbourhood};
+  const MilpResult r = search_program(program.milp(), o, policy);
   if (r.values.empty() || program.excess_of(r.values) > 1e-6) return {};
   return {program.decode(r.values)};
 }
 
 // Adds the recomputation-first plan for `budget` (MonetOptions::recomputation_first_share)
 // to `h`'s plans within the budget, and makes it `h`'s fastest when it is faster, where the
-// planner's program (`program_columns` columns, searched under `search`) is small and
-// searched by neighbourhoods: the program in MonetMode::kNoOp searched in its share of the
-// time limit, within `seconds_left` (seconds), then each convolution switched to the
-// fastest algorithm that keeps the plan within the budget. Returns its predicted seconds;
-// -1 when there is none.
+// planner's program (searched by `policy`) is small and searched by neighbourhoods: the program in
+// MonetMode::kNoOp searched in its share of the time limit, within `seconds_left` (seconds), then
+// each convolution switched to the fastest algorithm that keeps the plan within the budget. Returns
+// its predicted seconds; -1 when there is none.
 double add_recomputation_first_plan(const Graph& g, const CostModel& costs, const MonetOptions& o,
-                                    int64_t budget, int program_columns,
-                                    const SearchOptions& search, double seconds_left,
+                                    int64_t budget, const SearchPolicy& policy, double seconds_left,
                                     HeuristicPlans* h) {
   if (o.mode != MonetMode::kAll || o.recomputation_first_share <= 0 ||
-      program_columns > o.solver.neighbourhood_min_columns ||
-      search.strategy != SearchStrategy::kNeighbourhood)
+      policy.scale != ProgramScale::kSmall || policy.strategy != SearchStrategy::kNeighbourhood)
     return -1;
   MonetOptions noop = o;
   noop.mode = MonetMode::kNoOp;
@@ -188,11 +188,6 @@ double add_recomputation_first_plan(const Graph& g, const CostModel& costs, cons
 
 }  // namespace
 
-SearchStrategy small_program_strategy(double limit_seconds, double neighbourhood_min_seconds) {
-  return limit_seconds >= neighbourhood_min_seconds ? SearchStrategy::kNeighbourhood
-                                                    : SearchStrategy::kBranchAndCut;
-}
-
 const char* plan_source_name(PlanSource source) {
   switch (source) {
     case PlanSource::kProgram:
@@ -213,17 +208,19 @@ const char* plan_source_name(PlanSource source) {
 
 namespace {
 
-// A program under search: the program, the solver's options for it (its warm start, its
-// LP relaxation under way) and the flag that stops that relaxation, set (and the
-// relaxation awaited) before the program goes.
+// A program under search: the program, its search policy, the solver's options for it (its
+// warm start, its LP relaxation under way) and the flag that stops that relaxation, set
+// (and the relaxation awaited) before the program goes.
 struct ProgramSearch {
   std::unique_ptr<std::atomic<bool>> stop = std::make_unique<std::atomic<bool>>(false);
   std::unique_ptr<MonetProgram> program;
+  SearchPolicy policy;
   SearchOptions solver;
   ~ProgramSearch() { *stop = true; }
   void swap(ProgramSearch& other) {
     std::swap(stop, other.stop);
     std::swap(program, other.program);
+    std::swap(policy, other.policy);
     std::swap(solver, other.solver);
   }
 };
@@ -257,13 +254,11 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
   search->program = std::make_unique<MonetProgram>(g, costs, po);
   const MonetProgram& program = *search->program;
   search->solver = o.solver;
-  search->solver.small_program_strategy = small_program_strategy(
-      o.solver.time_limit_seconds, o.small_program_neighbourhood_min_seconds);
-  search->solver.strategy = resolve_strategy(program.milp(), search->solver);
+  search->policy = search_policy(program.milp().columns(), o.solver);
   search->solver.neighbourhood.column_positions = program.column_positions();
-  if (search->solver.strategy != SearchStrategy::kNeighbourhood) return;
-  if (bound == Bound::kNone || (bound == Bound::kRelaxationOfSmallProgram &&
-                                program.milp().columns() > o.solver.neighbourhood_min_columns)) {
+  if (search->policy.strategy != SearchStrategy::kNeighbourhood) return;
+  if (bound == Bound::kNone ||
+      (bound == Bound::kRelaxationOfSmallProgram && search->policy.scale == ProgramScale::kLarge)) {
     std::promise<RelaxationBound> none;
     none.set_value({});
     search->solver.relaxation = none.get_future().share();
@@ -311,7 +306,7 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
     *spare->stop = true;  // its LP relaxation would take a core from the search
   }
   if (o.small_program_first_fit == SmallProgramFirstFit::kBranchAndCut &&
-      search->program->milp().columns() <= o.solver.neighbourhood_min_columns) {
+      search->policy.scale == ProgramScale::kSmall) {
     *search->stop = true;  // CBC solves the root LP itself
     if (o.solver.progress)
       report_progress(
@@ -351,14 +346,14 @@ void prefer_heuristic(SimulatedPlan heuristic, PlanSource source, MonetMode mode
 }
 
 // Whether plan_monet searches the program again with recomputations in place where
-// possible: the program just searched (`result`), out of place, is proven to have no plan,
-// it is small, and `seconds_left` (seconds) leaves the search time.
+// possible: the program just searched (`result`, by `policy`), out of place, is proven to
+// have no plan, it is small, and `seconds_left` (seconds) leaves the search time.
 bool recompute_in_place_next(const MonetOptions& o, const MonetResult& result,
-                             Recomputations searched, double seconds_left) {
+                             const SearchPolicy& policy, Recomputations searched,
+                             double seconds_left) {
   return o.infeasible_small_program == InfeasibleSmallProgram::kRecomputeInPlace &&
          searched == Recomputations::kOutOfPlace &&
-         result.solve.status == MilpStatus::kInfeasible &&
-         result.size.columns <= o.solver.neighbourhood_min_columns &&
+         result.solve.status == MilpStatus::kInfeasible && policy.scale == ProgramScale::kSmall &&
          seconds_left - o.return_reserve_seconds >= 1;
 }
 
@@ -397,8 +392,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     HeuristicPlans h =
         heuristic_plans(g, costs, budget, o, clock.left(limit) - o.return_reserve_seconds);
     const double first = add_recomputation_first_plan(
-        g, costs, o, budget, search.program->milp().columns(), search.solver,
-        clock.left(limit) - o.return_reserve_seconds, &h);
+        g, costs, o, budget, search.policy, clock.left(limit) - o.return_reserve_seconds, &h);
     if (first >= 0) result.recomputation_first_seconds = first;
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         result.first_fit_seconds < 0)
@@ -425,10 +419,11 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
           monet_mode_name(o.mode), budget / 1048576.0, result.size.columns, result.size.rows,
           static_cast<long long>(result.size.nonzeros),
           warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
-    result.solve = search_program(program.milp(), solver);
+    result.solve = search_program(program.milp(), solver, search.policy);
     ++result.solves;
     if (result.solve.values.empty()) {
-      if (!recompute_in_place_next(o, result, recomputations, clock.left(limit))) break;
+      if (!recompute_in_place_next(o, result, search.policy, recomputations, clock.left(limit)))
+        break;
       recomputations = Recomputations::kInPlaceWherePossible;
       if (o.solver.progress)
         report_progress(

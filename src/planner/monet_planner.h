@@ -47,10 +47,6 @@ enum class InfeasibleSmallProgram {
   kNoPlan,  // no plan
 };
 
-/// The default of MonetOptions::small_program_neighbourhood_min_seconds, also minimum_budget's
-/// threshold (seconds).
-inline constexpr double kSmallProgramNeighbourhoodMinSeconds = 20;
-
 /// What the planner does when no heuristic plan fits a program of at most
 /// SearchOptions::neighbourhood_min_columns columns (and the exact program accepts none).
 enum class SmallProgramFirstFit {
@@ -73,15 +69,6 @@ struct MonetOptions {
   /// The search: time limit of the whole planner (seconds), gap, strategy, threads.
   SearchOptions solver;
   int max_corrections = 3;  // re-solves with a lowered budget when the simulated peak exceeds it
-  /// Under SearchStrategy::kAuto, the planner's programs of at most
-  /// solver.neighbourhood_min_columns columns are searched by neighbourhoods (whose second
-  /// core runs CBC's branch and cut over the whole program beside the windows) when the
-  /// time limit is at least this (seconds), by branch and cut alone otherwise
-  /// (SearchOptions::small_program_strategy). Windows improve warm starts that CBC's tree
-  /// keeps, for faster plans than branch and cut alone (docs/PLANNER.md, "Why the defaults");
-  /// under short limits they would not run (each gets at least a second), while CBC proves
-  /// tiny programs optimal within one.
-  double small_program_neighbourhood_min_seconds = kSmallProgramNeighbourhoodMinSeconds;
   /// Plans to start the solver from when the program accepts them (besides store-all and
   /// Chen): e.g. the minimum-budget plan, or a plan solved before. In MonetMode::kAll, one
   /// whose simulated peak fits the budget is also the answer when nothing faster is found.
@@ -107,7 +94,7 @@ struct MonetOptions {
   SmallProgramFirstFit small_program_first_fit = SmallProgramFirstFit::kBranchAndCut;
   /// The recomputation-first plan's limit, as a fraction of solver.time_limit_seconds:
   /// in MonetMode::kAll, on programs of at most solver.neighbourhood_min_columns columns
-  /// searched by neighbourhoods (small_program_neighbourhood_min_seconds),
+  /// searched by neighbourhoods (SearchOptions::small_program_neighbourhood_min_seconds),
   /// the program with every operator at its default implementation (what to keep and
   /// recompute alone, as Checkmate chooses) is searched first; its plan, each convolution
   /// then switched to the fastest algorithm that fits (as Checkmate-O), is a warm start of
@@ -182,11 +169,5 @@ struct MonetResult {
 /// Solves the program for `options.budget_bytes`. A budget below the floor returns at
 /// once: found false, no solve, solve.status kInfeasible.
 MonetResult plan_monet(const Graph& graph, const CostModel& costs, const MonetOptions& options);
-
-/// How programs of at most SearchOptions::neighbourhood_min_columns columns are searched
-/// under a limit of `limit_seconds` (seconds): by neighbourhoods from
-/// `neighbourhood_min_seconds` (seconds; MonetOptions::small_program_neighbourhood_min_seconds)
-/// on, by branch and cut below.
-SearchStrategy small_program_strategy(double limit_seconds, double neighbourhood_min_seconds);
 
 }  // namespace monet

@@ -6,7 +6,8 @@ and max pooling with indices undone by max_unpool2d, a model of two inputs (toke
 a bool padding mask into nn.MultiheadAttention), multi-head attention whose query, key and
 value come from one projection by unbind (as timm's ViT), and operators whose result is a
 list of tensors (tensor_split, hsplit, meshgrid), batch norm with running statistics and
-no affine parameters. Each is planned at a budget
+no affine parameters, writes into slices of computed tensors, layers with computed
+weights. Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
@@ -212,6 +213,45 @@ class BatchNormWithoutAffine(torch.nn.Module):
         return self.head(self.norm(self.fc(self.body(x).flatten(1))).relu())
 
 
+class ViewWrites(torch.nn.Module):
+    """Writes into part of a computed tensor: a slice of a cloned parameter zeroed in place
+    (as Swin V2 zeroes the key's share of its qkv bias), `+=` into a slice of a slice (as
+    MViT V2 adds relative positions into its attention) and an index assignment, on
+    [N, 2, 5, 8] inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+        self.rel = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(2 * 8, 10)
+
+    def forward(self, x):
+        bias = self.qkv.bias.clone()
+        bias[8:16].zero_()
+        q, k, v = torch.nn.functional.linear(x, self.qkv.weight, bias).chunk(3, dim=-1)
+        attn = q @ k.transpose(-2, -1)
+        attn[:, :, 1:, 1:] += self.rel(x)[:, :, 1:, 1:5]
+        h = attn.softmax(-1) @ v
+        h[:, :, 0] = h[:, :, 1] * 2
+        return self.head(h.mean(2).flatten(1))
+
+
+class ComputedWeights(torch.nn.Module):
+    """Layers whose weight or bias the model computes: a weight-standardised convolution
+    and a Linear whose bias is a scaled parameter (generic nodes), on [N, 3, 8, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        w = self.conv.weight
+        w = (w - w.mean((1, 2, 3), keepdim=True)) / (w.std((1, 2, 3), keepdim=True) + 1e-5)
+        h = torch.nn.functional.conv2d(x, w, self.conv.bias, padding=1).relu()
+        return torch.nn.functional.linear(h.flatten(1), self.fc.weight, self.fc.bias * 1.5)
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -230,6 +270,8 @@ CASES = {
     "generic_fallbacks": (FallbackLayers, "features", (2, 3, 8, 8)),
     "list_results": (ListResults, "features", (2, 3, 8, 8)),
     "batch_norm_without_affine": (BatchNormWithoutAffine, "features", (4, 3, 8, 8)),
+    "view_writes": (ViewWrites, "features", (3, 2, 5, 8)),
+    "computed_weights": (ComputedWeights, "features", (2, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out"}

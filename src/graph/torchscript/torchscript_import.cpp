@@ -4,11 +4,14 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <algorithm>
+#include <functional>
+#include <numeric>
 
 #include "graph/aten_call.h"
 #include "graph/attention_fusion.h"
 #include "graph/shape_inference.h"
 #include "graph/torchscript/torchscript_importer.h"
+#include "graph/torchscript/view_writes.h"
 
 namespace monet {
 namespace torchscript {
@@ -22,6 +25,7 @@ Graph Importer::run() {
   }
   torch::jit::Inline(*jit);
   torch::jit::EliminateDeadCode(jit);
+  functionalize_view_writes(*jit);
   keep_trained_output(*jit);
   const auto inputs = jit->inputs();
   if (inputs.size() != inputs_.size() + 1)
@@ -210,6 +214,12 @@ void Importer::translate(JitNode* node) {
     int64_t d = int_arg(node, 1, "dim");
     if (d < 0) d += static_cast<int64_t>(s.size());
     entries_[node->output()] = constant_entry(c10::IValue(s.at(d)));
+  } else if (kind == "aten::numel" || kind == "aten::dim") {  // of a static shape
+    const auto& s = shape_of(tensor(node, 0));
+    int64_t n = static_cast<int64_t>(s.size());
+    if (kind == "aten::numel")
+      n = std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+    entries_[node->output()] = constant_entry(c10::IValue(n));
   } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit") {
     entries_[node->output()] = constant_entry(constant(node, 0, "value"));
   } else if (fold_arithmetic(node, kind) || fold_constants(node, kind)) {
@@ -241,6 +251,7 @@ void Importer::translate(JitNode* node) {
     const int w = tensor(node, 1);
     std::vector<int> in = {tensor(node, 0), w};
     if (!is_none(node, 2)) in.push_back(tensor(node, 2));
+    if (computed_weights(in)) return translate_aten(node, kind);
     emit(node, OpKind::kLinear, in, {}, parent(graph_.value(w).name));
   } else if (kind == "aten::cat" || kind == "aten::concat") {
     const Entry& list = arg(node, 0);
@@ -296,8 +307,10 @@ void Importer::translate_conv(JitNode* node, const std::string& kind) {
   const size_t spatial = ws.size() - 2;
   OpAttrs a;
   a.kernel.assign(ws.begin() + 2, ws.end());
-  // String padding ('same', 'valid'): a generic node.
-  if (!constant(node, 4, "padding").isIntList()) return translate_aten(node, kind);
+  // String padding ('same', 'valid'), or a weight or bias the model computes (weight
+  // standardisation): a generic node.
+  if (!constant(node, 4, "padding").isIntList() || computed_weights(in))
+    return translate_aten(node, kind);
   a.stride = per_dim(ints_arg(node, 3, "stride"), spatial);
   a.padding = per_dim(ints_arg(node, 4, "padding"), spatial);
   a.dilation = per_dim(ints_arg(node, 5, "dilation"), spatial);

@@ -261,6 +261,14 @@ class Importer {
 
   // In place when the TorchScript op is (relu_, add_) and the overwritten activation has
   // no other reader in the graph.
+  // Whether a layer's weight or bias (`inputs` after the first) is a tensor the model
+  // computes, not a parameter or buffer: the specialised layers' weight gradients are
+  // parameter gradients, so such a layer is a generic node (autograd's backward).
+  bool computed_weights(const std::vector<int>& inputs) const {
+    for (size_t i = 1; i < inputs.size(); ++i)
+      if (graph_.value(inputs[i]).kind == ValueKind::kActivation) return true;
+    return false;
+  }
   bool inplace_allowed(const JitNode* node, int value) const {
     const std::string kind = node->kind().toQualString();
     return kind.back() == '_' && graph_.value(value).kind == ValueKind::kActivation &&

@@ -18,7 +18,7 @@ namespace {
 
 // One segment of the chain: its nodes, what running them costs, and the bytes its steps
 // need beyond the checkpoint it starts from and the gradient of its output.
-struct Segment {
+struct ScheduledSegment {
   std::vector<int> nodes;       // node ids, in topological order
   double forward_seconds = 0;   // one forward of every node (out of place)
   double backward_seconds = 0;  // every backward part of the nodes needing one
@@ -100,13 +100,13 @@ struct SegmentTensors {
   std::vector<bool> kept, kept_intermediate;
 };
 
-// The most bytes a segment's backward holds (Segment::backward_bytes), starting from
+// The most bytes a segment's backward holds (ScheduledSegment::backward_bytes), starting from
 // `keeping` bytes of kept tensors. `gradient_made` (per value) tells whose gradient an
 // earlier backward made (later segments of the chain run their backward first); the
 // values this segment gives a gradient are added to it.
 int64_t backward_peak(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
                       const std::vector<bool>& needs_backward, const std::vector<bool>& needs_grad,
-                      const Segment& s, const SegmentTensors& t, int64_t keeping,
+                      const ScheduledSegment& s, const SegmentTensors& t, int64_t keeping,
                       std::vector<bool>* gradient_made) {
   const int size = static_cast<int>(s.nodes.size());
   GradientStorages grads;
@@ -160,7 +160,7 @@ int64_t backward_peak(const Graph& g, const CostModel& costs, const ScheduleChoi
 // measured last first (the order of their backward).
 void measure(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
              const std::vector<bool>& needs_backward, const std::vector<bool>& needs_grad,
-             std::vector<bool>* gradient_made, Segment* s) {
+             std::vector<bool>* gradient_made, ScheduledSegment* s) {
   SegmentTensors t;
   t.index.assign(g.nodes().size(), -1);
   for (size_t i = 0; i < s->nodes.size(); ++i) t.index[s->nodes[i]] = static_cast<int>(i);
@@ -242,13 +242,13 @@ void measure(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
 // segment k-1's output".
 class ChainProgram {
  public:
-  ChainProgram(const std::vector<Segment>& segments, int levels)
+  ChainProgram(const std::vector<ScheduledSegment>& segments, int levels)
       : seg_(segments), size_(static_cast<int>(segments.size())), levels_(levels) {
     int64_t total = 0;
     later_gradients_.assign(size_ + 1, 0);
     for (int i = size_ - 1; i >= 0; --i)
       later_gradients_[i] = later_gradients_[i + 1] + seg_[i].gradient_bytes;
-    for (const Segment& s : seg_) total += std::max(s.forward_bytes, s.backward_bytes);
+    for (const ScheduledSegment& s : seg_) total += std::max(s.forward_bytes, s.backward_bytes);
     unit_ = std::max<double>(1.0, static_cast<double>(total + later_gradients_[0]) / levels_);
     cost_.assign(static_cast<size_t>(size_) * size_ * (levels_ + 1), kNone);
     choice_.assign(cost_.size(), -1);
@@ -289,7 +289,7 @@ class ChainProgram {
   // The gradient of k's side value, made when k..t was back-propagated (t ends k's stretch),
   // alive while s..k-1 are (no problem reaching past a stretch's end holds it).
   int64_t side_gradient_left(int k, int t) const {
-    const Segment& b = seg_[k];
+    const ScheduledSegment& b = seg_[k];
     return b.side_bytes == 0 || t < b.stretch_end ? 0 : b.side_bytes;
   }
   // Memory levels of the rest s+1..t after running s keeping all.
@@ -305,7 +305,7 @@ class ChainProgram {
   }
 
   void solve(int s, int t, int m) {
-    const Segment& a = seg_[s];
+    const ScheduledSegment& a = seg_[s];
     double best = kNone;
     int pick = -1;
     // Run s keeping all, beside the parameter gradients of the segments after t; its
@@ -322,9 +322,9 @@ class ChainProgram {
     double sweep = 0;
     int sweep_level = 0;
     for (int k = s + 1; k <= t; ++k) {
-      const Segment& swept = seg_[k - 1];
+      const ScheduledSegment& swept = seg_[k - 1];
       const int64_t side = swept.stretch != a.stretch ? swept.side_bytes : 0;
-      // Segment s starts from the problem's checkpoint; later ones from a swept output.
+      // ScheduledSegment s starts from the problem's checkpoint; later ones from a swept output.
       const int64_t bytes = k - 1 == s ? swept.sweep_bytes : swept.sweep_input_bytes;
       sweep += swept.forward_seconds;
       sweep_level = std::max(sweep_level, level(bytes + side + later_gradients_[t + 1]));
@@ -352,7 +352,7 @@ class ChainProgram {
     emit(s, k - 1, earlier_levels(s, k, t, m), steps);
   }
 
-  const std::vector<Segment>& seg_;
+  const std::vector<ScheduledSegment>& seg_;
   int size_, levels_;
   double unit_ = 1;  // bytes per memory level
   // By segment: the parameter gradients of the segments from it on (bytes).
@@ -362,7 +362,7 @@ class ChainProgram {
 };
 
 // The plan of a schedule of (segment, forward) steps.
-Plan schedule_plan(const Graph& g, const std::vector<Segment>& segments,
+Plan schedule_plan(const Graph& g, const std::vector<ScheduledSegment>& segments,
                    const ScheduleChoices& choices, const std::vector<bool>& needs_backward,
                    const std::vector<std::pair<int, bool>>& steps, Recomputation recomputation) {
   Plan plan;
@@ -450,8 +450,9 @@ ScheduleChoices chain_choices(const Graph& g, const CostModel& costs,
 }
 
 // The dynamic program's segments from the chain's layout (bytes filled in by measure).
-std::vector<Segment> chain_segments(const Graph& g, const std::vector<ChainSegment>& layout) {
-  std::vector<Segment> segments(layout.size());
+std::vector<ScheduledSegment> chain_segments(const Graph& g,
+                                             const std::vector<ChainSegment>& layout) {
+  std::vector<ScheduledSegment> segments(layout.size());
   for (size_t i = 0; i < layout.size(); ++i) {
     const ChainSegment& c = layout[i];
     segments[i].nodes = c.nodes;
@@ -486,7 +487,7 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
   for (ImplementationPreference preference :
        {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest}) {
     const ScheduleChoices choices = chain_choices(g, costs, preference, cuts);
-    std::vector<Segment> segments = chain_segments(g, layout);
+    std::vector<ScheduledSegment> segments = chain_segments(g, layout);
     const std::vector<bool> needs_grad = values_needing_grad(g);
     std::vector<bool> gradient_made(g.values().size(), false);
     for (auto s = segments.rbegin(); s != segments.rend(); ++s)

@@ -10,15 +10,9 @@
 
 namespace monet {
 
-SearchStrategy resolve_strategy(const Milp& m, const SearchOptions& o) {
-  if (o.strategy != SearchStrategy::kAuto) return o.strategy;
-  return m.columns() > o.neighbourhood_min_columns ? SearchStrategy::kNeighbourhood
-                                                   : o.small_program_strategy;
-}
-
-MilpResult search_program(const Milp& m, const SearchOptions& o) {
+MilpResult search_program(const Milp& m, const SearchOptions& o, const SearchPolicy& policy) {
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
-  if (!warm || resolve_strategy(m, o) != SearchStrategy::kNeighbourhood) return solve_milp(m, o);
+  if (!warm || policy.strategy != SearchStrategy::kNeighbourhood) return solve_milp(m, o);
   const auto t0 = std::chrono::steady_clock::now();
   const SearchClock clock(o.search_limit);
   MilpResult result;
@@ -61,6 +55,10 @@ MilpResult search_program(const Milp& m, const SearchOptions& o) {
       bound > -1e300 ? std::min(bound, result.objective) : -std::numeric_limits<double>::infinity();
   result.status = result.objective <= result.bound ? MilpStatus::kOptimal : MilpStatus::kFeasible;
   return finished(std::move(result), t0, o.progress);
+}
+
+MilpResult search_program(const Milp& m, const SearchOptions& o) {
+  return search_program(m, o, search_policy(m.columns(), o));
 }
 
 }  // namespace monet
