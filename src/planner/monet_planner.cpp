@@ -357,22 +357,51 @@ bool recompute_in_place_next(const MonetOptions& o, const MonetResult& result,
          seconds_left - o.return_reserve_seconds >= 1;
 }
 
+void report_program(const MonetOptions& o, int64_t budget, const ProgramSize& size,
+                    const std::string& warm_name) {
+  report_progress("planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
+                  monet_mode_name(o.mode), budget / 1048576.0, size.columns, size.rows,
+                  static_cast<long long>(size.nonzeros),
+                  warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
+}
+
+// Decodes `result`'s solve of `program` into its plan and checks it with the simulator:
+// found when its simulated peak is within the budget. Returns the peak's excess over the
+// budget (bytes; 0 when within).
+int64_t decode_and_check(const Graph& g, const CostModel& costs, const MonetOptions& o,
+                         const MonetProgram& program, MonetResult* result) {
+  result->plan = program.decode(result->solve.values);
+  result->plan.planner = monet_mode_name(o.mode);
+  result->objective_seconds = program.seconds_of(result->solve.values);
+  result->predicted = simulate(g, result->plan, costs);
+  result->found = result->predicted.peak_bytes <= o.budget_bytes;
+  return result->found ? 0 : result->predicted.peak_bytes - o.budget_bytes;
+}
+
+// Sets `result`'s floor (memory_floor.h) and reports it. Returns whether the budget lies
+// below it: no plan can fit, which the floor proves (status kInfeasible).
+bool below_the_floor(const Graph& g, const CostModel& costs, const MonetOptions& o,
+                     MonetResult* result) {
+  result->floor_bytes = memory_floor_bytes(g, costs);
+  if (o.solver.progress)
+    report_progress(
+        "planner: budget %.1f MiB, floor %.1f MiB (parameters, gradients, the "
+        "largest operator call)\n",
+        o.budget_bytes / 1048576.0, result->floor_bytes / 1048576.0);
+  if (o.budget_bytes >= result->floor_bytes) return false;
+  if (o.solver.progress) report_progress("planner: the budget is below the floor: no plan\n");
+  result->solve.status = MilpStatus::kInfeasible;
+  result->program_budget = o.budget_bytes;
+  return true;
+}
+
 }  // namespace
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
   const SearchClock clock(o.solver.search_limit);
   const double limit = o.solver.time_limit_seconds;
   MonetResult result;
-  result.floor_bytes = memory_floor_bytes(g, costs);
-  if (o.solver.progress)
-    report_progress(
-        "planner: budget %.1f MiB, floor %.1f MiB (parameters, gradients, the "
-        "largest operator call)\n",
-        o.budget_bytes / 1048576.0, result.floor_bytes / 1048576.0);
-  if (o.budget_bytes < result.floor_bytes) {  // no plan can fit: nothing to search
-    if (o.solver.progress) report_progress("planner: the budget is below the floor: no plan\n");
-    result.solve.status = MilpStatus::kInfeasible;  // proven, by the floor
-    result.program_budget = o.budget_bytes;
+  if (below_the_floor(g, costs, o, &result)) {  // no plan can fit: nothing to search
     result.seconds = clock.wall_seconds();
     return result;
   }
@@ -413,12 +442,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
       result.first_fit_seconds = clock.wall_seconds();
     // The search, in what is left of the time limit.
     solver.time_limit_seconds = std::max(1.0, clock.left(limit) - o.return_reserve_seconds);
-    if (o.solver.progress)
-      report_progress(
-          "planner: %s program, budget %.1f MiB: %d columns, %d rows, %lld non-zeros%s%s\n",
-          monet_mode_name(o.mode), budget / 1048576.0, result.size.columns, result.size.rows,
-          static_cast<long long>(result.size.nonzeros),
-          warm_name.empty() ? "" : ", warm start from ", warm_name.c_str());
+    if (o.solver.progress) report_program(o, budget, result.size, warm_name);
     result.solve = search_program(program.milp(), solver, search.policy);
     ++result.solves;
     if (result.solve.values.empty()) {
@@ -431,19 +455,13 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
             "also recomputes in place\n");
       continue;
     }
-    // Decode, and check with the simulator.
-    result.plan = program.decode(result.solve.values);
-    result.plan.planner = monet_mode_name(o.mode);
-    result.objective_seconds = program.seconds_of(result.solve.values);
-    result.predicted = simulate(g, result.plan, costs);
-    if (result.predicted.peak_bytes <= o.budget_bytes) {
-      result.found = true;
+    const int64_t excess = decode_and_check(g, costs, o, program, &result);
+    if (excess == 0) {
       if (result.first_fit_seconds < 0) result.first_fit_seconds = clock.wall_seconds();
       break;
     }
     // The program's memory rows are upper bounds except where the simulator knows
     // better; lower the program's budget by the excess and solve again.
-    const int64_t excess = result.predicted.peak_bytes - o.budget_bytes;
     if (o.solver.progress)
       report_progress("planner: simulated peak exceeds the budget by %lld B; re-solving\n",
                       static_cast<long long>(excess));

@@ -1,6 +1,7 @@
 """The layering of the sources (tools/check_layering.py): every #include of src/,
 include/monet/ and python/ follows docs/DESIGN.md's layer order, and none makes a cycle.
-The checker is also shown to fail on a planted upward include and a planted cycle."""
+The checker is also shown to fail on a planted upward include (between layers, and between
+the planner's sub-folders), a planted cycle and a private header used outside its layer."""
 import os
 import shutil
 import subprocess
@@ -39,6 +40,9 @@ PLANTED = {
     "upward": ("src/graph/graph.h", '#include "planner/monet_planner.h"',
                "src/graph/graph.h:1: includes src/planner/monet_planner.h (graph -> planner, up)"),
     "cycle": ("src/graph/graph.h", '#include "graph/zoo/model_zoo.h"', "include cycle:"),
+    "sub-layer": ("src/planner/solver/milp.h", '#include "planner/search/program_search.h"',
+                  "src/planner/solver/milp.h:1: includes src/planner/search/program_search.h "
+                  "(planner/solver -> planner/search, up)"),
     "private": ("src/cli/cli_common.cpp", '#include "api/model_impl.h"',
                 "src/cli/cli_common.cpp:1: includes src/api/model_impl.h, private to src/api/"),
 }

@@ -153,78 +153,100 @@ int Importer::classes_second(int logits) {
   return graph_.add_node(OpKind::kAten, "loss_logits_classes_second", {logits}, std::move(a));
 }
 
-void Importer::translate(JitNode* node) {
-  const std::string kind = node->kind().toQualString();
+// A node that computes no tensor: a constant, a module's attribute, a list, a tuple's or
+// dict's construction or element, a size or arithmetic on sizes and constants. Returns
+// whether `node` was one.
+bool Importer::translate_structure(JitNode* node, const std::string& kind) {
   if (kind == "prim::Constant") {
     auto v = torch::jit::toIValue(node->output());
     if (!v) fail(node, "constant of an unsupported type");
     entries_[node->output()] = constant_entry(*v);
   } else if (kind == "prim::GetAttr") {
-    const Entry& owner = arg(node, 0);
-    if (owner.kind != Entry::kModule) fail(node, "attribute of something that is not a module");
-    const std::string path = join(owner.path, node->s(torch::jit::attr::name));
-    if (node->output()->type()->cast<c10::ClassType>()) {
-      entries_[node->output()] = module_entry(path);
-    } else if (state_.count(path) &&
-               (!state_.at(path).first.is_floating_point() ||
-                (!state_.at(path).second && !norm_arguments_.count(node->output())))) {
-      // A buffer other than a norm's running statistics (Swin's relative position index,
-      // a causal attention mask) is a constant of the trace.
-      // A float one an operator takes as a tensor argument (through a Linear) is a buffer
-      // value of the graph there (tensor()).
-      Entry e = constant_entry(state_.at(path).first);
-      e.path = path;
-      entries_[node->output()] = e;
-    } else if (state_.count(path)) {
-      Entry e;
-      e.kind = Entry::kState;
-      e.path = path;
-      entries_[node->output()] = e;
-    } else {
-      fail(node, "attribute '" + path + "' is neither a submodule, a parameter nor a buffer");
-    }
+    translate_attribute(node);
   } else if (kind == "prim::ListConstruct") {
-    bool tensors = false, constants = true;
-    for (const JitValue* v : node->inputs()) {
-      const Entry& e = entry(v);
-      tensors = tensors || e.kind == Entry::kTensor || e.kind == Entry::kState;
-      constants = constants && e.kind == Entry::kConstant;
-    }
-    if (constants) {
-      // A list of the trace's element type (int[], float[], Tensor?[]), as schemas take it.
-      c10::impl::GenericList list(
-          node->output()->type()->expectRef<c10::ListType>().getElementType());
-      for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
-      entries_[node->output()] = constant_entry(c10::IValue(list));
-    } else if (tensors) {
-      Entry e;
-      e.kind = Entry::kTensorList;
-      for (size_t i = 0; i < node->inputs().size(); ++i) e.values.push_back(tensor(node, i));
-      entries_[node->output()] = e;
-    } else {
-      fail(node, "list mixing tensors and other values");
-    }
+    translate_list(node);
   } else if (kind == "prim::TupleConstruct" || kind == "prim::DictConstruct") {
-    return;  // the model's outputs (trained_output), or unpacked and indexed (below)
+    return true;  // the model's outputs (trained_output), or unpacked and indexed (below)
   } else if (kind == "prim::TupleUnpack" || kind == "prim::TupleIndex" ||
              kind == "aten::__getitem__" || kind == "prim::DictIndex") {
     translate_element(node, kind);
-  } else if (kind == "aten::size") {
-    const auto& s = shape_of(tensor(node, 0));
-    int64_t d = int_arg(node, 1, "dim");
-    if (d < 0) d += static_cast<int64_t>(s.size());
-    entries_[node->output()] = constant_entry(c10::IValue(s.at(d)));
-  } else if (kind == "aten::numel" || kind == "aten::dim") {  // of a static shape
-    const auto& s = shape_of(tensor(node, 0));
-    int64_t n = static_cast<int64_t>(s.size());
-    if (kind == "aten::numel")
-      n = std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
-    entries_[node->output()] = constant_entry(c10::IValue(n));
+  } else if (kind == "aten::size" || kind == "aten::numel" || kind == "aten::dim") {
+    translate_size(node, kind);
   } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit") {
     entries_[node->output()] = constant_entry(constant(node, 0, "value"));
-  } else if (fold_arithmetic(node, kind) || fold_constants(node, kind)) {
-    return;
-  } else if (kind == "aten::transpose" || kind == "aten::permute") {
+  } else {
+    return fold_arithmetic(node, kind) || fold_constants(node, kind);
+  }
+  return true;
+}
+
+void Importer::translate_attribute(JitNode* node) {
+  const Entry& owner = arg(node, 0);
+  if (owner.kind != Entry::kModule) fail(node, "attribute of something that is not a module");
+  const std::string path = join(owner.path, node->s(torch::jit::attr::name));
+  if (node->output()->type()->cast<c10::ClassType>()) {
+    entries_[node->output()] = module_entry(path);
+  } else if (state_.count(path) &&
+             (!state_.at(path).first.is_floating_point() ||
+              (!state_.at(path).second && !norm_arguments_.count(node->output())))) {
+    // A buffer other than a norm's running statistics (Swin's relative position index,
+    // a causal attention mask) is a constant of the trace.
+    // A float one an operator takes as a tensor argument (through a Linear) is a buffer
+    // value of the graph there (tensor()).
+    Entry e = constant_entry(state_.at(path).first);
+    e.path = path;
+    entries_[node->output()] = e;
+  } else if (state_.count(path)) {
+    Entry e;
+    e.kind = Entry::kState;
+    e.path = path;
+    entries_[node->output()] = e;
+  } else {
+    fail(node, "attribute '" + path + "' is neither a submodule, a parameter nor a buffer");
+  }
+}
+
+void Importer::translate_list(JitNode* node) {
+  bool tensors = false, constants = true;
+  for (const JitValue* v : node->inputs()) {
+    const Entry& e = entry(v);
+    tensors = tensors || e.kind == Entry::kTensor || e.kind == Entry::kState;
+    constants = constants && e.kind == Entry::kConstant;
+  }
+  if (constants) {
+    // A list of the trace's element type (int[], float[], Tensor?[]), as schemas take it.
+    c10::impl::GenericList list(
+        node->output()->type()->expectRef<c10::ListType>().getElementType());
+    for (const JitValue* v : node->inputs()) list.push_back(entry(v).constant);
+    entries_[node->output()] = constant_entry(c10::IValue(list));
+  } else if (tensors) {
+    Entry e;
+    e.kind = Entry::kTensorList;
+    for (size_t i = 0; i < node->inputs().size(); ++i) e.values.push_back(tensor(node, i));
+    entries_[node->output()] = e;
+  } else {
+    fail(node, "list mixing tensors and other values");
+  }
+}
+
+// aten::size, aten::numel and aten::dim of a static shape: constants.
+void Importer::translate_size(JitNode* node, const std::string& kind) {
+  const auto& s = shape_of(tensor(node, 0));
+  int64_t n = static_cast<int64_t>(s.size());
+  if (kind == "aten::size") {
+    int64_t d = int_arg(node, 1, "dim");
+    if (d < 0) d += n;
+    n = s.at(d);
+  } else if (kind == "aten::numel") {
+    n = std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+  }
+  entries_[node->output()] = constant_entry(c10::IValue(n));
+}
+
+void Importer::translate(JitNode* node) {
+  const std::string kind = node->kind().toQualString();
+  if (translate_structure(node, kind)) return;
+  if (kind == "aten::transpose" || kind == "aten::permute") {
     translate_transpose(node, kind);
   } else if (kind == "aten::chunk" || kind == "aten::unsafe_chunk" || kind == "aten::split" ||
              kind == "aten::unsafe_split" || kind == "aten::split_with_sizes" ||

@@ -259,8 +259,6 @@ class Importer {
     entries_[output ? output : node->output()] = e;
   }
 
-  // In place when the TorchScript op is (relu_, add_) and the overwritten activation has
-  // no other reader in the graph.
   // Whether a layer's weight or bias (`inputs` after the first) is a tensor the model
   // computes, not a parameter or buffer: the specialised layers' weight gradients are
   // parameter gradients, so such a layer is a generic node (autograd's backward).
@@ -269,6 +267,8 @@ class Importer {
       if (graph_.value(inputs[i]).kind == ValueKind::kActivation) return true;
     return false;
   }
+  // In place when the TorchScript op is (relu_, add_) and the overwritten activation has
+  // no other reader in the graph.
   bool inplace_allowed(const JitNode* node, int value) const {
     const std::string kind = node->kind().toQualString();
     return kind.back() == '_' && graph_.value(value).kind == ValueKind::kActivation &&
@@ -278,6 +278,12 @@ class Importer {
   const std::vector<int64_t>& shape_of(int v) const { return graph_.value(v).shape; }
 
   void translate(JitNode* node);
+  bool translate_structure(JitNode* node, const std::string& kind);
+  // prim::GetAttr: a submodule, a parameter or buffer (state), or a buffer as a constant.
+  void translate_attribute(JitNode* node);
+  // prim::ListConstruct: a constant list, or a list of tensors.
+  void translate_list(JitNode* node);
+  void translate_size(JitNode* node, const std::string& kind);
   // Makes the output trained (options_.output of a tuple or dict) the traced graph's only
   // output, and drops what only the others read (their nodes are not imported).
   void keep_trained_output(torch::jit::Graph& jit) const;

@@ -27,8 +27,9 @@ bool computed(const Value* v) {
 Value* out_of_place(torch::jit::Graph& jit, Node* n) {
   std::string name = n->kind().toQualString();
   name.pop_back();
+  // Its output is a Tensor (a new value's type); no setType: that inline function casts to
+  // c10::DynamicType, whose typeinfo LibTorch does not export (UBSan's vptr check links it).
   Node* o = jit.create(c10::Symbol::fromQualString(name), n->inputs(), 1);
-  o->output()->setType(n->inputs()[0]->type());
   o->insertBefore(n);
   if (!o->maybeSchema()) {
     o->destroy();
@@ -46,7 +47,6 @@ Value* scatter(torch::jit::Graph& jit, Node* view, Value* part, Node* at) {
   Node* s = jit.create(
       c10::Symbol::fromQualString(slice ? "aten::slice_scatter" : "aten::select_scatter"), inputs,
       1);
-  s->output()->setType(view->inputs()[0]->type());
   s->insertBefore(at);
   return s->output();
 }
