@@ -103,7 +103,8 @@ TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   for (int s = 0; s < 3; ++s) {
     const Batch b = testing::test_batch(model, s, at::kFloat);
-    const at::Tensor x = b.at(model.impl()->input_values[0]), y = b.at(model.impl()->target_value);
+    const at::Tensor x = b.at(impl_of(model)->input_values[0]),
+                     y = b.at(impl_of(model)->target_value);
     MemoryStats::reset_peak();
     zero_grad(model.parameters());
     const StepResult step = planned.step(x, y);
@@ -147,7 +148,8 @@ TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
   const int64_t budget = planned->report().budget_bytes;
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   const Batch b = testing::test_batch(model, 3, at::kFloat);
-  const at::Tensor x = b.at(model.impl()->input_values[0]), y = b.at(model.impl()->target_value);
+  const at::Tensor x = b.at(impl_of(model)->input_values[0]),
+                   y = b.at(impl_of(model)->target_value);
   for (int s = 0; s < 2; ++s) {
     MemoryStats::reset_peak();
     zero_grad(model.parameters());
@@ -185,7 +187,7 @@ TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
 TEST(PlannedModel, ChargesTheCallersLossWhereTheLossRuns) {
   const std::string cache = fresh_dir("loss_bytes");
   Model model = Model::load(activation_heavy_resnet(), 0);
-  const Graph& g = model.impl()->graph;
+  const Graph& g = impl_of(model)->graph;
   const int output = g.node(g.value(g.loss_value()).producer).inputs[0];
   const int64_t loss_bytes = 2 * g.value(output).bytes();
   PlanOptions po = quiet_options("", cache);
@@ -262,7 +264,7 @@ TEST(Model, SharedTensorsAreTheSameTensors) {
   PlannedModel planned(user, po);
   const Batch b = testing::test_batch(user, 3, at::kFloat);
   const at::Tensor running_mean = owner.named_buffers()[0].second.clone();
-  planned.step(b.at(user.impl()->input_values[0]), b.at(user.impl()->target_value));
+  planned.step(b.at(impl_of(user)->input_values[0]), b.at(impl_of(user)->target_value));
   for (const auto& p : owner.parameters()) EXPECT_TRUE(p.grad().defined());
   EXPECT_FALSE(owner.named_buffers()[0].second.equal(running_mean));  // updated in place
 
@@ -327,7 +329,7 @@ TEST(Checkpoint, ResumedTrainingEqualsUninterruptedTraining) {
     for (int s = from; s < to; ++s) {
       const Batch b = testing::test_batch(model, 50 + s, at::kFloat);
       zero_grad(model.parameters());
-      p.step(b.at(model.impl()->input_values[0]), b.at(model.impl()->target_value));
+      p.step(b.at(impl_of(model)->input_values[0]), b.at(impl_of(model)->target_value));
       opt.step();
     }
   };

@@ -261,17 +261,17 @@ TEST(Executor, ReportsEachParametersGradientOnceWhenComplete) {
     Model model = plain_cnn(4);
     PlannedModel planned(model, quiet(planner));
     std::map<int, at::Tensor> reported;
-    planned.impl().on_parameter_gradient = [&](int v) {
+    impl_of(planned).on_parameter_gradient = [&](int v) {
       EXPECT_EQ(reported.count(v), 0u) << "parameter " << v << " reported twice";
-      reported[v] = model.impl()->state.tensor(v).grad().clone();
+      reported[v] = impl_of(model)->state.tensor(v).grad().clone();
     };
     const at::Tensor x = at::randn({4, 3, 32, 32}, at::kDouble);
     const at::Tensor y = at::randint(0, 4, {4}, at::kLong);
     planned.step(x, y);
-    const std::vector<int> params = model.impl()->graph.parameters();
+    const std::vector<int> params = impl_of(model)->graph.parameters();
     ASSERT_EQ(reported.size(), params.size()) << planner;
-    for (int v : params) EXPECT_TRUE(reported.at(v).equal(model.impl()->state.tensor(v).grad()));
-    EXPECT_EQ(planned.impl().executor->gradient_order().size(), params.size());
+    for (int v : params) EXPECT_TRUE(reported.at(v).equal(impl_of(model)->state.tensor(v).grad()));
+    EXPECT_EQ(impl_of(planned).executor->gradient_order().size(), params.size());
   }
 }
 

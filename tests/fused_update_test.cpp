@@ -100,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, FusedTraining, ::testing::Values("resnet18", "mobi
 TEST(FusedUpdates, SimulatorPredictsTheMeasuredPeakAndGradientsAreFreed) {
   MemoryTracker::install();
   Model model = Model::load(training_spec("resnet18"), 0);
-  Model::Impl& m = *model.impl();
+  Model::Impl& m = *impl_of(model);
   Graph& g = m.graph;
   const Batch batch = make_batch(g, 1);
   const CostModel costs = testing::quick_profile(g, m.state, batch);
@@ -132,7 +132,7 @@ TEST(FusedUpdates, SimulatorPredictsTheMeasuredPeakAndGradientsAreFreed) {
 // A plan file records its update mode; a graph of the other mode refuses it by name.
 TEST(FusedUpdates, PlanFileRecordsTheModeAndAGraphOfTheOtherModeRefusesIt) {
   Model model = Model::load(training_spec("resnet18"), 0);
-  Graph& g = model.impl()->graph;
+  Graph& g = impl_of(model)->graph;
   g.set_update_mode(UpdateMode::kFused);
   const nlohmann::json j = plan_to_json(g, store_all_plan(g));
   EXPECT_EQ(j.at("optimizer_update"), "fused");
@@ -156,9 +156,9 @@ TEST(FusedUpdates, UseOptimizerRefusesOtherOptimizersAndAfterBackwardModels) {
   po.progress = false;
   po.optimizer_update = OptimizerUpdate::kFused;
   PlannedModel planned(model, po);
-  const Batch batch = make_batch(model.impl()->graph, 1);
-  const at::Tensor x = batch.at(model.impl()->input_values[0]);
-  const at::Tensor y = batch.at(model.impl()->target_value);
+  const Batch batch = make_batch(impl_of(model)->graph, 1);
+  const at::Tensor x = batch.at(impl_of(model)->input_values[0]);
+  const at::Tensor y = batch.at(impl_of(model)->target_value);
   EXPECT_THROW(planned.step(x, y), std::logic_error);  // no optimizer yet
   torch::optim::Adagrad adagrad(model.parameters(), torch::optim::AdagradOptions(0.1));
   try {

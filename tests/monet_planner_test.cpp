@@ -125,7 +125,7 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
   o.solver.time_limit_seconds = o.solver.small_program_neighbourhood_min_seconds;
   o.solver.search_limit = SearchLimit::kWork;
   o.solver.relative_gap = 0.02;
-  o.recomputation_first_share = 0.5;
+  o.recomputation_first_share.fraction = 0.5;
   const MonetResult r = plan_monet(m.g, m.costs, o);
   ASSERT_TRUE(r.found);
   EXPECT_LE(r.predicted.peak_bytes, o.budget_bytes);
@@ -137,9 +137,9 @@ TEST(MonetPlanner, StartsFromTheRecomputationFirstPlanOnSmallPrograms) {
             << r.recomputation_first_seconds << " s, plan " << r.predicted.seconds << " s from "
             << plan_source_name(r.source) << " (warm start " << r.warm_start << ")\n";
   // Without it, and under a shorter limit (branch and cut): no recomputation-first plan.
-  o.recomputation_first_share = 0;
+  o.recomputation_first_share.fraction = 0;
   EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
-  o.recomputation_first_share = 0.25;
+  o.recomputation_first_share.fraction = 0.25;
   o.solver.time_limit_seconds = 4;
   o.solver.search_limit = SearchLimit::kWork;
   EXPECT_EQ(plan_monet(m.g, m.costs, o).recomputation_first_seconds, -1);
@@ -263,7 +263,7 @@ TEST(MonetPlanner, FindsTheSmallestBudgetOfSmallProgramsByNeighbourhoods) {
   // Never above chain checkpointing's leanest schedule (here not lowered any further).
   ChainCheckpointingOptions chain;
   chain.budget_bytes = 1;
-  chain.time_limit_seconds = solver.time_limit_seconds * kMinimumBudgetChainShare;
+  chain.time_limit_seconds = kMinimumBudgetChainShare.fraction * solver.time_limit_seconds;
   chain.search_limit = SearchLimit::kWork;
   chain.first_fit_time_limit_seconds = 0;
   chain.rematerialized_plans = 0;

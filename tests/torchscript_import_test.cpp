@@ -253,7 +253,7 @@ TEST(TorchscriptImport, TinyGptTrainsAsAutogradWithTokenInputsAndTiedWeights) {
   spec.input_shape = {8, 16};
   spec.loss = LossKind::kSequenceCrossEntropy;
   const Model model = Model::load(spec, 0);
-  const Graph& g = model.impl()->graph;
+  const Graph& g = impl_of(model)->graph;
   EXPECT_EQ(g.value(g.values_of_kind(ValueKind::kInput).at(0)).dtype, at::kLong);
   EXPECT_EQ(model.target_shape(), (std::vector<int64_t>{8, 16}));
   std::set<std::string> names;

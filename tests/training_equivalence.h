@@ -43,7 +43,7 @@ inline std::unique_ptr<torch::optim::Optimizer> make_test_optimizer(
 /// Converts the model's parameters and buffers to `dtype` (parameters stay leaves that
 /// require grad).
 inline void convert_model(Model& model, at::ScalarType dtype) {
-  Model::Impl& m = *model.impl();
+  Model::Impl& m = *impl_of(model);
   for (const auto& v : m.graph.values()) {
     if (v.kind != ValueKind::kParameter && v.kind != ValueKind::kBuffer) continue;
     at::Tensor t = m.state.tensor(v.id).detach().to(dtype);
@@ -136,7 +136,7 @@ inline double relative_difference(double got, double want) {
 inline double training_error(Model& model, PlannedModel& planned, OptimizerKind kind, int steps,
                              const std::function<Batch(int)>& batch_at,
                              NoiseCounts* counts = nullptr, const UserLoss& user_loss = nullptr) {
-  Model::Impl& m = *model.impl();
+  Model::Impl& m = *impl_of(model);
   ModelState reference = m.state.clone();
   AutogradBaseline autograd(m.graph, reference);
   std::vector<torch::Tensor> ref_params;
@@ -187,7 +187,7 @@ inline double training_error(Model& model, PlannedModel& planned, OptimizerKind 
 
 /// A reproducible batch of `model` in `dtype`.
 inline Batch test_batch(const Model& model, uint64_t seed, at::ScalarType dtype) {
-  Batch b = make_batch(model.impl()->graph, seed);
+  Batch b = make_batch(impl_of(model)->graph, seed);
   for (auto& [id, t] : b)
     if (t.is_floating_point()) t = t.to(dtype);
   return b;
@@ -210,9 +210,9 @@ inline std::string write_plan(const Graph& g, const Plan& plan, at::ScalarType d
 /// A MONeT plan of `model` at a budget halfway between the leanest heuristic plan and
 /// store-all, written for PlanOptions::plan_file, with convolutions comparable in `dtype`.
 inline std::string write_monet_plan(const Model& model, at::ScalarType dtype) {
-  const Graph& g = model.impl()->graph;
+  const Graph& g = impl_of(model)->graph;
   MemoryStats::install();
-  const CostModel costs = quick_profile(g, model.impl()->state, make_batch(g, 1));
+  const CostModel costs = quick_profile(g, impl_of(model)->state, make_batch(g, 1));
   MonetOptions o;
   o.budget_bytes = halfway_budget(g, costs);
   o.solver.time_limit_seconds = 10;
@@ -249,7 +249,7 @@ inline double autograd_rounding_error(const ModelSpec& spec, OptimizerKind kind,
                                       at::ScalarType dtype, const UserLoss& user_loss = nullptr) {
   Model model = Model::load(spec, 0);
   convert_model(model, dtype);
-  Model::Impl& m = *model.impl();
+  Model::Impl& m = *impl_of(model);
   ModelState plain = m.state.clone(), nudged = m.state.clone();
   AutogradBaseline plain_run(m.graph, plain), nudged_run(m.graph, nudged);
   std::vector<torch::Tensor> plain_params, nudged_params;
@@ -308,7 +308,7 @@ using MakeOptimizer =
 // A plan of `spec`'s graph made for fused updates, written for PlanOptions::plan_file.
 inline std::string fused_plan(const ModelSpec& spec, bool store_all) {
   Model model = Model::load(spec, 0);
-  Graph& g = model.impl()->graph;
+  Graph& g = impl_of(model)->graph;
   g.set_update_mode(UpdateMode::kFused);
   if (store_all) return write_plan(g, store_all_plan(g), at::kDouble);
   return write_monet_plan(model, at::kDouble);
@@ -322,7 +322,7 @@ inline double fused_training_error(const ModelSpec& spec, const std::string& pla
                                    const MakeOptimizer& make, int steps, int fused_steps) {
   Model model = Model::load(spec, 0);
   convert_model(model, at::kDouble);
-  Model::Impl& m = *model.impl();
+  Model::Impl& m = *impl_of(model);
   PlanOptions po;
   po.plan_file = plan_file;
   po.use_cache = false;

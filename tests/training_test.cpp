@@ -65,7 +65,7 @@ TEST_P(TrainingEquivalence, SgdMomentumAndAdamMatchAutogradInFloat64) {
 TEST_P(TrainingEquivalence, StoreAllPlanTrainsAsAutogradToTheLastBit) {
   const ModelSpec spec = training_spec_of(GetParam());
   const Model model = Model::load(spec, 0);
-  const Graph& g = model.impl()->graph;
+  const Graph& g = impl_of(model)->graph;
   const std::string plan = testing::write_plan(g, store_all_plan(g), at::kDouble);
   EXPECT_EQ(testing::train_and_compare(spec, plan, OptimizerKind::kAdam, at::kDouble), 0.0);
 }
@@ -77,7 +77,7 @@ TEST_P(TrainingEquivalence, StoreAllPlanTrainsAsAutogradToTheLastBit) {
 TEST_P(TrainingEquivalence, OutputActivatedBatchNormsTrainAsAutogradInFloat64) {
   const ModelSpec spec = training_spec_of(GetParam());
   const Model model = Model::load(spec, 0);
-  const Graph& g = model.impl()->graph;
+  const Graph& g = impl_of(model)->graph;
   Plan plan = store_all_plan(g);
   int output_activated = 0;
   for (Instruction& in : plan.program) {

@@ -166,9 +166,9 @@ class Model {
   void save(const std::string& path) const;
 
   struct Impl;
-  std::shared_ptr<Impl> impl() const { return impl_; }
 
  private:
+  friend struct ImplAccess;  // the library's (src/api/impl_access.h)
   std::shared_ptr<Impl> impl_;
 };
 
@@ -393,9 +393,9 @@ class PlannedModel {
   void save_plan(const std::string& path) const;
 
   struct Impl;
-  Impl& impl() { return *impl_; }
 
  private:
+  friend struct ImplAccess;  // the library's (src/api/impl_access.h)
   std::unique_ptr<Impl> impl_;
 };
 

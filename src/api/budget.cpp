@@ -145,7 +145,7 @@ int64_t parse_budget(const std::string& text, const std::function<int64_t()>& ba
 
 int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
                                    const std::string& cache_dir) {
-  const Model::Impl& m = *model.impl();
+  const Model::Impl& m = *impl_of(model);
   const std::string cache = cache_dir.empty() ? ""
                                               : cache_dir + "/baseline-" + m.graph.fingerprint() +
                                                     "-" + optimizer_kind_name(optimizer) +

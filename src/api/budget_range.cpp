@@ -42,8 +42,9 @@ BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOp
   // The leanest plan: of the lean checkpointing plans, and of chain checkpointing's
   // schedules lowered towards nothing (as the MONeT planner lowers them when none fits).
   int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
-  const SimulatedPlan chain = leanest_chain_schedule(
-      g, costs, o.time_limit_seconds * kMinimumBudgetChainShare, search_limit_of(o.planning_limit));
+  const SimulatedPlan chain =
+      leanest_chain_schedule(g, costs, kMinimumBudgetChainShare.fraction * o.time_limit_seconds,
+                             search_limit_of(o.planning_limit));
   if (!chain.plan.program.empty()) smallest = std::min(smallest, chain.simulated.peak_bytes);
   const int64_t others = optimizer_bytes + o.reserved_bytes;
   BudgetRange r;
@@ -54,7 +55,7 @@ BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOp
 }
 
 BudgetRange budget_range(const Model& model, const PlanOptions& o) {
-  Graph& g = model.impl()->graph;
+  Graph& g = impl_of(model)->graph;
   g.set_update_mode(update_mode_of(o.optimizer_update));
   const CostModel costs = model_costs(g, o, cache_dir_of(o));
   return budget_range_of(g, costs, o, optimizer_memory(model, o).total());

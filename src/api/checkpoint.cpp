@@ -20,7 +20,7 @@ c10::Dict<std::string, at::Tensor> state_dict(const Model::Impl& m) {
 
 void save_checkpoint(const std::string& path, const Model& model,
                      torch::optim::Optimizer& optimizer, uint64_t data_seed) {
-  const Model::Impl& m = *model.impl();
+  const Model::Impl& m = *impl_of(model);
   torch::serialize::OutputArchive archive;
   archive.write("format", c10::IValue(std::string(kMagic)));
   archive.write("fingerprint", c10::IValue(m.graph.fingerprint()));
@@ -35,7 +35,7 @@ void save_checkpoint(const std::string& path, const Model& model,
 
 uint64_t load_checkpoint(const std::string& path, Model& model,
                          torch::optim::Optimizer& optimizer) {
-  Model::Impl& m = *model.impl();
+  Model::Impl& m = *impl_of(model);
   torch::serialize::InputArchive archive;
   c10::IValue format, fingerprint, steps, seed, tensors;
   try {

@@ -55,9 +55,22 @@ struct DataParallel::Impl {
 
   int rank() const { return pg.group->getRank(); }
   bool sharded() const { return options.shard != ShardMode::kNone; }
-  bool fused() const { return planned->model().impl()->graph.update_mode() == UpdateMode::kFused; }
+  bool fused() const {
+    return impl_of(planned->model())->graph.update_mode() == UpdateMode::kFused;
+  }
   /// After a failed collective: which ranks still answer through the store.
   std::string peers_report(int64_t step) const;
+
+  /// Sharded: splits the parameters among the ranks and sizes `plan`'s optimizer state
+  /// to the largest rank's share.
+  void shard(const Model& model, PlanOptions* plan);
+  /// The parameters in the order the plan completes their gradients (the others last),
+  /// as the buckets hold them; fills bucket_index, bucketed and, sharded, `bo`'s owners.
+  std::vector<at::Tensor> order_buckets(const Model& model, BucketOptions* bo);
+  /// Connects the planned backward to the buckets: each completed gradient to its bucket,
+  /// the backward's end to finish_step, and under fused updates each update point to
+  /// release(); the hooks refuse once this is destroyed.
+  void connect(const std::vector<at::Tensor>& tensors, bool fused_updates);
 };
 
 namespace {
@@ -93,9 +106,9 @@ nlohmann::json plan_on_rank_zero(const Model& model, const PlanOptions& options,
                                  std::exception_ptr* error) {
   try {
     *planned = std::make_unique<PlannedModel>(model, options);
-    const PlannedModel::Impl& p = (*planned)->impl();
+    const PlannedModel::Impl& p = impl_of(**planned);
     const PlanReport& r = p.report;
-    return {{"plan", plan_to_json(model.impl()->graph, p.plan)},
+    return {{"plan", plan_to_json(impl_of(model)->graph, p.plan)},
             {"budget_bytes", r.budget_bytes},
             {"baseline_peak_bytes", r.baseline_peak_bytes}};
   } catch (const BudgetError& e) {
@@ -140,7 +153,7 @@ std::unique_ptr<PlannedModel> follow_rank_zero(const Model& model, PlanOptions o
     throw;
   }
   std::filesystem::remove(path);
-  PlanReport& r = planned->impl().report;
+  PlanReport& r = impl_of(*planned).report;
   r.planner = made.at("plan").value("planner", r.planner);
   r.baseline_peak_bytes = made.at("baseline_peak_bytes");
   return planned;
@@ -217,6 +230,77 @@ std::string DataParallel::Impl::peers_report(int64_t step) const {
          std::to_string(static_cast<int>(options.roll_call_seconds)) + " s: stopped or hung";
 }
 
+void DataParallel::Impl::shard(const Model& model, PlanOptions* plan) {
+  const int world = pg.group->getSize();
+  parameters = model.parameters();
+  owners = split_by_bytes(parameters, world);
+  int64_t total = 0;
+  for (const auto& p : parameters) total += p.nbytes();
+  // Every rank runs rank 0's plan: the budget holds the largest rank's state.
+  if (total > 0)
+    plan->optimizer_state_share =
+        static_cast<double>(largest_run_bytes(parameters, owners, world)) / total;
+}
+
+std::vector<at::Tensor> DataParallel::Impl::order_buckets(const Model& model, BucketOptions* bo) {
+  const Graph& g = impl_of(model)->graph;
+  std::vector<int> order = impl_of(*planned).executor->gradient_order();
+  std::vector<bool> listed(g.values().size(), false);
+  for (int v : order) listed[v] = true;
+  for (int v : g.parameters())
+    if (!listed[v]) order.push_back(v);
+  bucket_index.assign(g.values().size(), 0);
+  std::vector<at::Tensor> tensors;
+  for (size_t i = 0; i < order.size(); ++i) {
+    bucket_index[order[i]] = i;
+    tensors.push_back(impl_of(model)->state.tensor(order[i]));
+  }
+  bucketed = tensors;
+  if (sharded()) {
+    std::unordered_map<const c10::TensorImpl*, int> owner;
+    for (size_t i = 0; i < parameters.size(); ++i)
+      owner[parameters[i].unsafeGetTensorImpl()] = owners[i];
+    for (const auto& t : tensors) bo->owners.push_back(owner.at(t.unsafeGetTensorImpl()));
+    if (options.shard == ShardMode::kGradients) bo->collective = BucketCollective::kReduceToOwner;
+  }
+  return tensors;
+}
+
+void DataParallel::Impl::connect(const std::vector<at::Tensor>& tensors, bool fused_updates) {
+  // A forward()'s output: its planned backward ends the step as step() does. That
+  // backward may run after this is destroyed (the caller kept the output): each hook into
+  // it then refuses instead of reaching what is gone.
+  const std::shared_ptr<bool> is_alive = alive;
+  auto check_alive = [is_alive] {
+    if (!*is_alive)
+      throw std::logic_error(
+          "the backward of a DataParallel output ran after its DataParallel was destroyed: "
+          "its gradients could not be averaged");
+  };
+  Impl* impl = this;
+  impl_of(*planned).after_backward = [impl, check_alive] {
+    check_alive();
+    impl->finish_step();
+  };
+  GradientBuckets* b = buckets.get();
+  const std::vector<size_t>* index = &bucket_index;
+  impl_of(*planned).on_parameter_gradient = [b, index, check_alive](int v) {
+    check_alive();
+    b->gradient_ready((*index)[v]);
+  };
+  if (!fused_updates) return;
+  b->set_averaged_handler(
+      [impl](size_t i, const at::Tensor& averaged) { impl->averaged(i, averaged); });
+  std::unordered_map<const c10::TensorImpl*, size_t> position;
+  for (size_t i = 0; i < tensors.size(); ++i) position[tensors[i].unsafeGetTensorImpl()] = i;
+  // The planned backward's update point: the plan is done with the parameter.
+  impl_of(*planned).update = [impl, position, check_alive](const torch::Tensor& p,
+                                                           const torch::Tensor&) {
+    check_alive();
+    impl->release(position.at(p.unsafeGetTensorImpl()));
+  };
+}
+
 DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
                            const DataParallelOptions& options)
     : impl_(std::make_unique<Impl>()) {
@@ -236,17 +320,7 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
   bo.timing = timing_of(options.sync);
   bo.timeout = millis(options.timeout_seconds);
   plan.reserved_bytes += GradientBuckets::buffer_bytes(model.parameters(), bo);
-  if (d.sharded()) {
-    const int world = d.pg.group->getSize();
-    d.parameters = model.parameters();
-    d.owners = split_by_bytes(d.parameters, world);
-    int64_t total = 0;
-    for (const auto& p : d.parameters) total += p.nbytes();
-    // Every rank runs rank 0's plan: the budget holds the largest rank's state.
-    if (total > 0)
-      plan.optimizer_state_share =
-          static_cast<double>(largest_run_bytes(d.parameters, d.owners, world)) / total;
-  }
+  if (d.sharded()) d.shard(model, &plan);
 
   const auto planning = millis(std::max(options.planning_timeout_seconds, options.timeout_seconds));
   std::exception_ptr error;
@@ -257,61 +331,9 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
   if (d.rank() != 0) d.planned = follow_rank_zero(model, plan, made, d.rank());
   broadcast_state(model, *d.pg.group, bo.timeout);
 
-  // Buckets in the order the plan completes gradients; the others last.
-  const Graph& g = model.impl()->graph;
-  std::vector<int> order = d.planned->impl().executor->gradient_order();
-  std::vector<bool> listed(g.values().size(), false);
-  for (int v : order) listed[v] = true;
-  for (int v : g.parameters())
-    if (!listed[v]) order.push_back(v);
-  d.bucket_index.assign(g.values().size(), 0);
-  std::vector<at::Tensor> tensors;
-  for (size_t i = 0; i < order.size(); ++i) {
-    d.bucket_index[order[i]] = i;
-    tensors.push_back(model.impl()->state.tensor(order[i]));
-  }
-  d.bucketed = tensors;
-  if (d.sharded()) {
-    std::unordered_map<const c10::TensorImpl*, int> owner;
-    for (size_t i = 0; i < d.parameters.size(); ++i)
-      owner[d.parameters[i].unsafeGetTensorImpl()] = d.owners[i];
-    for (const auto& t : tensors) bo.owners.push_back(owner.at(t.unsafeGetTensorImpl()));
-    if (options.shard == ShardMode::kGradients) bo.collective = BucketCollective::kReduceToOwner;
-  }
+  const std::vector<at::Tensor> tensors = d.order_buckets(model, &bo);
   d.buckets = std::make_unique<GradientBuckets>(tensors, d.pg.group, bo);
-  // A forward()'s output: its planned backward ends the step as step() does. That
-  // backward may run after this is destroyed (the caller kept the output): each hook into
-  // it then refuses instead of reaching what is gone.
-  const std::shared_ptr<bool> alive = d.alive;
-  auto check_alive = [alive] {
-    if (!*alive)
-      throw std::logic_error(
-          "the backward of a DataParallel output ran after its DataParallel was destroyed: "
-          "its gradients could not be averaged");
-  };
-  d.planned->impl().after_backward = [impl = impl_.get(), check_alive] {
-    check_alive();
-    impl->finish_step();
-  };
-  GradientBuckets* buckets = d.buckets.get();
-  const std::vector<size_t>* index = &d.bucket_index;
-  d.planned->impl().on_parameter_gradient = [buckets, index, check_alive](int v) {
-    check_alive();
-    buckets->gradient_ready((*index)[v]);
-  };
-  if (plan.optimizer_update == OptimizerUpdate::kFused) {
-    Impl* impl = impl_.get();
-    buckets->set_averaged_handler(
-        [impl](size_t i, const at::Tensor& averaged) { impl->averaged(i, averaged); });
-    std::unordered_map<const c10::TensorImpl*, size_t> position;
-    for (size_t i = 0; i < tensors.size(); ++i) position[tensors[i].unsafeGetTensorImpl()] = i;
-    // The planned backward's update point: the plan is done with the parameter.
-    d.planned->impl().update = [impl, position, check_alive](const torch::Tensor& p,
-                                                             const torch::Tensor&) {
-      check_alive();
-      impl->release(position.at(p.unsafeGetTensorImpl()));
-    };
-  }
+  d.connect(tensors, plan.optimizer_update == OptimizerUpdate::kFused);
 }
 
 void DataParallel::Impl::averaged(size_t i, const at::Tensor& averaged) {

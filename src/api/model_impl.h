@@ -4,6 +4,7 @@
 
 #include <monet/monet.h>
 
+#include "api/impl_access.h"
 #include "api/import_options.h"
 #include "cost/cost_model.h"
 #include "graph/graph.h"

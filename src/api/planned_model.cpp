@@ -187,7 +187,7 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
 
 PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->model = std::move(model);
-  Model::Impl& m = *impl_->model.impl();
+  Model::Impl& m = *impl_of(impl_->model);
   m.graph.set_update_mode(update_mode_of(o.optimizer_update));
   check_planner_name(o.planner);
   if (planner_requires_budget(o.planner) && o.budget.empty() && o.plan_file.empty())
@@ -255,7 +255,7 @@ StepResult PlannedModel::step(const torch::Tensor& input, const torch::Tensor& t
 
 StepResult PlannedModel::step(const std::vector<torch::Tensor>& inputs,
                               const torch::Tensor& target) {
-  Model::Impl& m = *impl_->model.impl();
+  Model::Impl& m = *impl_of(impl_->model);
   MemoryTracker::install();
   const Batch batch = m.batch(inputs, target);
   const ExecutionOptions eo = impl_->execution_options(m);
@@ -270,7 +270,7 @@ torch::Tensor PlannedModel::forward(const torch::Tensor& input) {
 }
 
 torch::Tensor PlannedModel::forward(const std::vector<torch::Tensor>& inputs) {
-  Model::Impl& m = *impl_->model.impl();
+  Model::Impl& m = *impl_of(impl_->model);
   MemoryTracker::install();
   const ExecutionOptions eo = impl_->execution_options(m);
   std::unique_ptr<PendingIteration> pending = impl_->executor->start(m.input_batch(inputs), eo);
@@ -309,7 +309,7 @@ void PlannedModel::use_optimizer(torch::optim::Optimizer& optimizer) {
 }
 
 void PlannedModel::use_update(ParameterUpdateFn update) {
-  if (impl_->model.impl()->graph.update_mode() != UpdateMode::kFused)
+  if (impl_of(impl_->model)->graph.update_mode() != UpdateMode::kFused)
     throw std::logic_error(
         "fused optimizer updates need a model planned for them; this one was planned with "
         "after-backward updates (step the optimizer after the backward)");
@@ -322,7 +322,7 @@ torch::Tensor PlannedModel::predict(const torch::Tensor& input) {
 }
 
 torch::Tensor PlannedModel::predict(const std::vector<torch::Tensor>& inputs) {
-  Model::Impl& m = *impl_->model.impl();
+  Model::Impl& m = *impl_of(impl_->model);
   const int logits = m.graph.node(m.graph.value(m.graph.loss_value()).producer).inputs[0];
   AutogradBaseline forward(m.graph, m.state);
   Batch batch = m.input_batch(inputs);
@@ -337,11 +337,12 @@ Model& PlannedModel::model() { return impl_->model; }
 const PlanReport& PlannedModel::report() const { return impl_->report; }
 
 void PlannedModel::save_plan(const std::string& path) const {
-  write_text_atomically(path, plan_to_json(impl_->model.impl()->graph, impl_->plan).dump(1) + "\n");
+  write_text_atomically(path,
+                        plan_to_json(impl_of(impl_->model)->graph, impl_->plan).dump(1) + "\n");
 }
 
 AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
-  Model::Impl& m = *planned.model().impl();
+  Model::Impl& m = *impl_of(planned.model());
   MemoryTracker::install();
   ModelState copy = m.state.clone();
   const auto params = m.graph.parameters();
@@ -352,7 +353,7 @@ AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
   InterleavedOptions io;
   io.iters = std::max(1, iters);
   const InterleavedMeasurement r =
-      measure_interleaved(m.graph, copy, planned.impl().plan, batch, io);
+      measure_interleaved(m.graph, copy, impl_of(planned).plan, batch, io);
   AutogradComparison c;
   c.peak_bytes = r.peak_bytes;
   c.autograd_peak_bytes = r.baseline_peak_bytes;

@@ -4,6 +4,8 @@
 
 #include <monet/monet.h>
 
+#include "api/impl_access.h"
+
 #include <functional>
 #include <memory>
 

@@ -87,6 +87,89 @@ SearchOptions plan_search_options(const PlanOptions& o) {
                    "; the smallest budget with a plan is " + smallest + floor);
 }
 
+// What `monet plan` reports of the plan it wrote.
+struct PlanReport {
+  const PlanOptions& options;
+  const Graph& graph;
+  const Plan& plan;
+  const PlannerOutcome& outcome;
+  int64_t budget = -1;         // bytes; -1: none
+  int64_t baseline_peak = -1;  // measured autograd peak (bytes); -1: not measured
+  bool solved = false;         // the planner solved a program (it takes a budget)
+  bool have_costs = false;     // sim and storeall are predictions
+  SimulationResult sim, storeall;
+};
+
+void print_json_report(const PlanReport& p) {
+  const PlanSummary s = summarize(p.graph, p.plan);
+  nlohmann::json j = {{"planner", p.plan.planner},
+                      {"output", p.options.output},
+                      {"fingerprint", p.plan.graph_fingerprint},
+                      {"instructions", p.plan.program.size()},
+                      {"recomputations", s.recomputations},
+                      {"explicit_frees", s.frees},
+                      {"lossy_forwards", s.lossy},
+                      {"optimizer_update", update_mode_name(p.graph.update_mode())}};
+  if (p.budget > 0) j["budget_bytes"] = p.budget;
+  if (p.baseline_peak > 0) j["baseline_peak_bytes"] = p.baseline_peak;
+  if (p.have_costs) {
+    j["predicted_peak_bytes"] = p.sim.peak_bytes;
+    j["predicted_seconds"] = p.sim.seconds;
+    j["storeall_predicted_peak_bytes"] = p.storeall.peak_bytes;
+    j["storeall_predicted_seconds"] = p.storeall.seconds;
+  }
+  if (p.solved) j["solve"] = solve_json(p.outcome.solve);
+  if (p.outcome.model_peak_bytes >= 0) j["checkmate_model_peak_bytes"] = p.outcome.model_peak_bytes;
+  print_json(j);
+}
+
+// The solve's lines: its status, size and gap, where the plan comes from, the floor.
+void print_solve(const MonetResult& r) {
+  std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, ",
+              milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
+              static_cast<long long>(r.size.nonzeros));
+  if (std::isfinite(r.solve.gap))
+    std::printf("gap %.2f%%\n", 100 * r.solve.gap);
+  else
+    std::printf("no bound (the LP relaxation was not solved in time)\n");
+  if (r.source != PlanSource::kProgram)
+    std::printf(
+        "              the plan is %s's: faster than the program's best, within the budget by "
+        "the simulator (the program's memory rows may reject it)\n",
+        plan_source_name(r.source));
+  if (r.floor_bytes > 0)
+    std::printf("floor         %s: parameters, gradients and the largest operator call\n",
+                format_bytes(r.floor_bytes, true).c_str());
+}
+
+void print_text_report(const PlanReport& p) {
+  const PlanSummary s = summarize(p.graph, p.plan);
+  std::printf("wrote %s: %s plan for %s, %zu instructions (%d recomputations, %d explicit frees)\n",
+              p.options.output.c_str(), p.plan.planner.c_str(), p.options.model.model.c_str(),
+              p.plan.program.size(), s.recomputations, s.frees);
+  if (s.lossy > 0)
+    std::printf(
+        "LOSSY         %d forwards use a lossy implementation: gradients differ slightly "
+        "from autograd's (--lossy)\n",
+        s.lossy);
+  if (p.solved) print_solve(p.outcome.solve);
+  if (p.outcome.model_peak_bytes >= 0)
+    std::printf("checkmate     peak %s in Checkmate's memory model (no workspace)\n",
+                format_bytes(p.outcome.model_peak_bytes, true).c_str());
+  if (!p.have_costs) {
+    std::printf("(no cached costs for this model: `monet profile` first to see predictions)\n");
+    return;
+  }
+  std::printf("predicted     peak %s", format_bytes(p.sim.peak_bytes, true).c_str());
+  if (p.budget > 0) std::printf("   budget %s", format_bytes(p.budget, true).c_str());
+  std::printf("\n              time %.4f s/iter, store-all %.4f s/iter: overhead %+.1f%%\n",
+              p.sim.seconds, p.storeall.seconds, 100 * (p.sim.seconds / p.storeall.seconds - 1));
+  if (p.baseline_peak > 0)
+    std::printf("              memory ratio %.3f of the measured baseline peak %s\n",
+                double(p.sim.peak_bytes) / double(p.baseline_peak),
+                format_bytes(p.baseline_peak, true).c_str());
+}
+
 int run_plan(PlanOptions o) {
   if (o.planner.empty()) o.planner = o.budget.empty() ? "storeall" : "monet";
   Graph g = build_graph(o.model);
@@ -115,10 +198,9 @@ int run_plan(PlanOptions o) {
   request.solver = plan_search_options(o);
   request.solver.progress = true;
   const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
-  const MonetResult& r = outcome.solve;
   // (The lean and chain planners return their smallest plan instead, refused below.)
   if (!outcome.found && planner_requires_budget(o.planner))
-    explain_infeasible(g, costs, o, budget, r, baseline_peak);
+    explain_infeasible(g, costs, o, budget, outcome.solve, baseline_peak);
   Plan plan = outcome.plan;
   // A traced model's plan names its file absolutely, so `monet run --plan` works from
   // any directory.
@@ -126,81 +208,22 @@ int run_plan(PlanOptions o) {
                    ? std::filesystem::absolute(o.model.model).lexically_normal().string()
                    : o.model.model;
   plan.config = model_config(o.model);
-  SimulationResult sim, base_sim;
+  PlanReport report{o, g, plan, outcome, budget, baseline_peak, solved, have_costs, {}, {}};
   if (have_costs) {
-    sim = simulate(g, plan, costs);
-    base_sim = simulate(g, store_all_plan(g), costs);
+    report.sim = simulate(g, plan, costs);
+    report.storeall = simulate(g, store_all_plan(g), costs);
     // A planner that does not take the budget (store-all, Chen, Gist, random) is refused
     // when its plan does not fit it.
-    if (budget > 0 && sim.peak_bytes > budget)
+    if (budget > 0 && report.sim.peak_bytes > budget)
       throw UsageError("the " + o.planner + " plan's predicted peak " +
-                       format_bytes(sim.peak_bytes, true) + " exceeds the budget " +
+                       format_bytes(report.sim.peak_bytes, true) + " exceeds the budget " +
                        format_bytes(budget, true) + "; use --planner monet to plan within it");
   }
   write_file_atomically(o.output, plan_to_json(g, plan).dump(1) + "\n");
-  const PlanSummary s = summarize(g, plan);
-  if (o.json) {
-    nlohmann::json j = {{"planner", plan.planner},
-                        {"output", o.output},
-                        {"fingerprint", plan.graph_fingerprint},
-                        {"instructions", plan.program.size()},
-                        {"recomputations", s.recomputations},
-                        {"explicit_frees", s.frees},
-                        {"lossy_forwards", s.lossy},
-                        {"optimizer_update", update_mode_name(g.update_mode())}};
-    if (budget > 0) j["budget_bytes"] = budget;
-    if (baseline_peak > 0) j["baseline_peak_bytes"] = baseline_peak;
-    if (have_costs) {
-      j["predicted_peak_bytes"] = sim.peak_bytes;
-      j["predicted_seconds"] = sim.seconds;
-      j["storeall_predicted_peak_bytes"] = base_sim.peak_bytes;
-      j["storeall_predicted_seconds"] = base_sim.seconds;
-    }
-    if (solved) j["solve"] = solve_json(r);
-    if (outcome.model_peak_bytes >= 0) j["checkmate_model_peak_bytes"] = outcome.model_peak_bytes;
-    print_json(j);
-    return 0;
-  }
-  std::printf("wrote %s: %s plan for %s, %zu instructions (%d recomputations, %d explicit frees)\n",
-              o.output.c_str(), plan.planner.c_str(), o.model.model.c_str(), plan.program.size(),
-              s.recomputations, s.frees);
-  if (s.lossy > 0)
-    std::printf(
-        "LOSSY         %d forwards use a lossy implementation: gradients differ slightly "
-        "from autograd's (--lossy)\n",
-        s.lossy);
-  if (solved) {
-    std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, ",
-                milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
-                static_cast<long long>(r.size.nonzeros));
-    if (std::isfinite(r.solve.gap))
-      std::printf("gap %.2f%%\n", 100 * r.solve.gap);
-    else
-      std::printf("no bound (the LP relaxation was not solved in time)\n");
-  }
-  if (solved && r.source != PlanSource::kProgram)
-    std::printf(
-        "              the plan is %s's: faster than the program's best, within the budget by "
-        "the simulator (the program's memory rows may reject it)\n",
-        plan_source_name(r.source));
-  if (solved && r.floor_bytes > 0)
-    std::printf("floor         %s: parameters, gradients and the largest operator call\n",
-                format_bytes(r.floor_bytes, true).c_str());
-  if (outcome.model_peak_bytes >= 0)
-    std::printf("checkmate     peak %s in Checkmate's memory model (no workspace)\n",
-                format_bytes(outcome.model_peak_bytes, true).c_str());
-  if (have_costs) {
-    std::printf("predicted     peak %s", format_bytes(sim.peak_bytes, true).c_str());
-    if (budget > 0) std::printf("   budget %s", format_bytes(budget, true).c_str());
-    std::printf("\n              time %.4f s/iter, store-all %.4f s/iter: overhead %+.1f%%\n",
-                sim.seconds, base_sim.seconds, 100 * (sim.seconds / base_sim.seconds - 1));
-    if (baseline_peak > 0)
-      std::printf("              memory ratio %.3f of the measured baseline peak %s\n",
-                  double(sim.peak_bytes) / double(baseline_peak),
-                  format_bytes(baseline_peak, true).c_str());
-  } else {
-    std::printf("(no cached costs for this model: `monet profile` first to see predictions)\n");
-  }
+  if (o.json)
+    print_json_report(report);
+  else
+    print_text_report(report);
   return 0;
 }
 

@@ -178,9 +178,10 @@ std::string plan_file_name(const Row& r) {
   return name + ".json";
 }
 
-int run_sweep(const SweepOptions& o) {
-  const auto planners = split_list(o.planners);
-  const auto budgets = split_list(o.budgets);
+// Refuses planner lists and budgets that cannot run, and an output directory that is
+// not empty, before any work (exit 2).
+void check_sweep_request(const SweepOptions& o, const std::vector<std::string>& planners,
+                         const std::vector<std::string>& budgets) {
   if (planners.empty()) throw UsageError("--planners lists no planner");
   for (const auto& p : planners) {
     try {
@@ -194,6 +195,97 @@ int run_sweep(const SweepOptions& o) {
   if (fs::exists(o.output) && !(fs::is_directory(o.output) && fs::is_empty(o.output)))
     throw UsageError("output directory '" + o.output +
                      "' exists and is not empty; choose another -o (nothing is overwritten)");
+}
+
+// Plans `row`'s planner at its budget, writes the plan under plans/ and measures it against
+// autograd, interleaved; a failure is the row's status.
+void run_cell(const SweepOptions& o, const Graph& g, CostModel* costs, const Batch& batch,
+              Row* row) {
+  PlannerRequest request;
+  request.planner = row->planner;
+  request.budget_bytes = row->budget_bytes;
+  request.solver = search_options(o.solver);
+  request.post_optimise_convolutions = o.post_optimise;
+  try {
+    PlannerOutcome out = make_plan(g, costs, request);
+    if (out.solved) record_solve(out, row);
+    row->checkmate_model_peak = out.model_peak_bytes;
+    if (!out.found) {
+      row->status = out.solved && out.solve.solve.status == MilpStatus::kNoSolution
+                        ? "no plan in time"
+                        : "no plan fits";
+      return;
+    }
+    Plan plan = out.plan;
+    plan.model = is_torchscript_path(o.model.model)
+                     ? fs::absolute(o.model.model).lexically_normal().string()
+                     : o.model.model;
+    plan.config = model_config(o.model);
+    const SimulationResult sim = simulate(g, plan, *costs);
+    row->predicted_peak = sim.peak_bytes;
+    row->predicted_seconds = sim.seconds;
+    write_file_atomically((fs::path(o.output) / "plans" / plan_file_name(*row)).string(),
+                          plan_to_json(g, plan).dump(1) + "\n");
+    // Fresh weights per plan (the same every time): a kept copy would add its bytes to
+    // both sides' peaks and pull every ratio towards 1.
+    ModelState state = initial_state(g, o.model.model, 0);
+    InterleavedOptions io;
+    io.warmup = o.warmup;
+    io.iters = o.iters;
+    io.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    row->measured = measure_interleaved(g, state, plan, batch, io);
+    row->ran = true;
+    row->status = "ok";
+  } catch (const std::exception& e) {
+    row->status = std::string("error: ") + e.what();
+    std::replace(row->status.begin(), row->status.end(), ',', ';');
+    std::replace(row->status.begin(), row->status.end(), '"', '\'');
+  }
+}
+
+// Writes tradeoff.gp and, where gnuplot is installed, runs it. Returns whether it plotted.
+bool plot(const SweepOptions& o, const std::vector<Row>& rows) {
+  const std::string title =
+      o.model.model + ", batch " + std::to_string(model_config(o.model).batch);
+  write_file_atomically((fs::path(o.output) / "tradeoff.gp").string(), plot_script(rows, title));
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    std::cerr << "sweep: gnuplot is not installed; no plot (script: " << o.output
+              << "/tradeoff.gp)\n";
+    return false;
+  }
+  const std::string cmd = "cd '" + o.output + "' && gnuplot tradeoff.gp";
+  const bool plotted = std::system(cmd.c_str()) == 0;
+  if (!plotted)
+    std::cerr << "sweep: gnuplot failed; the script is " << o.output << "/tradeoff.gp\n";
+  return plotted;
+}
+
+void print_table(const std::vector<Row>& rows) {
+  std::printf("%-14s %-8s %-16s %12s %12s %8s %9s %8s %7s\n", "planner", "budget", "status",
+              "predicted", "measured", "ratio", "overhead", "solve s", "gap");
+  for (const auto& r : rows) {
+    std::printf("%-14s %-8s %-16.16s %12s %12s ", r.planner.c_str(),
+                r.budget.empty() ? "-" : r.budget.c_str(), r.status.c_str(),
+                r.predicted_peak >= 0 ? format_bytes(r.predicted_peak).c_str() : "-",
+                r.ran ? format_bytes(r.measured.peak_bytes).c_str() : "-");
+    if (r.ran)
+      std::printf("%8.3f %+8.1f%% ", r.measured.memory_ratio, 100 * r.measured.overhead);
+    else
+      std::printf("%8s %9s ", "-", "-");
+    const double gap = solve_figure(r, "gap");
+    if (r.make_plan_seconds >= 0 && gap >= 0)
+      std::printf("%8.1f %6.2f%%\n", r.make_plan_seconds, 100 * gap);
+    else if (r.make_plan_seconds >= 0)
+      std::printf("%8.1f %7s\n", r.make_plan_seconds, "-");
+    else
+      std::printf("%8s %7s\n", "-", "-");
+  }
+}
+
+int run_sweep(const SweepOptions& o) {
+  const auto planners = split_list(o.planners);
+  const auto budgets = split_list(o.budgets);
+  check_sweep_request(o, planners, budgets);
   const Graph g = build_graph(o.model);
   int64_t baseline_peak = -1;
   auto baseline = [&] {
@@ -217,46 +309,7 @@ int run_sweep(const SweepOptions& o) {
       row.planner = p;
       if (budgeted) row.budget = budgets[bi], row.budget_bytes = budget_bytes[bi];
       std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << " ...\n";
-      PlannerRequest request;
-      request.planner = p;
-      request.budget_bytes = row.budget_bytes;
-      request.solver = search_options(o.solver);
-      request.post_optimise_convolutions = o.post_optimise;
-      try {
-        PlannerOutcome out = make_plan(g, &costs, request);
-        if (out.solved) record_solve(out, &row);
-        row.checkmate_model_peak = out.model_peak_bytes;
-        if (!out.found) {
-          row.status = out.solved && out.solve.solve.status == MilpStatus::kNoSolution
-                           ? "no plan in time"
-                           : "no plan fits";
-        } else {
-          Plan plan = out.plan;
-          plan.model = is_torchscript_path(o.model.model)
-                           ? fs::absolute(o.model.model).lexically_normal().string()
-                           : o.model.model;
-          plan.config = model_config(o.model);
-          const SimulationResult sim = simulate(g, plan, costs);
-          row.predicted_peak = sim.peak_bytes;
-          row.predicted_seconds = sim.seconds;
-          write_file_atomically((fs::path(o.output) / "plans" / plan_file_name(row)).string(),
-                                plan_to_json(g, plan).dump(1) + "\n");
-          // Fresh weights per plan (the same every time): a kept copy would add its bytes
-          // to both sides' peaks and pull every ratio towards 1.
-          ModelState state = initial_state(g, o.model.model, 0);
-          InterleavedOptions io;
-          io.warmup = o.warmup;
-          io.iters = o.iters;
-          io.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
-          row.measured = measure_interleaved(g, state, plan, batch, io);
-          row.ran = true;
-          row.status = "ok";
-        }
-      } catch (const std::exception& e) {
-        row.status = std::string("error: ") + e.what();
-        std::replace(row.status.begin(), row.status.end(), ',', ';');
-        std::replace(row.status.begin(), row.status.end(), '"', '\'');
-      }
+      run_cell(o, g, &costs, batch, &row);
       if (row.ran)
         std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << ": memory ratio "
                   << row.measured.memory_ratio << ", overhead " << 100 * row.measured.overhead
@@ -269,42 +322,12 @@ int run_sweep(const SweepOptions& o) {
                             to_json(o, rows).dump(1) + "\n");
     }
   }
-  const std::string title =
-      o.model.model + ", batch " + std::to_string(model_config(o.model).batch);
-  write_file_atomically((fs::path(o.output) / "tradeoff.gp").string(), plot_script(rows, title));
-  bool plotted = false;
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
-    const std::string cmd = "cd '" + o.output + "' && gnuplot tradeoff.gp";
-    plotted = std::system(cmd.c_str()) == 0;
-    if (!plotted)
-      std::cerr << "sweep: gnuplot failed; the script is " << o.output << "/tradeoff.gp\n";
-  } else {
-    std::cerr << "sweep: gnuplot is not installed; no plot (script: " << o.output
-              << "/tradeoff.gp)\n";
-  }
+  const bool plotted = plot(o, rows);
   if (o.json) {
     print_json(to_json(o, rows));
     return 0;
   }
-  std::printf("%-14s %-8s %-16s %12s %12s %8s %9s %8s %7s\n", "planner", "budget", "status",
-              "predicted", "measured", "ratio", "overhead", "solve s", "gap");
-  for (const auto& r : rows) {
-    std::printf("%-14s %-8s %-16.16s %12s %12s ", r.planner.c_str(),
-                r.budget.empty() ? "-" : r.budget.c_str(), r.status.c_str(),
-                r.predicted_peak >= 0 ? format_bytes(r.predicted_peak).c_str() : "-",
-                r.ran ? format_bytes(r.measured.peak_bytes).c_str() : "-");
-    if (r.ran)
-      std::printf("%8.3f %+8.1f%% ", r.measured.memory_ratio, 100 * r.measured.overhead);
-    else
-      std::printf("%8s %9s ", "-", "-");
-    const double gap = solve_figure(r, "gap");
-    if (r.make_plan_seconds >= 0 && gap >= 0)
-      std::printf("%8.1f %6.2f%%\n", r.make_plan_seconds, 100 * gap);
-    else if (r.make_plan_seconds >= 0)
-      std::printf("%8.1f %7s\n", r.make_plan_seconds, "-");
-    else
-      std::printf("%8s %7s\n", "-", "-");
-  }
+  print_table(rows);
   std::printf("wrote %s/sweep.csv, sweep.json, plans/%s\n", o.output.c_str(),
               plotted ? ", tradeoff.png" : "");
   return 0;

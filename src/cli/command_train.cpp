@@ -349,26 +349,20 @@ void compare_and_print(const TrainOptions& o, PlannedModel& planned) {
         format_bytes(c.autograd_peak_bytes, true).c_str());
 }
 
-int run_train(TrainOptions o) {
-  check_options(o);
-  const RankContext rc = rank_context();
-  if (o.shard != "none" && !rc.distributed && o.nproc * o.nnodes == 1)
-    throw UsageError("--shard " + o.shard +
-                     " splits the training state among data-parallel ranks: give --nproc (or "
-                     "--nnodes) above 1");
-  if (!rc.distributed && o.nproc * o.nnodes > 1) {
-    LaunchOptions lo;
-    lo.nproc = o.nproc;
-    lo.nnodes = o.nnodes;
-    lo.node_rank = o.node_rank;
-    const Rendezvous env = environment_rendezvous();  // MASTER_ADDR, MASTER_PORT
-    lo.master_addr = o.master_addr.empty() ? env.master_addr : o.master_addr;
-    lo.master_port = o.master_port > 0 ? o.master_port : env.master_port;
-    return launch_ranks(lo, command_line());
-  }
-  MemoryStats::install();
-  DataSource data;
-  Model model = load_model(o, data);
+// Starts --nproc ranks of this command on this node (of --nnodes) and waits for them.
+int launch_local_ranks(const TrainOptions& o) {
+  LaunchOptions lo;
+  lo.nproc = o.nproc;
+  lo.nnodes = o.nnodes;
+  lo.node_rank = o.node_rank;
+  const Rendezvous env = environment_rendezvous();  // MASTER_ADDR, MASTER_PORT
+  lo.master_addr = o.master_addr.empty() ? env.master_addr : o.master_addr;
+  lo.master_port = o.master_port > 0 ? o.master_port : env.master_port;
+  return launch_ranks(lo, command_line());
+}
+
+// The loader of `model`'s batches on this rank.
+LoaderOptions loader_options(const TrainOptions& o, const Model& model, const RankContext& rc) {
   const std::vector<int64_t> in_shape = model.input_shape();
   LoaderOptions lo;
   lo.batch = in_shape[0];
@@ -379,6 +373,55 @@ int run_train(TrainOptions o) {
   lo.rank = rc.where.rank;
   lo.world_size = rc.where.world_size;
   lo.warn = [](const std::string& m) { std::cerr << "\nwarning: " << m << "\n"; };
+  return lo;
+}
+
+// Loads --resume's checkpoint (its seed into `o` and `lo`) and sets the loader's first
+// micro-batch. Returns the first optimizer step to run.
+int64_t resume(TrainOptions* o, Model& model, Trainer& trainer, torch::optim::Optimizer& optimizer,
+               LoaderOptions* lo) {
+  if (!o->resume.empty()) {
+    try {
+      lo->seed = o->seed = load_checkpoint(o->resume, model, optimizer);
+      if (trainer.parallel) trainer.parallel->shard_optimizer_state(optimizer);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  // The model counts micro-batches (batch-norm updates); the loop optimizer steps.
+  const int64_t micro_batches = model.steps();
+  if (micro_batches % o->accumulate != 0)
+    throw UsageError("the checkpoint is at micro-batch " + std::to_string(micro_batches) +
+                     ", not a multiple of --accumulate " + std::to_string(o->accumulate) +
+                     ": resume with the --accumulate it was trained with");
+  lo->start_step = micro_batches;
+  return micro_batches / o->accumulate;
+}
+
+// The dataset's loader (none for synthetic data) and the steps per epoch.
+void open_loader(const LoaderOptions& lo, DataSource* data) {
+  data->steps_per_epoch = 1;
+  if (!data->dataset) return;
+  try {
+    data->loader = std::make_unique<BatchLoader>(data->dataset, lo);
+  } catch (const DataError& e) {
+    throw UsageError(e.what());
+  }
+  data->steps_per_epoch = data->loader->steps_per_epoch();
+}
+
+int run_train(TrainOptions o) {
+  check_options(o);
+  const RankContext rc = rank_context();
+  if (o.shard != "none" && !rc.distributed && o.nproc * o.nnodes == 1)
+    throw UsageError("--shard " + o.shard +
+                     " splits the training state among data-parallel ranks: give --nproc (or "
+                     "--nnodes) above 1");
+  if (!rc.distributed && o.nproc * o.nnodes > 1) return launch_local_ranks(o);
+  MemoryStats::install();
+  DataSource data;
+  Model model = load_model(o, data);
+  LoaderOptions lo = loader_options(o, model, rc);
   Trainer trainer =
       make_trainer(o, model, plan_options(o, model, lo, data.dataset != nullptr, rc), rc);
   auto optimizer = make_optimizer(o, model.parameters());
@@ -389,31 +432,8 @@ int run_train(TrainOptions o) {
     else
       trainer.alone->use_optimizer(*optimizer);
   }
-  if (!o.resume.empty()) {
-    try {
-      lo.seed = o.seed = load_checkpoint(o.resume, model, *optimizer);
-      if (trainer.parallel) trainer.parallel->shard_optimizer_state(*optimizer);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
-  // The model counts micro-batches (batch-norm updates); the loop optimizer steps.
-  const int64_t micro_batches = model.steps();
-  if (micro_batches % o.accumulate != 0)
-    throw UsageError("the checkpoint is at micro-batch " + std::to_string(micro_batches) +
-                     ", not a multiple of --accumulate " + std::to_string(o.accumulate) +
-                     ": resume with the --accumulate it was trained with");
-  const int64_t first = micro_batches / o.accumulate;
-  lo.start_step = micro_batches;
-  data.steps_per_epoch = 1;
-  if (data.dataset) {
-    try {
-      data.loader = std::make_unique<BatchLoader>(data.dataset, lo);
-    } catch (const DataError& e) {
-      throw UsageError(e.what());
-    }
-    data.steps_per_epoch = data.loader->steps_per_epoch();
-  }
+  const int64_t first = resume(&o, model, trainer, *optimizer, &lo);
+  open_loader(lo, &data);
   const int64_t total = o.steps > 0 ? o.steps : o.epochs * data.steps_per_epoch / o.accumulate;
   if (total == 0)
     throw UsageError("--epochs " + std::to_string(o.epochs) + " gives " +

@@ -83,6 +83,94 @@ at::Tensor executor_like_gradient(const Graph& g, const Value& v) {
 
 }  // namespace
 
+namespace {
+
+// The reference forward pass, out of place: every activation and node state, from which
+// each implementation is measured.
+struct ReferencePass {
+  const Graph& g;
+  const ModelState& state;
+  const Batch& batch;
+  std::vector<at::Tensor> act;        // by value id: activations
+  std::vector<NodeState> node_state;  // by node id
+
+  at::Tensor value(int v) const {
+    return g.value(v).kind == ValueKind::kActivation ? act[v] : fixed_tensor(g, state, batch, v);
+  }
+  std::vector<at::Tensor> inputs_of(const Node& n) const {
+    std::vector<at::Tensor> in;
+    for (int v : n.inputs) in.push_back(value(v));
+    return in;
+  }
+  void run(const std::vector<int>& order) {
+    act.assign(g.values().size(), at::Tensor());
+    node_state.assign(g.nodes().size(), NodeState());
+    for (int id : order) {
+      const Node& n = g.node(id);
+      node_state[id].seed = node_seed(0, id);
+      const auto impls = forward_impls(g, n);
+      const auto f = find_forward_impl(impls, n, out_of_place(impls.front().name));
+      act[n.output] = run_forward(g, n, f, inputs_of(n), node_state[id], true).output;
+    }
+  }
+};
+
+// Measures every forward implementation of `n` into `nc`; returns, by implementation, the
+// intermediates those that emit one produced.
+std::map<std::string, at::Tensor> profile_forwards(const ProfileOptions& o,
+                                                   const ReferencePass& ref, const Node& n,
+                                                   NodeCosts* nc) {
+  const Graph& g = ref.g;
+  std::map<std::string, at::Tensor> intermediates;
+  for (const auto& f : forward_impls(g, n)) {
+    const int64_t declared = forward_result_bytes(g, n, f, true);
+    std::vector<at::Tensor> in, last;
+    auto setup = [&] {
+      in = ref.inputs_of(n);
+      if (f.inplace) in[0] = in[0].clone();  // made before the measurement starts
+    };
+    nc->forward[f.name] = measure(
+        o, declared, setup,
+        [&] {
+          NodeState s;  // a first forward: batch norm computes and keeps its statistics
+          s.seed = ref.node_state[n.id].seed;
+          ForwardOutput r = run_forward(g, n, f, in, s, true);
+          return std::vector<at::Tensor>{r.output, r.intermediate, s.save_mean, s.save_invstd};
+        },
+        &last);
+    if (f.emits_intermediate) intermediates[f.name] = last[1];
+  }
+  return intermediates;
+}
+
+// Measures every backward implementation of `n` into `nc`.
+// (run_backward takes the node's state, which the reference pass holds.)
+void profile_backwards(const ProfileOptions& o, ReferencePass& ref, const Node& n,
+                       const std::vector<bool>& needs_grad,
+                       const std::map<std::string, at::Tensor>& intermediates, NodeCosts* nc) {
+  const Graph& g = ref.g;
+  at::Tensor grad_output = executor_like_gradient(g, g.value(n.output));
+  for (const auto& b : backward_impls(g, n)) {
+    const auto mask = backward_grad_mask(g, n, b.part, needs_grad);
+    const int64_t declared = backward_result_bytes(g, n, b, mask);
+    BackwardArgs args;
+    args.grad_output = grad_output;
+    args.needs_grad = mask;
+    args.inputs.resize(n.inputs.size());
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (g.value(n.inputs[k]).kind != ValueKind::kActivation)
+        args.inputs[k] = ref.value(n.inputs[k]);
+    for (int k : b.reads_inputs) args.inputs[k] = ref.value(n.inputs[k]);
+    if (b.reads_output) args.output = ref.act[n.output];
+    if (b.reads_intermediate) args.intermediate = intermediates.at(b.requires_forward.front());
+    NodeState& state = ref.node_state[n.id];
+    nc->backward[backward_cost_key(b.part, b.name)] = measure(
+        o, declared, [] {}, [&] { return run_backward(g, n, b, args, state); });
+  }
+}
+
+}  // namespace
+
 CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch& batch,
                         const ProfileOptions& o) {
   if (!MemoryTracker::installed())
@@ -98,69 +186,14 @@ CostModel profile_costs(const Graph& g, const ModelState& state_in, const Batch&
   const auto needs_grad = values_needing_grad(g);
   const auto needs_backward = nodes_needing_backward(g);
   const auto order = g.topological_order();
-
-  // Reference forward pass, out of place, keeping every activation and node state.
-  std::vector<at::Tensor> act(g.values().size());
-  std::vector<NodeState> node_state(g.nodes().size());
-  auto value = [&](int v) {
-    return g.value(v).kind == ValueKind::kActivation ? act[v] : fixed_tensor(g, state, batch, v);
-  };
-  auto inputs_of = [&](const Node& n) {
-    std::vector<at::Tensor> in;
-    for (int v : n.inputs) in.push_back(value(v));
-    return in;
-  };
-  for (int id : order) {
-    const Node& n = g.node(id);
-    node_state[id].seed = node_seed(0, id);
-    const auto impls = forward_impls(g, n);
-    const auto f = find_forward_impl(impls, n, out_of_place(impls.front().name));
-    act[n.output] = run_forward(g, n, f, inputs_of(n), node_state[id], true).output;
-  }
-
+  ReferencePass ref{g, state, batch, {}, {}};
+  ref.run(order);
   size_t done = 0;
   for (int id : order) {
     const Node& n = g.node(id);
-    NodeCosts& nc = costs.nodes[id];
-    const Value& out = g.value(n.output);
-    std::map<std::string, at::Tensor> intermediates;  // by forward implementation
-    for (const auto& f : forward_impls(g, n)) {
-      const int64_t declared = forward_result_bytes(g, n, f, true);
-      std::vector<at::Tensor> in, last;
-      auto setup = [&] {
-        in = inputs_of(n);
-        if (f.inplace) in[0] = in[0].clone();  // made before the measurement starts
-      };
-      nc.forward[f.name] = measure(
-          o, declared, setup,
-          [&] {
-            NodeState s;  // a first forward: batch norm computes and keeps its statistics
-            s.seed = node_state[id].seed;
-            ForwardOutput r = run_forward(g, n, f, in, s, true);
-            return std::vector<at::Tensor>{r.output, r.intermediate, s.save_mean, s.save_invstd};
-          },
-          &last);
-      if (f.emits_intermediate) intermediates[f.name] = last[1];
-    }
-    if (needs_backward[id]) {
-      at::Tensor grad_output = executor_like_gradient(g, out);
-      for (const auto& b : backward_impls(g, n)) {
-        const auto mask = backward_grad_mask(g, n, b.part, needs_grad);
-        const int64_t declared = backward_result_bytes(g, n, b, mask);
-        BackwardArgs args;
-        args.grad_output = grad_output;
-        args.needs_grad = mask;
-        args.inputs.resize(n.inputs.size());
-        for (size_t k = 0; k < n.inputs.size(); ++k)
-          if (g.value(n.inputs[k]).kind != ValueKind::kActivation)
-            args.inputs[k] = value(n.inputs[k]);
-        for (int k : b.reads_inputs) args.inputs[k] = value(n.inputs[k]);
-        if (b.reads_output) args.output = act[n.output];
-        if (b.reads_intermediate) args.intermediate = intermediates.at(b.requires_forward.front());
-        nc.backward[backward_cost_key(b.part, b.name)] = measure(
-            o, declared, [] {}, [&] { return run_backward(g, n, b, args, node_state[id]); });
-      }
-    }
+    const auto intermediates = profile_forwards(o, ref, n, &costs.nodes[id]);
+    if (needs_backward[id])
+      profile_backwards(o, ref, n, needs_grad, intermediates, &costs.nodes[id]);
     ++done;
     if (o.progress)
       report_progress("\rprofiling: %zu/%zu nodes (%s)%-24s", done, order.size(), n.name.c_str(),

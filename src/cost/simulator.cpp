@@ -62,104 +62,149 @@ int64_t iteration_start_bytes(const Graph& g) {
   return bytes;
 }
 
-SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& costs) {
-  validate_plan(g, plan);
-  const Liveness live = analyze_liveness(g, plan);
-  const TensorIds& ids = live.ids;
-  const auto needs_grad = values_needing_grad(g);
-  const int loss = g.loss_value();
-  SimulationResult result;
-  result.start_bytes = iteration_start_bytes(g);
-  StorageModel mem(result.start_bytes);
-  // Holders: the storage behind each program tensor and each parameter gradient (-1: none).
-  std::vector<int> tensor(ids.count(), -1), param_grad(g.values().size(), -1);
-  std::vector<bool> computed(g.nodes().size(), false);
-  auto drop = [&](int& holder) {
+namespace {
+
+// One simulation of a plan: the storage model and which storage holds each program tensor
+// and each parameter gradient, stepped one instruction at a time.
+class PlanSimulation {
+ public:
+  PlanSimulation(const Graph& g, const Plan& plan, const CostModel& costs)
+      : g_(g),
+        costs_(costs),
+        live_(analyze_liveness(g, plan)),
+        ids_(live_.ids),
+        needs_grad_(values_needing_grad(g)),
+        loss_(g.loss_value()),
+        start_bytes_(iteration_start_bytes(g)),
+        mem_(start_bytes_),
+        tensor_(ids_.count(), -1),
+        param_grad_(g.values().size(), -1),
+        computed_(g.nodes().size(), false) {
+    result_.start_bytes = start_bytes_;
+  }
+
+  SimulationResult run(const Plan& plan) {
+    for (size_t i = 0; i < plan.program.size(); ++i) step(plan.program[i], i);
+    result_.peak_bytes = std::max(result_.peak_bytes, result_.start_bytes);
+    result_.seconds =
+        result_.forward_seconds + result_.recompute_seconds + result_.backward_seconds;
+    return std::move(result_);
+  }
+
+ private:
+  void drop(int& holder) {
     if (holder < 0) return;
-    mem.release(holder);
+    mem_.release(holder);
     holder = -1;
-  };
-  auto assign = [&](int& holder, int storage) {  // holder = storage (old one released after)
-    mem.hold(storage);
+  }
+  void assign(int& holder, int storage) {  // holder = storage (old one released after)
+    mem_.hold(storage);
     const int old = holder;
     holder = storage;
-    if (old >= 0) mem.release(old);
-  };
-  bool backward_started = false;
-  for (size_t i = 0; i < plan.program.size(); ++i) {
-    const Instruction& in = plan.program[i];
-    const Node& n = g.node(in.node);
-    mem.reset_peak();
-    const int64_t gradient_before = mem.gradient_current();
-    if (in.kind == InstrKind::kForward) {
-      const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, in.impl);
-      const ImplCost& c = costs.forward(g, n.id, in.impl);
-      (backward_started ? result.recompute_seconds : result.forward_seconds) += c.seconds;
-      mem.touch(mem.current() + forward_result_bytes(g, n, f, !computed[n.id]) + c.workspace_bytes);
-      if (!computed[n.id]) mem.add_untracked(node_state_bytes(g, n));
-      computed[n.id] = true;
-      const int input0 = n.inputs.empty() ? -1 : ids.activation(n.inputs[0]);
-      int out_storage = -1;
-      if (f.inplace || f.output_aliases_input) {
-        // A view of a parameter, a buffer or the batch aliases bytes counted in start_bytes:
-        // it holds a storage of no bytes of its own.
-        out_storage = input0 >= 0 && tensor.at(input0) >= 0 ? tensor.at(input0) : mem.allocate(0);
-      } else {
-        out_storage = mem.allocate(g.value(n.output).bytes());
-      }
-      const int inter_storage =
-          f.emits_intermediate ? mem.allocate(intermediate_bytes(g, n, f.name)) : -1;
-      mem.hold(out_storage);  // the returned output
-      if (f.inplace) drop(tensor[input0]);
-      if (n.output == loss) {
-        const int one =
-            mem.allocate(static_cast<int64_t>(c10::elementSize(g.value(loss).dtype)), true);
-        assign(tensor[ids.grad(loss)], one);
-      }
-      assign(tensor[ids.activation(n.output)], out_storage);
-      mem.release(out_storage);
-      if (inter_storage >= 0) assign(tensor[ids.intermediate(n.id)], inter_storage);
-    } else if (in.kind == InstrKind::kBackward) {
-      backward_started = true;
-      const BackwardImplInfo b = find_backward_impl(backward_impls(g, n), n, in.part, in.impl);
-      const ImplCost& c = costs.backward(g, n.id, in.part, in.impl);
-      result.backward_seconds += c.seconds;
-      const auto mask = backward_grad_mask(g, n, in.part, needs_grad);
-      // The gradients the call returns.
-      std::vector<int> grads(n.inputs.size(), -1);
-      mem.touch(mem.current() + backward_result_bytes(g, n, b, mask) + c.workspace_bytes);
-      for (size_t k = 0; k < n.inputs.size(); ++k) {
-        if (!mask[k]) continue;
-        grads[k] = b.grads_alias_output ? tensor.at(ids.grad(n.output))
-                                        : mem.allocate(g.value(n.inputs[k]).bytes(), true);
-        mem.hold(grads[k]);
-      }
-      // Accumulation, as the executor does it: take the gradient, add in place when the
-      // slot is exclusively ours, else add into a new tensor.
-      for (size_t k = 0; k < n.inputs.size(); ++k) {
-        if (grads[k] < 0) continue;
-        const int v = n.inputs[k];
-        int& slot = g.value(v).kind == ValueKind::kParameter ? param_grad[v] : tensor[ids.grad(v)];
-        if (slot < 0)
-          assign(slot, grads[k]);
-        else if (mem.holders(slot) > 1)
-          assign(slot, mem.allocate(g.value(v).bytes(), true));
-      }
-      for (int s : grads)
-        if (s >= 0) mem.release(s);
-    } else {
-      drop(tensor[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)]);
-    }
-    for (int t : live.free_after[i]) drop(tensor[t]);
-    for (int p : live.update_after[i]) drop(param_grad[p]);  // the optimizer's, fused
-    for (int node : live.state_free_after[i]) mem.add_untracked(-node_state_bytes(g, g.node(node)));
-    result.steps.push_back({mem.peak(), mem.current(), gradient_before,
-                            std::max(mem.gradient_peak(), gradient_before)});
-    result.peak_bytes = std::max(result.peak_bytes, mem.peak());
+    if (old >= 0) mem_.release(old);
   }
-  result.peak_bytes = std::max(result.peak_bytes, result.start_bytes);
-  result.seconds = result.forward_seconds + result.recompute_seconds + result.backward_seconds;
-  return result;
+
+  void step(const Instruction& in, size_t i) {
+    const Node& n = g_.node(in.node);
+    mem_.reset_peak();
+    const int64_t gradient_before = mem_.gradient_current();
+    if (in.kind == InstrKind::kForward)
+      forward(in, n);
+    else if (in.kind == InstrKind::kBackward)
+      backward(in, n);
+    else
+      drop(tensor_[in.slot == Slot::kOutput ? ids_.activation(n.output) : ids_.intermediate(n.id)]);
+    for (int t : live_.free_after[i]) drop(tensor_[t]);
+    for (int p : live_.update_after[i]) drop(param_grad_[p]);  // the optimizer's, fused
+    for (int node : live_.state_free_after[i])
+      mem_.add_untracked(-node_state_bytes(g_, g_.node(node)));
+    result_.steps.push_back({mem_.peak(), mem_.current(), gradient_before,
+                             std::max(mem_.gradient_peak(), gradient_before)});
+    result_.peak_bytes = std::max(result_.peak_bytes, mem_.peak());
+  }
+
+  void forward(const Instruction& in, const Node& n) {
+    const ForwardImplInfo f = find_forward_impl(forward_impls(g_, n), n, in.impl);
+    const ImplCost& c = costs_.forward(g_, n.id, in.impl);
+    (backward_started_ ? result_.recompute_seconds : result_.forward_seconds) += c.seconds;
+    mem_.touch(mem_.current() + forward_result_bytes(g_, n, f, !computed_[n.id]) +
+               c.workspace_bytes);
+    if (!computed_[n.id]) mem_.add_untracked(node_state_bytes(g_, n));
+    computed_[n.id] = true;
+    const int input0 = n.inputs.empty() ? -1 : ids_.activation(n.inputs[0]);
+    int out_storage = -1;
+    if (f.inplace || f.output_aliases_input) {
+      // A view of a parameter, a buffer or the batch aliases bytes counted in start_bytes:
+      // it holds a storage of no bytes of its own.
+      out_storage = input0 >= 0 && tensor_.at(input0) >= 0 ? tensor_.at(input0) : mem_.allocate(0);
+    } else {
+      out_storage = mem_.allocate(g_.value(n.output).bytes());
+    }
+    const int inter_storage =
+        f.emits_intermediate ? mem_.allocate(intermediate_bytes(g_, n, f.name)) : -1;
+    mem_.hold(out_storage);  // the returned output
+    if (f.inplace) drop(tensor_[input0]);
+    if (n.output == loss_) {
+      const int one =
+          mem_.allocate(static_cast<int64_t>(c10::elementSize(g_.value(loss_).dtype)), true);
+      assign(tensor_[ids_.grad(loss_)], one);
+    }
+    assign(tensor_[ids_.activation(n.output)], out_storage);
+    mem_.release(out_storage);
+    if (inter_storage >= 0) assign(tensor_[ids_.intermediate(n.id)], inter_storage);
+  }
+
+  void backward(const Instruction& in, const Node& n) {
+    backward_started_ = true;
+    const BackwardImplInfo b = find_backward_impl(backward_impls(g_, n), n, in.part, in.impl);
+    const ImplCost& c = costs_.backward(g_, n.id, in.part, in.impl);
+    result_.backward_seconds += c.seconds;
+    const auto mask = backward_grad_mask(g_, n, in.part, needs_grad_);
+    // The gradients the call returns.
+    std::vector<int> grads(n.inputs.size(), -1);
+    mem_.touch(mem_.current() + backward_result_bytes(g_, n, b, mask) + c.workspace_bytes);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (!mask[k]) continue;
+      grads[k] = b.grads_alias_output ? tensor_.at(ids_.grad(n.output))
+                                      : mem_.allocate(g_.value(n.inputs[k]).bytes(), true);
+      mem_.hold(grads[k]);
+    }
+    // Accumulation, as the executor does it: take the gradient, add in place when the
+    // slot is exclusively ours, else add into a new tensor.
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (grads[k] < 0) continue;
+      const int v = n.inputs[k];
+      int& slot =
+          g_.value(v).kind == ValueKind::kParameter ? param_grad_[v] : tensor_[ids_.grad(v)];
+      if (slot < 0)
+        assign(slot, grads[k]);
+      else if (mem_.holders(slot) > 1)
+        assign(slot, mem_.allocate(g_.value(v).bytes(), true));
+    }
+    for (int s : grads)
+      if (s >= 0) mem_.release(s);
+  }
+
+  const Graph& g_;
+  const CostModel& costs_;
+  const Liveness live_;
+  const TensorIds& ids_;
+  const std::vector<bool> needs_grad_;
+  const int loss_;
+  const int64_t start_bytes_;
+  StorageModel mem_;
+  // Holders: the storage behind each program tensor and each parameter gradient (-1: none).
+  std::vector<int> tensor_, param_grad_;
+  std::vector<bool> computed_;
+  bool backward_started_ = false;
+  SimulationResult result_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const Graph& g, const Plan& plan, const CostModel& costs) {
+  validate_plan(g, plan);
+  return PlanSimulation(g, plan, costs).run(plan);
 }
 
 double SimulationResult::bytes_over(int64_t budget_bytes) const {

@@ -139,6 +139,126 @@ std::vector<int64_t> cross_entropy_target_shape(const std::vector<int64_t>& logi
   return target;
 }
 
+namespace {
+
+std::vector<int64_t> batch_norm_shape(const std::string& node, const std::vector<const Value*>& in,
+                                      const OpAttrs& a) {
+  expect_arity(node, in, 3, 5);
+  if (in.size() == 4)
+    fail(node,
+         "batch norm takes x, weight, bias and the running statistics, or x and "
+         "the running statistics (affine=False); 4 inputs given");
+  expect_rank(node, *in[0], 2, 5);
+  const int64_t c = in[0]->shape[1];
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i]->shape != std::vector<int64_t>{c})
+      fail(node, "'" + in[i]->name + "' has shape " + shape_string(in[i]->shape) + ", expected [" +
+                     std::to_string(c) + "]");
+  return in[0]->shape;
+}
+
+std::vector<int64_t> adaptive_pool_shape(const std::string& node,
+                                         const std::vector<const Value*>& in, const OpAttrs& a) {
+  expect_arity(node, in, 1, 1);
+  expect_rank(node, *in[0], 3, 5);
+  const size_t spatial = in[0]->shape.size() - 2;
+  if (a.output_size.size() != spatial)
+    fail(node, "output_size needs one entry per spatial dimension");
+  std::vector<int64_t> out = {in[0]->shape[0], in[0]->shape[1]};
+  out.insert(out.end(), a.output_size.begin(), a.output_size.end());
+  return out;
+}
+
+std::vector<int64_t> mul_shape(const std::string& node, const std::vector<const Value*>& in,
+                               const OpAttrs& a) {
+  expect_arity(node, in, 2, 2);
+  const auto& x = in[0]->shape;
+  const auto& s = in[1]->shape;
+  // b broadcasts to a: same rank or lower, each dimension equal or 1.
+  bool ok = s.size() <= x.size();
+  for (size_t j = 0; ok && j < s.size(); ++j) {
+    const int64_t d = s[s.size() - 1 - j];
+    ok = d == 1 || d == x[x.size() - 1 - j];
+  }
+  if (!ok)
+    fail(node, "cannot multiply '" + in[0]->name + "' " + shape_string(x) + " by '" + in[1]->name +
+                   "' " + shape_string(s) + ": the second operand must broadcast to the first");
+  return x;
+}
+
+std::vector<int64_t> cat_shape(const std::string& node, const std::vector<const Value*>& in,
+                               const OpAttrs& a) {
+  if (in.empty()) fail(node, "cat needs at least one input");
+  auto out = in[0]->shape;
+  const auto d = static_cast<size_t>(a.dim);
+  if (a.dim < 0 || d >= out.size()) fail(node, "cat dimension out of range");
+  for (size_t i = 1; i < in.size(); ++i) {
+    const auto& s = in[i]->shape;
+    bool ok = s.size() == out.size();
+    for (size_t j = 0; ok && j < s.size(); ++j) ok = j == d || s[j] == out[j];
+    if (!ok)
+      fail(node, "cannot concatenate '" + in[i]->name + "' " + shape_string(s) + " with " +
+                     shape_string(in[0]->shape) + " along dim " + std::to_string(a.dim));
+    out[d] += s[d];
+  }
+  return out;
+}
+
+std::vector<int64_t> flatten_shape(const std::string& node, const std::vector<const Value*>& in,
+                                   const OpAttrs& a) {
+  expect_arity(node, in, 1, 1);
+  const auto& s = in[0]->shape;
+  if (a.dim < 0 || static_cast<size_t>(a.dim) >= s.size())
+    fail(node, "flatten start dimension out of range");
+  std::vector<int64_t> out(s.begin(), s.begin() + a.dim);
+  int64_t rest = 1;
+  for (size_t j = a.dim; j < s.size(); ++j) rest *= s[j];
+  out.push_back(rest);
+  return out;
+}
+
+std::vector<int64_t> slice_shape(const std::string& node, const std::vector<const Value*>& in,
+                                 const OpAttrs& a) {
+  expect_arity(node, in, 1, 1);
+  auto out = in[0]->shape;
+  if (a.dim < 0 || static_cast<size_t>(a.dim) >= out.size())
+    fail(node, "slice dimension out of range");
+  if (a.start < 0 || a.length < 1 || a.start + a.length > out[a.dim])
+    fail(node, "slice [" + std::to_string(a.start) + ", " + std::to_string(a.start + a.length) +
+                   ") is outside dimension " + std::to_string(a.dim) + " of '" + in[0]->name +
+                   "' " + shape_string(out));
+  out[a.dim] = a.length;
+  return out;
+}
+
+std::vector<int64_t> linear_shape(const std::string& node, const std::vector<const Value*>& in,
+                                  const OpAttrs& a) {
+  expect_arity(node, in, 2, 3);
+  const auto& x = in[0]->shape;
+  const auto& w = in[1]->shape;
+  if (x.empty() || w.size() != 2 || x.back() != w[1])
+    fail(node, "input '" + in[0]->name + "' " + shape_string(x) + " does not fit weight '" +
+                   in[1]->name + "' " + shape_string(w));
+  if (in.size() == 3 && in[2]->shape != std::vector<int64_t>{w[0]})
+    fail(node, "bias has shape " + shape_string(in[2]->shape));
+  auto out = x;
+  out.back() = w[0];
+  return out;
+}
+
+std::vector<int64_t> cross_entropy_shape(const std::string& node,
+                                         const std::vector<const Value*>& in, const OpAttrs& a) {
+  // Logits [N, C] with a class per sample, or [N, C, ...] with one per position.
+  expect_arity(node, in, 2, 2);
+  expect_rank(node, *in[0], 2, 5);
+  const std::vector<int64_t> target = cross_entropy_target_shape(in[0]->shape);
+  if (in[1]->shape != target || in[1]->dtype != at::kLong)
+    fail(node, "target '" + in[1]->name + "' must be int64 of shape " + shape_string(target));
+  return {};
+}
+
+}  // namespace
+
 std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in, const OpAttrs& a,
                                  const std::string& node) {
   switch (op) {
@@ -146,20 +266,8 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
       return conv_shape(node, in, a, false);
     case OpKind::kConvTranspose:
       return conv_shape(node, in, a, true);
-    case OpKind::kBatchNorm: {
-      expect_arity(node, in, 3, 5);
-      if (in.size() == 4)
-        fail(node,
-             "batch norm takes x, weight, bias and the running statistics, or x and "
-             "the running statistics (affine=False); 4 inputs given");
-      expect_rank(node, *in[0], 2, 5);
-      const int64_t c = in[0]->shape[1];
-      for (size_t i = 1; i < in.size(); ++i)
-        if (in[i]->shape != std::vector<int64_t>{c})
-          fail(node, "'" + in[i]->name + "' has shape " + shape_string(in[i]->shape) +
-                         ", expected [" + std::to_string(c) + "]");
-      return in[0]->shape;
-    }
+    case OpKind::kBatchNorm:
+      return batch_norm_shape(node, in, a);
     case OpKind::kReLU:
     case OpKind::kReLU6:
     case OpKind::kHardswish:
@@ -174,77 +282,22 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:
       return pool_shape(node, in, a);
-    case OpKind::kAdaptiveAvgPool: {
-      expect_arity(node, in, 1, 1);
-      expect_rank(node, *in[0], 3, 5);
-      const size_t spatial = in[0]->shape.size() - 2;
-      if (a.output_size.size() != spatial)
-        fail(node, "output_size needs one entry per spatial dimension");
-      std::vector<int64_t> out = {in[0]->shape[0], in[0]->shape[1]};
-      out.insert(out.end(), a.output_size.begin(), a.output_size.end());
-      return out;
-    }
+    case OpKind::kAdaptiveAvgPool:
+      return adaptive_pool_shape(node, in, a);
     case OpKind::kAdd:
       expect_arity(node, in, 2, 2);
       if (in[0]->shape != in[1]->shape)
         fail(node, "cannot add '" + in[0]->name + "' " + shape_string(in[0]->shape) + " and '" +
                        in[1]->name + "' " + shape_string(in[1]->shape));
       return in[0]->shape;
-    case OpKind::kMul: {
-      expect_arity(node, in, 2, 2);
-      const auto& x = in[0]->shape;
-      const auto& s = in[1]->shape;
-      // b broadcasts to a: same rank or lower, each dimension equal or 1.
-      bool ok = s.size() <= x.size();
-      for (size_t j = 0; ok && j < s.size(); ++j) {
-        const int64_t d = s[s.size() - 1 - j];
-        ok = d == 1 || d == x[x.size() - 1 - j];
-      }
-      if (!ok)
-        fail(node, "cannot multiply '" + in[0]->name + "' " + shape_string(x) + " by '" +
-                       in[1]->name + "' " + shape_string(s) +
-                       ": the second operand must broadcast to the first");
-      return x;
-    }
-    case OpKind::kCat: {
-      if (in.empty()) fail(node, "cat needs at least one input");
-      auto out = in[0]->shape;
-      const auto d = static_cast<size_t>(a.dim);
-      if (a.dim < 0 || d >= out.size()) fail(node, "cat dimension out of range");
-      for (size_t i = 1; i < in.size(); ++i) {
-        const auto& s = in[i]->shape;
-        bool ok = s.size() == out.size();
-        for (size_t j = 0; ok && j < s.size(); ++j) ok = j == d || s[j] == out[j];
-        if (!ok)
-          fail(node, "cannot concatenate '" + in[i]->name + "' " + shape_string(s) + " with " +
-                         shape_string(in[0]->shape) + " along dim " + std::to_string(a.dim));
-        out[d] += s[d];
-      }
-      return out;
-    }
-    case OpKind::kFlatten: {
-      expect_arity(node, in, 1, 1);
-      const auto& s = in[0]->shape;
-      if (a.dim < 0 || static_cast<size_t>(a.dim) >= s.size())
-        fail(node, "flatten start dimension out of range");
-      std::vector<int64_t> out(s.begin(), s.begin() + a.dim);
-      int64_t rest = 1;
-      for (size_t j = a.dim; j < s.size(); ++j) rest *= s[j];
-      out.push_back(rest);
-      return out;
-    }
-    case OpKind::kSlice: {
-      expect_arity(node, in, 1, 1);
-      auto out = in[0]->shape;
-      if (a.dim < 0 || static_cast<size_t>(a.dim) >= out.size())
-        fail(node, "slice dimension out of range");
-      if (a.start < 0 || a.length < 1 || a.start + a.length > out[a.dim])
-        fail(node, "slice [" + std::to_string(a.start) + ", " + std::to_string(a.start + a.length) +
-                       ") is outside dimension " + std::to_string(a.dim) + " of '" + in[0]->name +
-                       "' " + shape_string(out));
-      out[a.dim] = a.length;
-      return out;
-    }
+    case OpKind::kMul:
+      return mul_shape(node, in, a);
+    case OpKind::kCat:
+      return cat_shape(node, in, a);
+    case OpKind::kFlatten:
+      return flatten_shape(node, in, a);
+    case OpKind::kSlice:
+      return slice_shape(node, in, a);
     case OpKind::kChannelShuffle: {
       expect_arity(node, in, 1, 1);
       const auto& s = in[0]->shape;
@@ -253,28 +306,10 @@ std::vector<int64_t> infer_shape(OpKind op, const std::vector<const Value*>& in,
                        " in " + std::to_string(a.groups) + " groups");
       return s;
     }
-    case OpKind::kLinear: {
-      expect_arity(node, in, 2, 3);
-      const auto& x = in[0]->shape;
-      const auto& w = in[1]->shape;
-      if (x.empty() || w.size() != 2 || x.back() != w[1])
-        fail(node, "input '" + in[0]->name + "' " + shape_string(x) + " does not fit weight '" +
-                       in[1]->name + "' " + shape_string(w));
-      if (in.size() == 3 && in[2]->shape != std::vector<int64_t>{w[0]})
-        fail(node, "bias has shape " + shape_string(in[2]->shape));
-      auto out = x;
-      out.back() = w[0];
-      return out;
-    }
-    case OpKind::kCrossEntropyLoss: {
-      // Logits [N, C] with a class per sample, or [N, C, ...] with one per position.
-      expect_arity(node, in, 2, 2);
-      expect_rank(node, *in[0], 2, 5);
-      const std::vector<int64_t> target = cross_entropy_target_shape(in[0]->shape);
-      if (in[1]->shape != target || in[1]->dtype != at::kLong)
-        fail(node, "target '" + in[1]->name + "' must be int64 of shape " + shape_string(target));
-      return {};
-    }
+    case OpKind::kLinear:
+      return linear_shape(node, in, a);
+    case OpKind::kCrossEntropyLoss:
+      return cross_entropy_shape(node, in, a);
     case OpKind::kBCEWithLogitsLoss:
     case OpKind::kMSELoss:
       expect_arity(node, in, 2, 2);

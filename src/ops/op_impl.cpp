@@ -162,55 +162,81 @@ std::vector<ForwardImplInfo> forward_impls(const Graph& g, const Node& n) {
   return v;
 }
 
+namespace {
+
+// A convolution's (or transposed convolution's) weight and input gradient implementations.
+std::vector<BackwardImplInfo> conv_backward_impls(const Graph& g, const Node& n) {
+  using P = BackwardPart;
+  auto transposed =
+      make_backward_impl("transposed", P::kInput, {}, false, false,
+                         "transposed convolution of the gradient (needs no activation)");
+  auto aten =
+      make_backward_impl("aten", P::kInput, {0}, false, false,
+                         "at::convolution_backward, input (reads the input: fastest depthwise)");
+  auto aten_shape =
+      make_backward_impl("aten_shape", P::kInput, {}, false, false,
+                         "at::convolution_backward on a stand-in of the input (no memory)");
+  std::vector<BackwardImplInfo> v = {make_backward_impl("default", P::kWeight, {0}, false, false,
+                                                        "at::convolution_backward, weight")};
+  // ATen's own input gradient is what autograd runs, and it is several times faster
+  // than a transposed convolution of the gradient on 3x3 layers (ResNet-18 layer1 at
+  // 160², batch 8: 6.3 ms against 41 ms), so it is the default: on the real input for
+  // depthwise convolutions (ATen's fastest kernel there), else on a stand-in
+  // that holds no memory (shape_stand_in.h), which keeps the default backward
+  // free of the activation.
+  const bool depthwise = n.attrs.groups > 1 && n.attrs.groups == g.value(n.inputs[0]).shape[1];
+  if (n.op == OpKind::kConvTranspose) {
+    v.push_back(make_backward_impl("conv", P::kInput, {}, false, false,
+                                   "convolution of the gradient (needs no activation)"));
+  } else if (depthwise) {
+    v.insert(v.end(), {aten, transposed, aten_shape});
+  } else {
+    v.insert(v.end(), {aten_shape, transposed, aten});
+  }
+  if (n.op == OpKind::kConv) {
+    auto sparse =
+        make_backward_impl("sparse_input", P::kWeight, {}, false, true,
+                           "weight gradient from the CSR copy of the input", {"sparse_input"});
+    auto half =
+        make_backward_impl("half_input", P::kWeight, {}, false, true,
+                           "weight gradient from the float16 copy of the input", {"half_input"});
+    sparse.gist_encoding = half.gist_encoding = true;
+    v.insert(v.end(), {sparse, half});
+  }
+  if (is_plain_conv2d(g, n)) {
+    v.push_back(
+        make_backward_impl("im2col_gemm", P::kWeight, {0}, false, false, "im2col + batched GEMM"));
+    v.push_back(make_backward_impl("slow_transpose", P::kInput, {}, false, false,
+                                   "THNN slow_conv_transpose2d of the gradient"));
+  }
+  return v;
+}
+
+// Attention's backward: from kept probabilities, or recomputing them (plain or from the
+// kept log-sum-exp); it reads whichever of q, k and v are activations.
+std::vector<BackwardImplInfo> attention_backward_impls(const Graph& g, const Node& n) {
+  using P = BackwardPart;
+  std::vector<int> qkv;
+  for (int k = 0; k < 3; ++k)
+    if (g.value(n.inputs[k]).kind == ValueKind::kActivation) qkv.push_back(k);
+  return {make_backward_impl("probabilities", P::kAll, qkv, false, true,
+                             "from q, k, v and the kept probabilities", {"materialised"}),
+          make_backward_impl("recompute", P::kAll, qkv, false, false,
+                             "recomputes the probabilities from q and k, block by block"),
+          make_backward_impl("recompute_lse", P::kAll, qkv, false, true,
+                             "recomputes the probabilities block by block from q, k and "
+                             "the kept log-sum-exp",
+                             {"lse"})};
+}
+
+}  // namespace
+
 std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
   using P = BackwardPart;
   switch (n.op) {
     case OpKind::kConv:
-    case OpKind::kConvTranspose: {
-      auto transposed =
-          make_backward_impl("transposed", P::kInput, {}, false, false,
-                             "transposed convolution of the gradient (needs no activation)");
-      auto aten = make_backward_impl(
-          "aten", P::kInput, {0}, false, false,
-          "at::convolution_backward, input (reads the input: fastest depthwise)");
-      auto aten_shape =
-          make_backward_impl("aten_shape", P::kInput, {}, false, false,
-                             "at::convolution_backward on a stand-in of the input (no memory)");
-      std::vector<BackwardImplInfo> v = {make_backward_impl(
-          "default", P::kWeight, {0}, false, false, "at::convolution_backward, weight")};
-      // ATen's own input gradient is what autograd runs, and it is several times faster
-      // than a transposed convolution of the gradient on 3x3 layers (ResNet-18 layer1 at
-      // 160², batch 8: 6.3 ms against 41 ms), so it is the default: on the real input for
-      // depthwise convolutions (ATen's fastest kernel there), else on a stand-in
-      // that holds no memory (shape_stand_in.h), which keeps the default backward
-      // free of the activation.
-      const bool depthwise = n.attrs.groups > 1 && n.attrs.groups == g.value(n.inputs[0]).shape[1];
-      if (n.op == OpKind::kConvTranspose) {
-        v.push_back(make_backward_impl("conv", P::kInput, {}, false, false,
-                                       "convolution of the gradient (needs no activation)"));
-      } else if (depthwise) {
-        v.insert(v.end(), {aten, transposed, aten_shape});
-      } else {
-        v.insert(v.end(), {aten_shape, transposed, aten});
-      }
-      if (n.op == OpKind::kConv) {
-        auto sparse =
-            make_backward_impl("sparse_input", P::kWeight, {}, false, true,
-                               "weight gradient from the CSR copy of the input", {"sparse_input"});
-        auto half = make_backward_impl("half_input", P::kWeight, {}, false, true,
-                                       "weight gradient from the float16 copy of the input",
-                                       {"half_input"});
-        sparse.gist_encoding = half.gist_encoding = true;
-        v.insert(v.end(), {sparse, half});
-      }
-      if (is_plain_conv2d(g, n)) {
-        v.push_back(make_backward_impl("im2col_gemm", P::kWeight, {0}, false, false,
-                                       "im2col + batched GEMM"));
-        v.push_back(make_backward_impl("slow_transpose", P::kInput, {}, false, false,
-                                       "THNN slow_conv_transpose2d of the gradient"));
-      }
-      return v;
-    }
+    case OpKind::kConvTranspose:
+      return conv_backward_impls(g, n);
     case OpKind::kLinear:
       return {make_backward_impl("default", P::kWeight, {0}, false, false, "grad^T x"),
               make_backward_impl("default", P::kInput, {}, false, false, "grad W")};
@@ -262,19 +288,8 @@ std::vector<BackwardImplInfo> backward_impls(const Graph& g, const Node& n) {
                                  "from the logits and targets")};
     case OpKind::kAten:
       return aten_backward_impls(g, n);
-    case OpKind::kAttention: {
-      std::vector<int> qkv;
-      for (int k = 0; k < 3; ++k)
-        if (g.value(n.inputs[k]).kind == ValueKind::kActivation) qkv.push_back(k);
-      return {make_backward_impl("probabilities", P::kAll, qkv, false, true,
-                                 "from q, k, v and the kept probabilities", {"materialised"}),
-              make_backward_impl("recompute", P::kAll, qkv, false, false,
-                                 "recomputes the probabilities from q and k, block by block"),
-              make_backward_impl("recompute_lse", P::kAll, qkv, false, true,
-                                 "recomputes the probabilities block by block from q, k and "
-                                 "the kept log-sum-exp",
-                                 {"lse"})};
-    }
+    case OpKind::kAttention:
+      return attention_backward_impls(g, n);
     case OpKind::kAdd:
     case OpKind::kCat:
     case OpKind::kFlatten: {

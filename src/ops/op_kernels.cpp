@@ -145,6 +145,34 @@ at::Tensor loss_backward(const Node& n, const std::vector<at::Tensor>& inputs,
   return torch::autograd::grad({loss}, {prediction}, {grad_output}).at(0);
 }
 
+// Views of the output gradient along the concatenated dimension.
+std::vector<at::Tensor> cat_backward(const Graph& g, const Node& n, const BackwardArgs& a) {
+  std::vector<at::Tensor> grads(n.inputs.size());
+  int64_t offset = 0;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const int64_t len = g.value(n.inputs[i]).shape[n.attrs.dim];
+    if (a.needs_grad[i]) grads[i] = a.grad_output.narrow(n.attrs.dim, offset, len);
+    offset += len;
+  }
+  return grads;
+}
+
+// The weight part (weight and bias gradients) or the input part of a Linear.
+std::vector<at::Tensor> linear_backward(const Node& n, const BackwardImplInfo& impl,
+                                        const BackwardArgs& a) {
+  std::vector<at::Tensor> grads(n.inputs.size());
+  const at::Tensor& go = a.grad_output;
+  // Inputs of any rank: the leading dimensions are rows (ConvNeXt's [N, H, W, C]).
+  const at::Tensor rows = go.reshape({-1, go.size(-1)});
+  if (impl.part == BackwardPart::kWeight) {
+    if (a.needs_grad[1]) grads[1] = rows.t().mm(a.inputs[0].reshape({-1, a.inputs[0].size(-1)}));
+    if (n.inputs.size() > 2 && a.needs_grad[2]) grads[2] = rows.sum(0);
+  } else if (a.needs_grad[0]) {
+    grads[0] = go.matmul(a.inputs[1]);
+  }
+  return grads;
+}
+
 std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
                                           const BackwardImplInfo& impl, const BackwardArgs& a,
                                           NodeState& state) {
@@ -179,15 +207,8 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
       for (size_t i = 0; i < 2; ++i)
         if (a.needs_grad[i]) grads[i] = go;
       return grads;
-    case OpKind::kCat: {
-      int64_t offset = 0;
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        const int64_t len = g.value(n.inputs[i]).shape[n.attrs.dim];
-        if (a.needs_grad[i]) grads[i] = go.narrow(n.attrs.dim, offset, len);
-        offset += len;
-      }
-      return grads;
-    }
+    case OpKind::kCat:
+      return cat_backward(g, n, a);
     case OpKind::kFlatten:
       if (a.needs_grad[0]) grads[0] = go.view(g.value(n.inputs[0]).shape);
       return grads;
@@ -200,18 +221,8 @@ std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
     case OpKind::kChannelShuffle:
       if (a.needs_grad[0]) grads[0] = kernels::channel_shuffle(go, go.size(1) / n.attrs.groups);
       return grads;
-    case OpKind::kLinear: {
-      // Inputs of any rank: the leading dimensions are rows (ConvNeXt's [N, H, W, C]).
-      const at::Tensor rows = go.reshape({-1, go.size(-1)});
-      if (impl.part == BackwardPart::kWeight) {
-        if (a.needs_grad[1])
-          grads[1] = rows.t().mm(a.inputs[0].reshape({-1, a.inputs[0].size(-1)}));
-        if (n.inputs.size() > 2 && a.needs_grad[2]) grads[2] = rows.sum(0);
-      } else if (a.needs_grad[0]) {
-        grads[0] = go.matmul(a.inputs[1]);
-      }
-      return grads;
-    }
+    case OpKind::kLinear:
+      return linear_backward(n, impl, a);
     case OpKind::kCrossEntropyLoss:
     case OpKind::kBCEWithLogitsLoss:
     case OpKind::kMSELoss:

@@ -81,8 +81,7 @@ static std::vector<std::vector<int>> node_state_free_after(const Graph& g, const
 
 Liveness analyze_liveness(const Graph& g, const Plan& plan) {
   Liveness l;
-  l.ids.values = static_cast<int>(g.values().size());
-  l.ids.nodes = static_cast<int>(g.nodes().size());
+  l.ids = TensorIds::of(g);
   const size_t count = plan.program.size();
   l.effects.reserve(count);
   const auto needs_grad = values_needing_grad(g);

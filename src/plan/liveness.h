@@ -15,6 +15,10 @@ namespace monet {
 struct TensorIds {
   int values = 0;
   int nodes = 0;
+  /// The program tensors of `g`.
+  static TensorIds of(const Graph& g) {
+    return {static_cast<int>(g.values().size()), static_cast<int>(g.nodes().size())};
+  }
   int activation(int value) const { return value; }
   int intermediate(int node) const { return values + node; }
   int grad(int value) const { return values + nodes + value; }

@@ -35,6 +35,51 @@ void check_intermediate_kind(const Graph& g, const Instruction& in,
                   "; this backward reads the one of " + names);
 }
 
+// Why a tensor in `state` (last changed by instruction `by`) cannot be read.
+std::string why_unavailable(State state, int by) {
+  switch (state) {
+    case State::kNever:
+      return "which was never computed";
+    case State::kFreed:
+      return "which instruction " + std::to_string(by) + " freed";
+    case State::kOverwritten:
+      return "which instruction " + std::to_string(by) + " overwrote in place";
+    default:
+      return "which is no longer alive";
+  }
+}
+
+// Gradient contributions owed to each activation: one per consumer with a backward (a
+// consumer whose result has no gradient, an integer one, owes none).
+std::vector<int> owed_contributions(const Graph& g, const std::vector<bool>& needs_grad,
+                                    const std::vector<bool>& needs_backward) {
+  std::vector<int> owed(g.values().size(), 0);
+  for (const auto& n : g.nodes())
+    for (int v : n.inputs)
+      if (g.value(v).kind == ValueKind::kActivation && needs_grad[v] && needs_backward[n.id])
+        ++owed[v];
+  return owed;
+}
+
+// Throws naming the first backward part a node needs that the plan never ran.
+void check_every_backward_ran(const Graph& g, const std::vector<bool>& needs_backward,
+                              const std::map<std::pair<int, BackwardPart>, int>& backward_done) {
+  for (const auto& n : g.nodes()) {
+    if (!needs_backward[n.id]) continue;
+    for (BackwardPart part : backward_parts(g, n)) {
+      if (backward_done.count({n.id, part})) continue;
+      std::string what = "'" + n.name + "'";
+      for (int v : n.inputs)
+        if (g.value(v).kind == ValueKind::kParameter) {
+          what = "parameter '" + g.value(v).name + "'";
+          break;
+        }
+      throw PlanError("the plan misses a gradient: no " + std::string(backward_part_name(part)) +
+                      " backward of node '" + n.name + "' (needed for " + what + ")");
+    }
+  }
+}
+
 }  // namespace
 
 void validate_plan(const Graph& g, const Plan& plan) {
@@ -49,11 +94,7 @@ void validate_plan(const Graph& g, const Plan& plan) {
   std::map<std::pair<int, BackwardPart>, int> backward_done;
   // Gradient contributions still owed to each activation: one per consumer with a
   // backward (a consumer whose result has no gradient, an integer one, owes none).
-  std::vector<int> owed(g.values().size(), 0);
-  for (const auto& n : g.nodes())
-    for (int v : n.inputs)
-      if (g.value(v).kind == ValueKind::kActivation && needs_grad[v] && needs_backward[n.id])
-        ++owed[v];
+  std::vector<int> owed = owed_contributions(g, needs_grad, needs_backward);
   const int loss = g.loss_value();
   state[l.ids.grad(loss)] = State::kAlive;
   // By node: the forward implementation that last emitted its intermediate, and where.
@@ -81,25 +122,10 @@ void validate_plan(const Graph& g, const Plan& plan) {
                std::count(e.writes.begin(), e.writes.end(), l.ids.intermediate(in.node))) {
       emitted_by[in.node] = {in.impl, static_cast<int>(i)};
     }
-    for (int t : e.reads) {
-      if (state[t] == State::kAlive) continue;
-      std::string why;
-      switch (state[t]) {
-        case State::kNever:
-          why = "which was never computed";
-          break;
-        case State::kFreed:
-          why = "which instruction " + std::to_string(changed_by[t]) + " freed";
-          break;
-        case State::kOverwritten:
-          why = "which instruction " + std::to_string(changed_by[t]) + " overwrote in place";
-          break;
-        default:
-          why = "which is no longer alive";
-          break;
-      }
-      throw PlanError(where + " reads " + tensor_name(g, l.ids, t) + ", " + why);
-    }
+    for (int t : e.reads)
+      if (state[t] != State::kAlive)
+        throw PlanError(where + " reads " + tensor_name(g, l.ids, t) + ", " +
+                        why_unavailable(state[t], changed_by[t]));
     for (int t : e.kills) {
       state[t] = in.kind == InstrKind::kFree ? State::kFreed : State::kOverwritten;
       changed_by[t] = static_cast<int>(i);
@@ -117,20 +143,7 @@ void validate_plan(const Graph& g, const Plan& plan) {
       if (state[t] == State::kAlive)
         state[t] = State::kDropped, changed_by[t] = static_cast<int>(i);
   }
-  for (const auto& n : g.nodes()) {
-    if (!needs_backward[n.id]) continue;
-    for (BackwardPart part : backward_parts(g, n))
-      if (!backward_done.count({n.id, part})) {
-        std::string what = "'" + n.name + "'";
-        for (int v : n.inputs)
-          if (g.value(v).kind == ValueKind::kParameter) {
-            what = "parameter '" + g.value(v).name + "'";
-            break;
-          }
-        throw PlanError("the plan misses a gradient: no " + std::string(backward_part_name(part)) +
-                        " backward of node '" + n.name + "' (needed for " + what + ")");
-      }
-  }
+  check_every_backward_ran(g, needs_backward, backward_done);
 }
 
 }  // namespace monet

@@ -42,12 +42,12 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   // Chain checkpointing's leanest schedule, lowered towards nothing (every implementation:
   // MonetMode::kAll only): a warm start where the program accepts it, and the answer where
   // the search ends above it.
-  const SearchClock clock(solver.search_limit);
+  const TimeBudget time(solver.search_limit, solver.time_limit_seconds);
   SimulatedPlan leanest;
   if (mode == MonetMode::kAll) {
-    leanest = leanest_chain_schedule(g, costs, solver.time_limit_seconds * kMinimumBudgetChainShare,
-                                     solver.search_limit);
-    o.time_limit_seconds = std::max(1.0, clock.left(solver.time_limit_seconds));
+    leanest =
+        leanest_chain_schedule(g, costs, time.of(kMinimumBudgetChainShare), solver.search_limit);
+    o.time_limit_seconds = stage_seconds(time.left());
   }
   std::vector<Plan> extra;
   if (!leanest.plan.program.empty()) extra.push_back(leanest.plan);

@@ -10,6 +10,7 @@
 #include "plan/plan.h"
 #include "planner/monet_planner.h"
 #include "planner/search/program_search.h"
+#include "planner/solver/time_budget.h"
 
 namespace monet {
 
@@ -21,9 +22,9 @@ struct MinimumBudget {
   bool proven = false;      // bytes == bound (solved to optimality)
   Plan plan;                // a plan with that peak
 };
-/// minimum_budget's share of its time limit for chain checkpointing's leanest schedule
-/// (a fraction).
-inline constexpr double kMinimumBudgetChainShare = 0.25;
+/// minimum_budget's share of its time limit (SearchOptions::time_limit_seconds) for chain
+/// checkpointing's leanest schedule; the program's search takes what is left.
+inline constexpr TimeShare kMinimumBudgetChainShare{0.25, ShareBase::kWholeLimit};
 
 /// The smallest budget for which the program (in `mode`) has a plan: the same program
 /// with the budget as the variable to minimise (on programs of at most

@@ -34,11 +34,11 @@ struct HeuristicPlans {
   PlanSource fastest_source = PlanSource::kProgram;
 };
 
-// `seconds_left`: what is left of the time limit (seconds), all of which a first fit may
-// take when no heuristic plan fits otherwise. Under HeuristicPlansSource::kWarmPlansOnly:
+// `time`: the planner's; a first fit may take all that is left of it (less the return
+// reserve) when no heuristic plan fits otherwise. Under HeuristicPlansSource::kWarmPlansOnly:
 // the warm plans alone, none of them `fastest`.
 HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t budget,
-                               const MonetOptions& o, double seconds_left) {
+                               const MonetOptions& o, const TimeBudget& time) {
   HeuristicPlans h;
   h.within_budget = o.warm_plans;
   if (o.heuristics == HeuristicPlansSource::kWarmPlansOnly) return h;
@@ -65,12 +65,11 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
         (h.fastest.plan.program.empty() || all.simulated.seconds < h.fastest.simulated.seconds))
       h.fastest = std::move(all), h.fastest_source = PlanSource::kStoreAll;
   }
-  const SearchClock clock(o.solver.search_limit);
-  const double limit = o.solver.time_limit_seconds;
+  const SearchClock clock(o.solver.search_limit);  // for the report
   SegmentKeepingOptions keeping_options;
   keeping_options.budget_bytes = budget;
   keeping_options.search_limit = o.solver.search_limit;
-  keeping_options.time_limit_seconds = limit * o.segment_keeping_share;
+  keeping_options.time_limit_seconds = time.of(o.segment_keeping_share);
   SegmentKeepingPlans keeping = segment_keeping_plans(g, costs, keeping_options);
   for (SimulatedPlan& p : keeping.within_budget) take(std::move(p), PlanSource::kSegmentKeeping);
   h.over_budget = std::move(keeping.over_budget);
@@ -78,9 +77,9 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
   chain_options.budget_bytes = budget;
   chain_options.search_limit = o.solver.search_limit;
   chain_options.time_limit_seconds =
-      limit * (keeping.within_budget.empty() ? o.tight_chain_checkpointing_share
-                                             : o.chain_checkpointing_share);
-  chain_options.first_fit_time_limit_seconds = std::max(1.0, seconds_left - clock.elapsed());
+      time.of(keeping.within_budget.empty() ? o.tight_chain_checkpointing_share
+                                            : o.chain_checkpointing_share);
+  chain_options.first_fit_time_limit_seconds = stage_seconds(time.left(o.return_reserve_seconds));
   ChainCheckpointingPlans chain = chain_checkpointing_plans(g, costs, chain_options);
   // The fastest chain schedule within the budget, and the leanest (its smallest peak).
   if (!chain.within_budget.empty())
@@ -98,21 +97,19 @@ HeuristicPlans heuristic_plans(const Graph& g, const CostModel& costs, int64_t b
 // When no heuristic plan fits a large program: a plan that does, found by neighbourhood
 // search on the elastic program (every plan feasible; objective: the memory rows' total
 // excess over `budget`) from the heuristic plan of least excess, until the excess is 0, in
-// at most elastic_share of the time limit and within `seconds_left` (seconds) less the
-// return reserve. Empty when none was found. (Lowering the largest row of the
-// minimum-budget program instead stalled: the peak is reached in many stages, and a window
-// that lowers some of them leaves the objective unchanged.)
+// its elastic_share of `time` less the return reserve. Empty when none was found. (Lowering the
+// largest row of the minimum-budget program instead stalled: the peak is reached in many stages,
+// and a window that lowers some of them leaves the objective unchanged.)
 std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const MonetOptions& mo,
                               int64_t budget, const std::vector<Plan>& starts,
-                              double seconds_left) {
+                              const TimeBudget& time) {
   MonetProgramOptions po;
   po.mode = mo.mode;
   po.budget_rows = BudgetRows::kElastic;
   po.budget_bytes = budget;
   const MonetProgram program(g, costs, po);
   SearchOptions o = mo.solver;
-  o.time_limit_seconds = std::max(1.0, std::min(mo.solver.time_limit_seconds * mo.elastic_share,
-                                                seconds_left - mo.return_reserve_seconds));
+  o.time_limit_seconds = stage_seconds(time.within(mo.elastic_share, mo.return_reserve_seconds));
   o.neighbourhood.column_positions = program.column_positions();
   // No bound wanted (the search stops at excess 0): no LP relaxation beside it.
   std::promise<RelaxationBound> none;
@@ -140,13 +137,13 @@ std::vector<Plan> plan_within(const Graph& g, const CostModel& costs, const Mone
 // Adds the recomputation-first plan for `budget` (MonetOptions::recomputation_first_share)
 // to `h`'s plans within the budget, and makes it `h`'s fastest when it is faster, where the
 // planner's program (searched by `policy`) is small and searched by neighbourhoods: the program in
-// MonetMode::kNoOp searched in its share of the time limit, within `seconds_left` (seconds), then
+// MonetMode::kNoOp searched in its share of `time` less the return reserve, then
 // each convolution switched to the fastest algorithm that keeps the plan within the budget. Returns
 // its predicted seconds; -1 when there is none.
 double add_recomputation_first_plan(const Graph& g, const CostModel& costs, const MonetOptions& o,
-                                    int64_t budget, const SearchPolicy& policy, double seconds_left,
-                                    HeuristicPlans* h) {
-  if (o.mode != MonetMode::kAll || o.recomputation_first_share <= 0 ||
+                                    int64_t budget, const SearchPolicy& policy,
+                                    const TimeBudget& time, HeuristicPlans* h) {
+  if (o.mode != MonetMode::kAll || o.recomputation_first_share.fraction <= 0 ||
       policy.scale != ProgramScale::kSmall || policy.strategy != SearchStrategy::kNeighbourhood)
     return -1;
   MonetOptions noop = o;
@@ -156,11 +153,11 @@ double add_recomputation_first_plan(const Graph& g, const CostModel& costs, cons
   // which are not run again), as warm starts where the noop program accepts them.
   noop.warm_plans = h->within_budget;
   noop.heuristics = HeuristicPlansSource::kWarmPlansOnly;
-  noop.recomputation_first_share = 0;
+  noop.recomputation_first_share.fraction = 0;
   noop.solver.progress = false;
   noop.solver.time_limit_seconds =
-      std::min(o.solver.time_limit_seconds * o.recomputation_first_share, seconds_left);
-  if (noop.solver.time_limit_seconds < 1) return -1;
+      time.within(o.recomputation_first_share, o.return_reserve_seconds);
+  if (noop.solver.time_limit_seconds < kMinimumStageSeconds) return -1;
   const SearchClock clock(o.solver.search_limit);
   MonetResult r = plan_monet(g, costs, noop);
   if (!r.found) {
@@ -239,11 +236,11 @@ enum class Bound {
 // The program for `budget` in the planner's mode, with intermediates of at least
 // `exact_fraction` of their node's output modelled exactly, and, when its search is a
 // neighbourhood search (which only needs the bound) and `bound` asks for it, the LP
-// relaxation on a thread of its own from now, until `seconds_left` less the reserve, or
-// until stopped.
+// relaxation on a thread of its own from now, until what is left of `time` less the
+// relaxation reserve, or until stopped.
 void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o, int64_t budget,
                    double exact_fraction, Recomputations recomputations, Bound bound,
-                   double seconds_left, ProgramSearch* search) {
+                   const TimeBudget& time, ProgramSearch* search) {
   MonetProgramOptions po;
   po.mode = o.mode;
   po.budget_bytes = budget;
@@ -265,7 +262,7 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
     return;
   }
   const RelaxationLimit lp_limit = relaxation_limit(
-      program.milp(), o.solver, std::max(1.0, seconds_left - o.relaxation_reserve_seconds));
+      program.milp(), o.solver, stage_seconds(time.left(o.relaxation_reserve_seconds)));
   const std::atomic<bool>* stop = search->stop.get();
   search->solver.relaxation = std::async(std::launch::async, [&program, lp_limit, stop] {
                                 return solve_relaxation(program.milp(), lp_limit, stop);
@@ -282,7 +279,7 @@ void start_program(const Graph& g, const CostModel& costs, const MonetOptions& o
 // cut over a large program may find none within the time limit). Returns its description
 // (empty: none).
 std::string choose_warm_start(const Graph& g, const CostModel& costs, const MonetOptions& o,
-                              int64_t budget, const HeuristicPlans& h, double seconds_left,
+                              int64_t budget, const HeuristicPlans& h, const TimeBudget& time,
                               ProgramSearch* search, ProgramSearch* spare) {
   std::string name = warm_start(*search->program, g, costs, &search->solver, h.within_budget);
   if (!name.empty()) return name;
@@ -290,7 +287,7 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
       (o.exact_intermediate_min_fraction > 0 ||
        o.recomputations != Recomputations::kInPlaceWherePossible)) {
     start_program(g, costs, o, budget, 0, Recomputations::kInPlaceWherePossible,
-                  Bound::kRelaxationOfSmallProgram, seconds_left, spare);
+                  Bound::kRelaxationOfSmallProgram, time, spare);
     name = warm_start(*spare->program, g, costs, &spare->solver, h.within_budget);
     if (o.solver.progress)
       report_progress(
@@ -318,7 +315,7 @@ std::string choose_warm_start(const Graph& g, const CostModel& costs, const Mone
   // memory rows may reject what the simulator accepts) and those over it.
   std::vector<Plan> starts = h.within_budget;
   starts.insert(starts.end(), h.over_budget.begin(), h.over_budget.end());
-  for (const Plan& p : plan_within(g, costs, o, budget, starts, seconds_left)) {
+  for (const Plan& p : plan_within(g, costs, o, budget, starts, time)) {
     std::vector<double> x = search->program->assignment_of(p, /*nearest=*/true);
     if (x.empty() || !search->program->milp().satisfies(x)) continue;
     search->solver.warm_start = std::move(x);
@@ -347,14 +344,14 @@ void prefer_heuristic(SimulatedPlan heuristic, PlanSource source, MonetMode mode
 
 // Whether plan_monet searches the program again with recomputations in place where
 // possible: the program just searched (`result`, by `policy`), out of place, is proven to
-// have no plan, it is small, and `seconds_left` (seconds) leaves the search time.
+// have no plan, it is small, and `time` leaves the search time.
 bool recompute_in_place_next(const MonetOptions& o, const MonetResult& result,
                              const SearchPolicy& policy, Recomputations searched,
-                             double seconds_left) {
+                             const TimeBudget& time) {
   return o.infeasible_small_program == InfeasibleSmallProgram::kRecomputeInPlace &&
          searched == Recomputations::kOutOfPlace &&
          result.solve.status == MilpStatus::kInfeasible && policy.scale == ProgramScale::kSmall &&
-         seconds_left - o.return_reserve_seconds >= 1;
+         time.left(o.return_reserve_seconds) >= kMinimumStageSeconds;
 }
 
 void report_program(const MonetOptions& o, int64_t budget, const ProgramSize& size,
@@ -398,8 +395,8 @@ bool below_the_floor(const Graph& g, const CostModel& costs, const MonetOptions&
 }  // namespace
 
 MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOptions& o) {
-  const SearchClock clock(o.solver.search_limit);
-  const double limit = o.solver.time_limit_seconds;
+  const TimeBudget time(o.solver.search_limit, o.solver.time_limit_seconds);
+  const SearchClock& clock = time.clock();
   MonetResult result;
   if (below_the_floor(g, costs, o, &result)) {  // no plan can fit: nothing to search
     result.seconds = clock.wall_seconds();
@@ -416,12 +413,10 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     // of seconds on the largest programs).
     ProgramSearch search, spare;
     start_program(g, costs, o, budget, o.exact_intermediate_min_fraction, recomputations,
-                  Bound::kRelaxation, clock.left(limit), &search);
+                  Bound::kRelaxation, time, &search);
     // Heuristic plans, and the warm start.
-    HeuristicPlans h =
-        heuristic_plans(g, costs, budget, o, clock.left(limit) - o.return_reserve_seconds);
-    const double first = add_recomputation_first_plan(
-        g, costs, o, budget, search.policy, clock.left(limit) - o.return_reserve_seconds, &h);
+    HeuristicPlans h = heuristic_plans(g, costs, budget, o, time);
+    const double first = add_recomputation_first_plan(g, costs, o, budget, search.policy, time, &h);
     if (first >= 0) result.recomputation_first_seconds = first;
     if (o.mode == MonetMode::kAll && !h.fastest.plan.program.empty() &&
         result.first_fit_seconds < 0)
@@ -430,8 +425,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
         (heuristic.plan.program.empty() ||
          h.fastest.simulated.seconds < heuristic.simulated.seconds))
       heuristic = h.fastest, heuristic_source = h.fastest_source;
-    const std::string warm_name =
-        choose_warm_start(g, costs, o, budget, h, clock.left(limit), &search, &spare);
+    const std::string warm_name = choose_warm_start(g, costs, o, budget, h, time, &search, &spare);
     result.warm_start = warm_name;
     const MonetProgram& program = *search.program;
     SearchOptions& solver = search.solver;
@@ -441,13 +435,12 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     if (!warm_name.empty() && result.first_fit_seconds < 0)
       result.first_fit_seconds = clock.wall_seconds();
     // The search, in what is left of the time limit.
-    solver.time_limit_seconds = std::max(1.0, clock.left(limit) - o.return_reserve_seconds);
+    solver.time_limit_seconds = stage_seconds(time.left(o.return_reserve_seconds));
     if (o.solver.progress) report_program(o, budget, result.size, warm_name);
     result.solve = search_program(program.milp(), solver, search.policy);
     ++result.solves;
     if (result.solve.values.empty()) {
-      if (!recompute_in_place_next(o, result, search.policy, recomputations, clock.left(limit)))
-        break;
+      if (!recompute_in_place_next(o, result, search.policy, recomputations, time)) break;
       recomputations = Recomputations::kInPlaceWherePossible;
       if (o.solver.progress)
         report_progress(
@@ -465,7 +458,7 @@ MonetResult plan_monet(const Graph& g, const CostModel& costs, const MonetOption
     if (o.solver.progress)
       report_progress("planner: simulated peak exceeds the budget by %lld B; re-solving\n",
                       static_cast<long long>(excess));
-    budget -= excess + 4096;
+    budget -= excess + o.correction_margin_bytes;
   }
   prefer_heuristic(std::move(heuristic), heuristic_source, o.mode, &result);
   result.seconds = clock.wall_seconds();

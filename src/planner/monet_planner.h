@@ -21,6 +21,7 @@
 #include "plan/plan.h"
 #include "planner/program/monet_mode.h"
 #include "planner/search/program_search.h"
+#include "planner/solver/time_budget.h"
 
 namespace monet {
 
@@ -74,15 +75,16 @@ struct MonetOptions {
   /// whose simulated peak fits the budget is also the answer when nothing faster is found.
   std::vector<Plan> warm_plans;
   HeuristicPlansSource heuristics = HeuristicPlansSource::kRun;
-  /// Segment keeping's limit, as a fraction of solver.time_limit_seconds.
-  double segment_keeping_share = 1.0 / 6;
+  /// The stages' limits (time_budget.h) are shares of solver.time_limit_seconds, the whole
+  /// planner's limit; their sum may exceed 1 because each is within what is left.
+  /// Segment keeping's limit.
+  TimeShare segment_keeping_share{1.0 / 6, ShareBase::kWholeLimit};
   /// Chain checkpointing's limit (the simulations of its schedules and their
-  /// rematerialization) where segment keeping has a plan within the budget, likewise.
-  double chain_checkpointing_share = 1.0 / 6;
-  /// Chain checkpointing's limit where segment keeping has none, likewise: lowering a fast
-  /// schedule into a tight budget takes long on large models (docs/PLANNER.md, "Why the
-  /// defaults").
-  double tight_chain_checkpointing_share = 0.55;
+  /// rematerialization) where segment keeping has a plan within the budget.
+  TimeShare chain_checkpointing_share{1.0 / 6, ShareBase::kWholeLimit};
+  /// Chain checkpointing's limit where segment keeping has none: lowering a fast schedule
+  /// into a tight budget takes long on large models (docs/PLANNER.md, "Why the defaults").
+  TimeShare tight_chain_checkpointing_share{0.55, ShareBase::kWholeLimit};
   /// Intermediates of at least this fraction of their node's output bytes are modelled
   /// exactly in the program (MonetProgramOptions::exact_intermediate_min_fraction).
   double exact_intermediate_min_fraction = kExactIntermediateMinFraction;
@@ -92,18 +94,19 @@ struct MonetOptions {
   /// elastic search's (docs/PLANNER.md, "Why the defaults").
   NoFittingHeuristic no_fitting_heuristic = NoFittingHeuristic::kExactProgramThenElastic;
   SmallProgramFirstFit small_program_first_fit = SmallProgramFirstFit::kBranchAndCut;
-  /// The recomputation-first plan's limit, as a fraction of solver.time_limit_seconds:
-  /// in MonetMode::kAll, on programs of at most solver.neighbourhood_min_columns columns
+  /// The recomputation-first plan's limit, within what is left less the return reserve: in
+  /// MonetMode::kAll, on programs of at most solver.neighbourhood_min_columns columns
   /// searched by neighbourhoods (SearchOptions::small_program_neighbourhood_min_seconds),
   /// the program with every operator at its default implementation (what to keep and
   /// recompute alone, as Checkmate chooses) is searched first; its plan, each convolution
   /// then switched to the fastest algorithm that fits (as Checkmate-O), is a warm start of
   /// the whole program, whose search then chooses the other implementations, for faster
   /// plans than the whole program's search alone (docs/PLANNER.md, "Why the defaults").
-  /// 0: none.
-  double recomputation_first_share = 0.25;
-  /// The elastic search's limit (when no heuristic plan fits the program), likewise.
-  double elastic_share = 0.5;
+  /// Fraction 0: none.
+  TimeShare recomputation_first_share{0.25, ShareBase::kWholeLimit};
+  /// The elastic search's limit (when no heuristic plan fits the program), within what is
+  /// left less the return reserve.
+  TimeShare elastic_share{0.5, ShareBase::kWholeLimit};
   /// The elastic search stops at excess 0 with a plan up to this many times slower than
   /// the plan it starts from.
   double elastic_slowdown = 10;
@@ -114,6 +117,9 @@ struct MonetOptions {
   /// to return after its deadline on large programs (docs/PLANNER.md, "Why the defaults"),
   /// and decoding and simulating take the rest.
   double return_reserve_seconds = 2.0;
+  /// A correction lowers the program's budget by the simulated excess and this margin more
+  /// (bytes).
+  int64_t correction_margin_bytes = 4096;
 };
 
 /// Where the plan plan_monet() returns comes from.

@@ -49,6 +49,7 @@ Executor::Executor(const Graph& graph, ModelState& state, Plan plan)
     throw PlanError("the plan was made for another graph (fingerprint " + plan_.graph_fingerprint +
                     ", this one has " + graph_.fingerprint() + ")");
   validate_plan(graph_, plan_);
+  ids_ = TensorIds::of(graph_);
   needs_grad_ = values_needing_grad(graph_);
   Liveness live = analyze_liveness(graph_, plan_);
   free_after_ = std::move(live.free_after);
@@ -90,9 +91,7 @@ struct PendingIteration::State {
     node_state.resize(g.nodes().size());
     for (const auto& n : g.nodes()) node_state[n.id].seed = node_seed(o.iteration_seed, n.id);
   }
-  static TensorIds tensor_ids(const Graph& g) {
-    return {static_cast<int>(g.values().size()), static_cast<int>(g.nodes().size())};
-  }
+  static TensorIds tensor_ids(const Graph& g) { return TensorIds::of(g); }
   Batch batch;
   ExecutionOptions options;
   bool external_loss;    // the loss node is the caller's: its forward and backward skipped
@@ -172,77 +171,90 @@ void Executor::update_parameter(PendingIteration::State& state, int parameter) c
   grad.reset();
 }
 
-void Executor::execute(PendingIteration::State& state, size_t begin, size_t end) const {
-  const TensorIds ids = PendingIteration::State::tensor_ids(graph_);
+at::Tensor Executor::read(const PendingIteration::State& state, int v,
+                          const Instruction& in) const {
+  if (graph_.value(v).kind != ValueKind::kActivation)
+    return fixed_tensor(graph_, state_, state.batch, v);
+  const at::Tensor& t = state.tensors[ids_.activation(v)];
+  if (!t.defined())
+    throw PlanError(describe(graph_, in) + " reads '" + graph_.value(v).name +
+                    "', which is not alive");
+  return t;
+}
+
+void Executor::run_forward_instruction(PendingIteration::State& state, size_t i) const {
+  const Instruction& in = plan_.program[i];
+  const Node& n = graph_.node(in.node);
+  std::vector<at::Tensor>& tensors = state.tensors;
+  const int loss = graph_.loss_value();
+  const ForwardImplInfo& impl = forward_[i];
+  std::vector<at::Tensor> inputs;
+  for (int v : n.inputs) inputs.push_back(read(state, v, in));
+  ForwardOutput out = run_forward(graph_, n, impl, inputs, state.node_state[n.id], true);
+  inputs.clear();
+  if (impl.inplace) tensors[ids_.activation(n.inputs[0])].reset();
+  if (n.output == loss) {
+    state.loss = out.output.item<double>();
+    tensors[ids_.grad(loss)] = at::ones({}, out.output.options());  // d loss / d loss
+  }
+  tensors[ids_.activation(n.output)] = std::move(out.output);
+  if (impl.emits_intermediate) tensors[ids_.intermediate(n.id)] = std::move(out.intermediate);
+}
+
+void Executor::run_backward_instruction(PendingIteration::State& state, size_t i) const {
+  const Instruction& in = plan_.program[i];
+  const Node& n = graph_.node(in.node);
+  std::vector<at::Tensor>& tensors = state.tensors;
+  const BackwardImplInfo& impl = backward_[i];
+  BackwardArgs args;
+  args.grad_output = tensors[ids_.grad(n.output)];
+  if (!args.grad_output.defined())
+    throw PlanError(describe(graph_, in) + " runs before the gradient of its output exists");
+  args.inputs.resize(n.inputs.size());
+  args.needs_grad = backward_grad_mask(graph_, n, in.part, needs_grad_);
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Value& v = graph_.value(n.inputs[k]);
+    if (v.kind != ValueKind::kActivation) args.inputs[k] = read(state, v.id, in);
+  }
+  for (int k : impl.reads_inputs) args.inputs[k] = read(state, n.inputs[k], in);
+  if (impl.reads_output) args.output = read(state, n.output, in);
+  if (impl.reads_intermediate) {
+    args.intermediate = tensors[ids_.intermediate(n.id)];
+    if (!args.intermediate.defined())
+      throw PlanError(describe(graph_, in) + " reads the intermediate of '" + n.name +
+                      "', which is not alive");
+  }
+  std::vector<at::Tensor> grads = run_backward(graph_, n, impl, args, state.node_state[n.id]);
+  args = BackwardArgs();
   const bool into_parameters = state.options.gradients == GradientDestination::kParameters;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    if (!grads[k].defined()) continue;
+    const int v = n.inputs[k];
+    if (graph_.value(v).kind == ValueKind::kParameter && into_parameters)
+      accumulate_into_grad(state_.tensor(v), grads[k]);
+    else if (graph_.value(v).kind == ValueKind::kParameter)
+      accumulate(state.param_grads[v], grads[k]);
+    else
+      accumulate(tensors[ids_.grad(v)], grads[k]);
+  }
+}
+
+void Executor::execute(PendingIteration::State& state, size_t begin, size_t end) const {
   torch::NoGradGuard no_grad;  // the plan is the backward: no autograd graph
   std::vector<at::Tensor>& tensors = state.tensors;
-  const Batch& batch = state.batch;
-  const int loss = graph_.loss_value();
-  const int loss_node = graph_.value(loss).producer;
-
-  auto value_tensor = [&](int v, const Instruction& in) -> at::Tensor {
-    if (graph_.value(v).kind != ValueKind::kActivation)
-      return fixed_tensor(graph_, state_, batch, v);
-    const at::Tensor& t = tensors[ids.activation(v)];
-    if (!t.defined())
-      throw PlanError(describe(graph_, in) + " reads '" + graph_.value(v).name +
-                      "', which is not alive");
-    return t;
-  };
-
+  const int loss_node = graph_.value(graph_.loss_value()).producer;
   for (size_t i = begin; i < end; ++i) {
     const Instruction& in = plan_.program[i];
     const Node& n = graph_.node(in.node);
     if (state.external_loss && n.id == loss_node && in.kind != InstrKind::kFree) {
       // The caller's loss: its value and gradient come from outside the plan.
     } else if (in.kind == InstrKind::kForward) {
-      const ForwardImplInfo& impl = forward_[i];
-      std::vector<at::Tensor> inputs;
-      for (int v : n.inputs) inputs.push_back(value_tensor(v, in));
-      ForwardOutput out = run_forward(graph_, n, impl, inputs, state.node_state[n.id], true);
-      inputs.clear();
-      if (impl.inplace) tensors[ids.activation(n.inputs[0])].reset();
-      if (n.output == loss) {
-        state.loss = out.output.item<double>();
-        tensors[ids.grad(loss)] = at::ones({}, out.output.options());  // d loss / d loss
-      }
-      tensors[ids.activation(n.output)] = std::move(out.output);
-      if (impl.emits_intermediate) tensors[ids.intermediate(n.id)] = std::move(out.intermediate);
+      run_forward_instruction(state, i);
     } else if (in.kind == InstrKind::kBackward) {
-      const BackwardImplInfo& impl = backward_[i];
-      BackwardArgs args;
-      args.grad_output = tensors[ids.grad(n.output)];
-      if (!args.grad_output.defined())
-        throw PlanError(describe(graph_, in) + " runs before the gradient of its output exists");
-      args.inputs.resize(n.inputs.size());
-      args.needs_grad = backward_grad_mask(graph_, n, in.part, needs_grad_);
-      for (size_t k = 0; k < n.inputs.size(); ++k) {
-        const Value& v = graph_.value(n.inputs[k]);
-        if (v.kind != ValueKind::kActivation) args.inputs[k] = value_tensor(v.id, in);
-      }
-      for (int k : impl.reads_inputs) args.inputs[k] = value_tensor(n.inputs[k], in);
-      if (impl.reads_output) args.output = value_tensor(n.output, in);
-      if (impl.reads_intermediate) {
-        args.intermediate = tensors[ids.intermediate(n.id)];
-        if (!args.intermediate.defined())
-          throw PlanError(describe(graph_, in) + " reads the intermediate of '" + n.name +
-                          "', which is not alive");
-      }
-      std::vector<at::Tensor> grads = run_backward(graph_, n, impl, args, state.node_state[n.id]);
-      args = BackwardArgs();
-      for (size_t k = 0; k < n.inputs.size(); ++k) {
-        if (!grads[k].defined()) continue;
-        const int v = n.inputs[k];
-        if (graph_.value(v).kind == ValueKind::kParameter && into_parameters)
-          accumulate_into_grad(state_.tensor(v), grads[k]);
-        else if (graph_.value(v).kind == ValueKind::kParameter)
-          accumulate(state.param_grads[v], grads[k]);
-        else
-          accumulate(tensors[ids.grad(v)], grads[k]);
-      }
+      run_backward_instruction(state, i);
     } else {
-      tensors[in.slot == Slot::kOutput ? ids.activation(n.output) : ids.intermediate(n.id)].reset();
+      tensors[in.slot == Slot::kOutput ? ids_.activation(n.output) : ids_.intermediate(n.id)]
+          .reset();
     }
     for (int t : free_after_[i]) tensors[t].reset();
     for (int node : state_free_after_[i]) {  // as autograd frees a node's saved tensors

@@ -11,6 +11,7 @@
 
 #include "base/memory_tracker.h"
 #include "graph/graph.h"
+#include "plan/liveness.h"
 #include "plan/plan.h"
 #include "runtime/model_state.h"
 
@@ -108,10 +109,18 @@ class Executor {
   ExecutionResult finish(PendingIteration::State& state) const;
   /// Hands `parameter`'s gradient to ExecutionOptions::update_parameter and frees it.
   void update_parameter(PendingIteration::State& state, int parameter) const;
+  /// The tensor of value `v` that instruction `in` reads: the activation alive in `state`,
+  /// or a parameter's, buffer's or the batch's. Throws PlanError when it is not alive.
+  at::Tensor read(const PendingIteration::State& state, int v, const Instruction& in) const;
+  /// Runs forward instruction i (a first forward or a recomputation) on `state`.
+  void run_forward_instruction(PendingIteration::State& state, size_t i) const;
+  /// Runs backward instruction i on `state` and accumulates the gradients it returns.
+  void run_backward_instruction(PendingIteration::State& state, size_t i) const;
 
   const Graph& graph_;
   ModelState& state_;
   Plan plan_;
+  TensorIds ids_;  // of the program's tensors (PendingIteration::State::tensors)
   std::vector<bool> needs_grad_;
   std::vector<std::vector<int>> free_after_;
   std::vector<std::vector<int>> state_free_after_;  // Liveness::state_free_after

@@ -469,6 +469,87 @@ std::vector<ScheduledSegment> chain_segments(const Graph& g,
   return segments;
 }
 
+// Simulates the schedules of one layout's dynamic program (`layout`, its `cuts`) in one
+// implementation family, `preference`, out of place where the input is a cut. Schedules
+// within the budget go to `out`, those above it (recomputing as the forward run) to `over`.
+template <typename Elapsed>
+void add_family_schedules(const Graph& g, const CostModel& costs,
+                          const ChainCheckpointingOptions& o,
+                          const std::vector<ChainSegment>& layout, const std::vector<int>& cuts,
+                          ImplementationPreference preference,
+                          const std::vector<bool>& needs_backward, const Elapsed& elapsed,
+                          int* families_left, std::vector<SimulatedPlan>* over,
+                          ChainCheckpointingPlans* out) {
+  const ScheduleChoices choices = chain_choices(g, costs, preference, cuts);
+  std::vector<ScheduledSegment> segments = chain_segments(g, layout);
+  const std::vector<bool> needs_grad = values_needing_grad(g);
+  std::vector<bool> gradient_made(g.values().size(), false);
+  for (auto s = segments.rbegin(); s != segments.rend(); ++s)
+    measure(g, costs, choices, needs_backward, needs_grad, &gradient_made, &*s);
+  const ChainProgram program(segments, std::max(1, o.memory_levels));
+  // Each distinct schedule simulated once (levels repeat schedules), in both variants;
+  // its smallest simulated peak.
+  std::map<std::vector<std::pair<int, bool>>, int64_t> peaks;
+  const auto visit = [&](int m) {
+    std::vector<std::pair<int, bool>> steps = program.schedule(m);
+    const auto known = peaks.find(steps);
+    if (known != peaks.end()) return known->second;
+    int64_t peak = std::numeric_limits<int64_t>::max();
+    for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
+      SimulatedPlan p;
+      p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
+      if (o.unread_recomputations == UnreadRecomputations::kDrop)
+        p.plan = without_unread_recomputations(g, std::move(p.plan));
+      p.simulated = simulate(g, p.plan, costs);
+      peak = std::min(peak, p.simulated.peak_bytes);
+      if (out->smallest.plan.program.empty() ||
+          p.simulated.peak_bytes < out->smallest.simulated.peak_bytes)
+        out->smallest = p;
+      if (p.simulated.peak_bytes <= o.budget_bytes)
+        out->within_budget.push_back(std::move(p));
+      else if (r == Recomputation::kLean)
+        over->push_back(std::move(p));
+    }
+    ++out->schedules;
+    peaks.emplace(std::move(steps), peak);
+    return peak;
+  };
+  const auto time_left = [&] { return elapsed() <= o.time_limit_seconds; };
+  // The levels around the fit get an equal share of the time left with the families
+  // after this one (what one leaves goes to the next): on GPT-2-small, searched to its
+  // end, the memory-lean family would leave the fastest one no time.
+  const double share_end =
+      elapsed() + (o.time_limit_seconds - elapsed()) / std::max(1, (*families_left)--);
+  // The leanest schedule first (so that it is simulated however short the time); then
+  // the highest level whose schedule fits, by bisection (peaks grow with the level,
+  // roughly); then the levels around it, nearest first: the fastest schedules that fit
+  // and those just above the budget, which rematerialization lowers into it.
+  int leanest = 0;
+  while (leanest <= program.levels() && !program.feasible(leanest)) ++leanest;
+  if (leanest > program.levels()) return;
+  int fits = leanest, above = program.levels();
+  if (visit(leanest) <= o.budget_bytes) {
+    while (fits < above && time_left()) {
+      const int middle = fits + (above - fits + 1) / 2;
+      if (visit(middle) <= o.budget_bytes)
+        fits = middle;
+      else
+        above = middle - 1;
+    }
+  }
+  // Under SearchLimit::kWork: at most work_schedules distinct schedules around the fit.
+  const int around_start = out->schedules;
+  const auto more_around = [&] {
+    return o.search_limit != SearchLimit::kWork || out->schedules - around_start < o.work_schedules;
+  };
+  for (int d = 1; elapsed() <= share_end && more_around() &&
+                  (fits + d <= program.levels() || fits - d >= leanest);
+       ++d) {
+    if (fits + d <= program.levels()) visit(fits + d);
+    if (fits - d >= leanest) visit(fits - d);
+  }
+}
+
 // Simulates the schedules of one layout's dynamic program, in both implementation
 // families: memory-lean (the smallest peaks) and fastest (the least time where the budget
 // has room), out of place where the input is a cut, which later sweeps start from again.
@@ -485,77 +566,9 @@ void add_layout_schedules(const Graph& g, const CostModel& costs,
   for (const ChainSegment& c : layout)
     if (c.output >= 0) cuts.push_back(c.output);
   for (ImplementationPreference preference :
-       {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest}) {
-    const ScheduleChoices choices = chain_choices(g, costs, preference, cuts);
-    std::vector<ScheduledSegment> segments = chain_segments(g, layout);
-    const std::vector<bool> needs_grad = values_needing_grad(g);
-    std::vector<bool> gradient_made(g.values().size(), false);
-    for (auto s = segments.rbegin(); s != segments.rend(); ++s)
-      measure(g, costs, choices, needs_backward, needs_grad, &gradient_made, &*s);
-    const ChainProgram program(segments, std::max(1, o.memory_levels));
-    // Each distinct schedule simulated once (levels repeat schedules), in both variants;
-    // its smallest simulated peak.
-    std::map<std::vector<std::pair<int, bool>>, int64_t> peaks;
-    const auto visit = [&](int m) {
-      std::vector<std::pair<int, bool>> steps = program.schedule(m);
-      const auto known = peaks.find(steps);
-      if (known != peaks.end()) return known->second;
-      int64_t peak = std::numeric_limits<int64_t>::max();
-      for (Recomputation r : {Recomputation::kLean, Recomputation::kOutOfPlace}) {
-        SimulatedPlan p;
-        p.plan = schedule_plan(g, segments, choices, needs_backward, steps, r);
-        if (o.unread_recomputations == UnreadRecomputations::kDrop)
-          p.plan = without_unread_recomputations(g, std::move(p.plan));
-        p.simulated = simulate(g, p.plan, costs);
-        peak = std::min(peak, p.simulated.peak_bytes);
-        if (out->smallest.plan.program.empty() ||
-            p.simulated.peak_bytes < out->smallest.simulated.peak_bytes)
-          out->smallest = p;
-        if (p.simulated.peak_bytes <= o.budget_bytes)
-          out->within_budget.push_back(std::move(p));
-        else if (r == Recomputation::kLean)
-          over->push_back(std::move(p));
-      }
-      ++out->schedules;
-      peaks.emplace(std::move(steps), peak);
-      return peak;
-    };
-    const auto time_left = [&] { return elapsed() <= o.time_limit_seconds; };
-    // The levels around the fit get an equal share of the time left with the families
-    // after this one (what one leaves goes to the next): on GPT-2-small, searched to its
-    // end, the memory-lean family would leave the fastest one no time.
-    const double share_end =
-        elapsed() + (o.time_limit_seconds - elapsed()) / std::max(1, (*families_left)--);
-    // The leanest schedule first (so that it is simulated however short the time); then
-    // the highest level whose schedule fits, by bisection (peaks grow with the level,
-    // roughly); then the levels around it, nearest first: the fastest schedules that fit
-    // and those just above the budget, which rematerialization lowers into it.
-    int leanest = 0;
-    while (leanest <= program.levels() && !program.feasible(leanest)) ++leanest;
-    if (leanest > program.levels()) continue;
-    int fits = leanest, above = program.levels();
-    if (visit(leanest) <= o.budget_bytes) {
-      while (fits < above && time_left()) {
-        const int middle = fits + (above - fits + 1) / 2;
-        if (visit(middle) <= o.budget_bytes)
-          fits = middle;
-        else
-          above = middle - 1;
-      }
-    }
-    // Under SearchLimit::kWork: at most work_schedules distinct schedules around the fit.
-    const int around_start = out->schedules;
-    const auto more_around = [&] {
-      return o.search_limit != SearchLimit::kWork ||
-             out->schedules - around_start < o.work_schedules;
-    };
-    for (int d = 1; elapsed() <= share_end && more_around() &&
-                    (fits + d <= program.levels() || fits - d >= leanest);
-         ++d) {
-      if (fits + d <= program.levels()) visit(fits + d);
-      if (fits - d >= leanest) visit(fits - d);
-    }
-  }
+       {ImplementationPreference::kLeastMemory, ImplementationPreference::kFastest})
+    add_family_schedules(g, costs, o, layout, cuts, preference, needs_backward, elapsed,
+                         families_left, over, out);
 }
 
 }  // namespace

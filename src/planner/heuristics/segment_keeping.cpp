@@ -139,11 +139,9 @@ void search_from(const Graph& g, const CostModel& costs, const ScheduleChoices& 
 
 SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs,
                                           const SegmentKeepingOptions& o) {
-  const SearchClock clock(o.search_limit);
-  const auto out_of_time = [&] { return clock.past(o.time_limit_seconds); };
-  const auto first_out_of_time = [&] {
-    return clock.past(o.checkpointing_share * o.time_limit_seconds);
-  };
+  const TimeBudget time(o.search_limit, o.time_limit_seconds);
+  const auto out_of_time = [&] { return time.over(); };
+  const auto first_out_of_time = [&] { return time.clock().past(time.of(o.checkpointing_share)); };
   const ScheduleChoices lean = lean_choices(g, costs);
   const ScheduleChoices fastest =
       implementation_choices(g, costs, ImplementationPreference::kFastest);
@@ -173,12 +171,11 @@ SegmentKeepingPlans segment_keeping_plans(const Graph& g, const CostModel& costs
   }
   // Then greedy descent from store-all, per family, in a share of the time left.
   for (size_t f = 0; f < families.size() && !out_of_time(); ++f) {
-    const double share = clock.left(o.time_limit_seconds) / double(families.size() - f);
-    const SearchClock family_clock(o.search_limit);
+    const TimeBudget family(o.search_limit, time.left() / double(families.size() - f));
     int simulations = 0;  // the descent asks once per simulation
     const auto stop = [&] {
       return o.search_limit == SearchLimit::kWork ? ++simulations > o.work_simulations
-                                                  : family_clock.past(share);
+                                                  : family.over();
     };
     ScheduleChoices descent = greedy_descent(g, costs, *families[f], lean, o.budget_bytes, stop);
     const ScheduleChoices start = store_all(*families[f]);

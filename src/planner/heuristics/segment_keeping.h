@@ -21,6 +21,7 @@
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "planner/solver/search_clock.h"
+#include "planner/solver/time_budget.h"
 
 namespace monet {
 
@@ -31,9 +32,9 @@ struct SegmentKeepingOptions {
   /// simulations (time_limit_seconds is not read).
   SearchLimit search_limit = SearchLimit::kWallClock;
   int work_simulations = 400;  // simulations per greedy descent under SearchLimit::kWork
-  /// The fraction of the limit the starts from store-all and checkpointing may take; the
-  /// greedy descents share the rest.
-  double checkpointing_share = 0.6;
+  /// The share of the limit the starts from store-all and checkpointing may take; the
+  /// greedy descents share the rest equally.
+  TimeShare checkpointing_share{0.6, ShareBase::kWholeLimit};
 };
 
 struct SegmentKeepingPlans {

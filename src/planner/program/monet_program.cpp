@@ -445,30 +445,29 @@ void MonetProgram::add_forward_memory_rows() {
   }
 }
 
-void MonetProgram::add_stage_memory_rows(size_t t) {
-  const int k = stages_[t];
-  const int pk = pos_[k];
-  const int inter = intermediates_[pk];
-  const double base = static_cast<double>(start_bytes_ + stage_state_bytes_[t]);
-  // later[p] = MiB of s[t][q] |x_q| over q >= p; carried[p] = of s[t+1][q] |x_q| over q < p.
-  std::vector<int> later(pk + 2, -1), carried(pk + 2, -1);
+void MonetProgram::add_kept_sums(size_t t, std::vector<int>* later, std::vector<int>* carried) {
+  const int pk = pos_[stages_[t]];
+  later->assign(pk + 2, -1);
+  carried->assign(pk + 2, -1);
   for (int p = pk; p >= 0; --p) {
     Terms sum = {{s_[t][p], out_bytes_[p] / kMiB}};
-    if (later[p + 1] >= 0) sum.push_back({later[p + 1], 1});
-    later[p] = define({sum});
+    if ((*later)[p + 1] >= 0) sum.push_back({(*later)[p + 1], 1});
+    (*later)[p] = define({sum});
   }
   for (int p = 0; p <= pk; ++p) {
     const int next = next_keep(t, p);
     if (next < 0) {
-      carried[p + 1] = carried[p];
+      (*carried)[p + 1] = (*carried)[p];
       continue;
     }
     Terms sum = {{next, out_bytes_[p] / kMiB}};
-    if (carried[p] >= 0) sum.push_back({carried[p], 1});
-    carried[p + 1] = define({sum});
+    if ((*carried)[p] >= 0) sum.push_back({(*carried)[p], 1});
+    (*carried)[p + 1] = define({sum});
   }
-  // alive[part][q]: x_q is held during backward part `part` (a chosen implementation of
-  // it or of a later part reads it, or the next stage keeps it): max of those binaries.
+}
+
+std::vector<std::map<int, int>> MonetProgram::add_alive_columns(size_t t) {
+  const int k = stages_[t];
   std::vector<std::map<int, int>> alive(parts_[k].size());
   for (size_t part = 0; part < parts_[k].size(); ++part)
     for (int q : stage_reads(k, part)) {
@@ -482,13 +481,21 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
       }
       alive[part][q] = define(sums);
     }
+  return alive;
+}
+
+void MonetProgram::add_recomputation_memory_rows(size_t t, const std::vector<int>& later,
+                                                 const std::vector<int>& carried,
+                                                 const std::map<int, int>& alive_first) {
+  const int k = stages_[t];
+  const int pk = pos_[k];
+  const double base = static_cast<double>(start_bytes_ + stage_state_bytes_[t]);
   // A tensor x_q alive while something at or before k still reads it: a node in [p, k]
   // (kept or recomputed: the paper's local-memory bound) or the backward of k.
   std::vector<int> last_consumer(pk + 1, -1);  // last consumer position <= pk
   for (int q = 0; q <= pk; ++q)
     for (int c : consumers_[q])
       if (c <= pk) last_consumer[q] = std::max(last_consumer[q], c);
-  // Recomputation of each position p (a non-recomputed p bounds the state in between).
   const double recompute_constant = base + double(grads_before_[k].front());
   for (int p = 0; p <= pk; ++p) {
     const int j = order_[p];
@@ -512,12 +519,13 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
           {inplace_[t][p][a],
            double(costs_.forward(g_, j, inplace_impls_[j][a]).workspace_bytes -
                   costs_.forward(g_, j, recompute_impls_[j][a]).workspace_bytes - out_bytes_[p])});
-    std::vector<int> mib = {later[p], carried[p], inter, recomputed_intermediates_[t][p]};
+    std::vector<int> mib = {later[p], carried[p], intermediates_[pk],
+                            recomputed_intermediates_[t][p]};
     for (int q = 0; q < p; ++q) {
       const double bytes = double(out_bytes_[q]);
       const bool read_here = last_consumer[q] >= p;
-      const auto it = alive[0].find(q);
-      if (!read_here && it == alive[0].end()) continue;
+      const auto it = alive_first.find(q);
+      if (!read_here && it == alive_first.end()) continue;
       terms.push_back({next_keep(t, q), -bytes});  // replaces the carried count
       if (read_here) {
         terms.push_back({s_[t][q], bytes});
@@ -528,6 +536,18 @@ void MonetProgram::add_stage_memory_rows(size_t t) {
     }
     memory_row(terms, mib, recompute_constant);
   }
+}
+
+void MonetProgram::add_stage_memory_rows(size_t t) {
+  const int k = stages_[t];
+  const int pk = pos_[k];
+  const int inter = intermediates_[pk];
+  const double base = static_cast<double>(start_bytes_ + stage_state_bytes_[t]);
+  std::vector<int> later, carried;
+  add_kept_sums(t, &later, &carried);
+  const std::vector<std::map<int, int>> alive = add_alive_columns(t);
+  // Recomputation of each position p (a non-recomputed p bounds the state in between).
+  add_recomputation_memory_rows(t, later, carried, alive.empty() ? std::map<int, int>{} : alive[0]);
   // Each backward part.
   const int recomputed_inter = recomputed_intermediates_[t][pk + 1];
   for (size_t pi = 0; pi < parts_[k].size(); ++pi) {

@@ -63,6 +63,7 @@
 //    the relaxation keeps a tenth of q and recomputes a tenth of p in each of ten stages.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -164,6 +165,23 @@ class MonetProgram {
   /// Of the recomputations that emit nothing, the fastest in no more workspace than
   /// `impl`, else the one of least workspace (an index into recompute_impls_[id]).
   size_t nearest_plain_recompute(int id, const std::string& impl) const;
+  /// Whether two implementations of one node do the same (implementation_dominance.h).
+  using SameImpl = std::function<bool(const std::string&, const std::string&)>;
+  /// An implementation's profiled cost.
+  using CostOf = std::function<const ImplCost&(const std::string&)>;
+  /// Sets in `x` the column of `choices` named `name`, or of one that does the same no
+  /// slower and in no more workspace (the program leaves dominated implementations out).
+  /// False when there is none.
+  static bool pick(const std::vector<Choice>& choices, const std::string& name,
+                   const SameImpl& same, const CostOf& cost, std::vector<double>& x);
+  /// assignment_of's columns for `in`, a recomputation in stage `t` (its r, rec and
+  /// in-place columns), appending to `reads` the positions it reads. False where the
+  /// program cannot express it (with `nearest`, a plain recomputation stands in).
+  bool encode_recomputation(const Instruction& in, int t, bool nearest, std::vector<double>& x,
+                            std::vector<int>* reads) const;
+  /// Likewise for `in`, a backward instruction: its backward choice.
+  bool encode_backward(const Instruction& in, std::vector<double>& x,
+                       std::vector<int>* reads) const;
   /// Checks that each recomputation emitting an intermediate in `x` is its node's last
   /// and has a backward implementation reading it; where not, false, or with `nearest` a
   /// plain recomputation instead (nearest_plain_recompute).
@@ -188,6 +206,17 @@ class MonetProgram {
   std::vector<int> unread_intermediate_choices(int id) const;
   void add_forward_memory_rows();
   void add_recomputed_intermediate_sums();
+  /// Stage t's running sums (MiB columns): later[p] of s[t][q] |x_q| over q >= p, and
+  /// carried[p] of what the next stage keeps, |x_q| over q < p.
+  void add_kept_sums(size_t t, std::vector<int>* later, std::vector<int>* carried);
+  /// alive[part][q]: the binary column "x_q is held during backward part `part` of stage
+  /// t" (a chosen implementation of it or of a later part reads it, or the next stage
+  /// keeps it).
+  std::vector<std::map<int, int>> add_alive_columns(size_t t);
+  /// The memory row of each recomputation in stage t (`alive_first`: alive[0]).
+  void add_recomputation_memory_rows(size_t t, const std::vector<int>& later,
+                                     const std::vector<int>& carried,
+                                     const std::map<int, int>& alive_first);
   void add_stage_memory_rows(size_t t);
   void compute_gradient_memory();
   bool forward_allowed(const Node& n, const ForwardImplInfo& f, bool is_default) const;

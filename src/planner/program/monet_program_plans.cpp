@@ -8,24 +8,74 @@
 
 namespace monet {
 
+bool MonetProgram::pick(const std::vector<Choice>& choices, const std::string& name,
+                        const SameImpl& same, const CostOf& cost, std::vector<double>& x) {
+  for (const auto& c : choices)
+    if (c.name == name) return x[c.col] = 1, true;
+  for (const auto& c : choices)
+    if (same(c.name, name) && no_worse(cost(c.name), cost(name))) return x[c.col] = 1, true;
+  return false;
+}
+
+bool MonetProgram::encode_recomputation(const Instruction& in, int t, bool nearest,
+                                        std::vector<double>& x, std::vector<int>* reads) const {
+  const Node& n = g_.node(in.node);
+  const int p = pos_[n.id];
+  if (p >= static_cast<int>(s_[t].size())) return false;
+  for (int v : n.inputs)
+    if (g_.value(v).kind == ValueKind::kActivation) reads->push_back(pos_[g_.value(v).producer]);
+  // Implementations emitting the intermediate follow the `plain` ones; only those stand
+  // in for an implementation the program leaves out.
+  const auto& impls = recompute_impls_[n.id];
+  const auto fs = forward_impls(g_, n);
+  // In place where the program offers it: as its out-of-place twin, with the in-place
+  // column set.
+  const bool inplace = find_forward_impl(fs, n, in.impl).inplace && !inplace_impls_[n.id].empty();
+  const std::string impl = inplace ? out_of_place(in.impl) : in.impl;
+  const bool emits = find_forward_impl(fs, n, impl).emits_intermediate;
+  size_t a = 0;
+  while (a < impls.size() && impls[a] != impl) ++a;
+  if (a == impls.size() && !emits) {  // dominated: the fastest that is no worse
+    for (a = 0; a < plain_recomputes_[n.id]; ++a)
+      if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, impl))) break;
+    if (a == plain_recomputes_[n.id]) a = impls.size();
+  }
+  // One the program does not recompute with (emitting an intermediate it does not offer
+  // to emit again): a nearby plan's.
+  if (a == impls.size() && !nearest) return false;
+  if (a == impls.size()) a = nearest_plain_recompute(n.id, impl);
+  x[r_[t][p]] = 1;
+  if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;
+  if (inplace) x[inplace_[t][p][a]] = 1;
+  return true;
+}
+
+bool MonetProgram::encode_backward(const Instruction& in, std::vector<double>& x,
+                                   std::vector<int>* reads) const {
+  const Node& n = g_.node(in.node);
+  const auto bs = backward_impls(g_, n);
+  const auto b = find_backward_impl(bs, n, in.part, in.impl);
+  for (int i : b.reads_inputs)
+    if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
+      reads->push_back(pos_[g_.value(n.inputs[i]).producer]);
+  if (b.reads_output) reads->push_back(pos_[n.id]);
+  const size_t pi =
+      std::find(parts_[n.id].begin(), parts_[n.id].end(), in.part) - parts_[n.id].begin();
+  const auto same = [&](const std::string& a, const std::string& c) {
+    return same_backward(find_backward_impl(bs, n, in.part, a),
+                         find_backward_impl(bs, n, in.part, c));
+  };
+  const auto cost = [&](const std::string& name) -> const ImplCost& {
+    return costs_.backward(g_, n.id, in.part, name);
+  };
+  return pi < backward_[n.id].size() && pick(backward_[n.id][pi], in.impl, same, cost, x);
+}
+
 std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) const {
   std::vector<double> x(milp_.columns(), 0);
-  // The choice named `name`, or one that does the same no slower and in no more workspace
-  // (the program leaves dominated implementations out).
-  auto pick = [&](const std::vector<Choice>& choices, const std::string& name, auto same,
-                  auto cost) {
-    for (const auto& c : choices)
-      if (c.name == name) return x[c.col] = 1, true;
-    for (const auto& c : choices)
-      if (same(c.name, name) && no_worse(cost(c.name), cost(name))) return x[c.col] = 1, true;
-    return false;
-  };
   // need[t][q]: stage t reads x_q before recomputing it.
-  std::vector<std::vector<bool>> need(stages_.size()), recomputed(stages_.size());
-  for (size_t t = 0; t < stages_.size(); ++t) {
-    need[t].assign(s_[t].size(), false);
-    recomputed[t].assign(s_[t].size(), false);
-  }
+  std::vector<std::vector<bool>> need(stages_.size());
+  for (size_t t = 0; t < stages_.size(); ++t) need[t].assign(s_[t].size(), false);
   std::vector<bool> computed(g_.nodes().size(), false);
   int t = -1;  // -1: the forward pass (a node's first forward instruction)
   size_t next_backward = 0;
@@ -35,11 +85,13 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
     if (t < 0 && in.kind == InstrKind::kForward && !computed[n.id]) {
       computed[n.id] = true;
       const auto fs = forward_impls(g_, n);
-      auto same = [&](const std::string& a, const std::string& b) {
+      const auto same = [&](const std::string& a, const std::string& b) {
         return same_forward(find_forward_impl(fs, n, a), find_forward_impl(fs, n, b));
       };
-      auto cost = [&](const std::string& name) { return costs_.forward(g_, n.id, name); };
-      if (!pick(forward_[n.id], in.impl, same, cost)) return {};
+      const auto cost = [&](const std::string& name) -> const ImplCost& {
+        return costs_.forward(g_, n.id, name);
+      };
+      if (!pick(forward_[n.id], in.impl, same, cost, x)) return {};
       continue;
     }
     // The instruction belongs to the stage of the next backward instruction.
@@ -51,52 +103,10 @@ std::vector<double> MonetProgram::assignment_of(const Plan& plan, bool nearest) 
     t = stage_of_[plan.program[next_backward].node];
     if (t < 0) return {};
     std::vector<int> reads;
-    if (in.kind == InstrKind::kForward) {
-      const int p = pos_[n.id];
-      if (p >= static_cast<int>(s_[t].size())) return {};
-      for (int v : n.inputs)
-        if (g_.value(v).kind == ValueKind::kActivation) reads.push_back(pos_[g_.value(v).producer]);
-      // Implementations emitting the intermediate follow the `plain` ones; only those stand
-      // in for an implementation the program leaves out.
-      const auto& impls = recompute_impls_[n.id];
-      const auto fs = forward_impls(g_, n);
-      // In place where the program offers it: as its out-of-place twin, with the in-place
-      // column set.
-      const bool inplace =
-          find_forward_impl(fs, n, in.impl).inplace && !inplace_impls_[n.id].empty();
-      const std::string impl = inplace ? out_of_place(in.impl) : in.impl;
-      const bool emits = find_forward_impl(fs, n, impl).emits_intermediate;
-      size_t a = 0;
-      while (a < impls.size() && impls[a] != impl) ++a;
-      if (a == impls.size() && !emits) {  // dominated: the fastest that is no worse
-        for (a = 0; a < plain_recomputes_[n.id]; ++a)
-          if (no_worse(costs_.forward(g_, n.id, impls[a]), costs_.forward(g_, n.id, impl))) break;
-        if (a == plain_recomputes_[n.id]) a = impls.size();
-      }
-      // One the program does not recompute with (emitting an intermediate it does not
-      // offer to emit again): a nearby plan's.
-      if (a == impls.size() && !nearest) return {};
-      if (a == impls.size()) a = nearest_plain_recompute(n.id, impl);
-      x[r_[t][p]] = 1;
-      if (!rec_[t][p].empty()) x[rec_[t][p][a]] = 1;
-      if (inplace) x[inplace_[t][p][a]] = 1;
-    } else {
-      const auto bs = backward_impls(g_, n);
-      const auto b = find_backward_impl(bs, n, in.part, in.impl);
-      for (int i : b.reads_inputs)
-        if (g_.value(n.inputs[i]).kind == ValueKind::kActivation)
-          reads.push_back(pos_[g_.value(n.inputs[i]).producer]);
-      if (b.reads_output) reads.push_back(pos_[n.id]);
-      const size_t pi =
-          std::find(parts_[n.id].begin(), parts_[n.id].end(), in.part) - parts_[n.id].begin();
-      auto same = [&](const std::string& a, const std::string& c) {
-        return same_backward(find_backward_impl(bs, n, in.part, a),
-                             find_backward_impl(bs, n, in.part, c));
-      };
-      auto cost = [&](const std::string& name) { return costs_.backward(g_, n.id, in.part, name); };
-      if (pi >= backward_[n.id].size() || !pick(backward_[n.id][pi], in.impl, same, cost))
-        return {};
-    }
+    const bool encoded = in.kind == InstrKind::kForward
+                             ? encode_recomputation(in, t, nearest, x, &reads)
+                             : encode_backward(in, x, &reads);
+    if (!encoded) return {};
     for (int q : reads) {
       if (q >= static_cast<int>(s_[t].size())) return {};
       if (!x[r_[t][q]]) need[t][q] = true;

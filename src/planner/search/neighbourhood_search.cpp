@@ -89,9 +89,9 @@ class NeighbourhoodSearcher {
  public:
   NeighbourhoodSearcher(const Milp& milp, std::vector<double> incumbent,
                         const std::shared_future<RelaxationBound>& relaxation,
-                        const SearchClock& clock, const MilpOptions& solver,
+                        const TimeBudget& time, const MilpOptions& solver,
                         const NeighbourhoodOptions& options, MilpResult* result);
-  NeighbourhoodSearch run(double deadline);
+  NeighbourhoodSearch run();
 
  private:
   bool ready() const;
@@ -117,7 +117,7 @@ class NeighbourhoodSearcher {
 
   const Milp& milp_;
   const std::shared_future<RelaxationBound>& relaxation_;
-  const SearchClock& clock_;
+  const TimeBudget& time_;
   const MilpOptions& solver_;
   const NeighbourhoodOptions& options_;
   MilpResult* result_;
@@ -136,12 +136,12 @@ constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 NeighbourhoodSearcher::NeighbourhoodSearcher(const Milp& milp, std::vector<double> incumbent,
                                              const std::shared_future<RelaxationBound>& relaxation,
-                                             const SearchClock& clock, const MilpOptions& solver,
+                                             const TimeBudget& time, const MilpOptions& solver,
                                              const NeighbourhoodOptions& options,
                                              MilpResult* result)
     : milp_(milp),
       relaxation_(relaxation),
-      clock_(clock),
+      time_(time),
       solver_(solver),
       options_(options),
       result_(result),
@@ -217,7 +217,7 @@ bool NeighbourhoodSearcher::better_than_incumbent(double objective) const {
 void NeighbourhoodSearcher::accept(std::vector<double> x) {
   out_.values = std::move(x);
   out_.objective = milp_.objective_of(out_.values);
-  result_->incumbent_trace.push_back({clock_.wall_seconds(), out_.objective});
+  result_->incumbent_trace.push_back({time_.clock().wall_seconds(), out_.objective});
 }
 
 void NeighbourhoodSearcher::report(const char* what, const Restriction& r,
@@ -229,7 +229,7 @@ void NeighbourhoodSearcher::report(const char* what, const Restriction& r,
   report_progress(
       "solver: %7.1f s  %s %d: %d of %d binaries free (%d columns), %s, "
       "incumbent %.6g  %s\n",
-      clock_.wall_seconds(), what, out_.rounds, r.free_integers, integers_, r.sub.columns(),
+      time_.clock().wall_seconds(), what, out_.rounds, r.free_integers, integers_, r.sub.columns(),
       outcome, out_.objective, gap_text);
 }
 
@@ -322,9 +322,10 @@ bool NeighbourhoodSearcher::relaxation_neighbourhood(double left) {
     const double v = lp()->values[c];
     if (milp_.is_integer(c) && std::fabs(v - std::round(v)) <= 1e-6) fixed[c] = std::round(v);
   }
-  search("relaxation neighbourhood",
-         restrict(std::move(fixed), std::max(1.0, left * options_.relaxation_neighbourhood_share),
-                  /*from_incumbent=*/false));
+  search(
+      "relaxation neighbourhood",
+      restrict(std::move(fixed), stage_seconds(time_.of(options_.relaxation_neighbourhood_share)),
+               /*from_incumbent=*/false));
   return true;
 }
 
@@ -370,14 +371,14 @@ std::vector<double> NeighbourhoodSearcher::window_fixing(const std::vector<int>&
   return fixed;
 }
 
-NeighbourhoodSearch NeighbourhoodSearcher::run(double deadline) {
+NeighbourhoodSearch NeighbourhoodSearcher::run() {
   WindowSequence windows(positions_, options_.initial_windows);
   bool out_of_time = false;
   for (;;) {
     if (poll_child()) windows.restart();
     if (child_ && child_->solve->finished() && absorb_child()) windows.restart();
-    const double left = deadline - clock_.elapsed();
-    out_of_time = left < 1.0 || (one_core_ && out_.rounds >= options_.work_rounds);
+    const double left = time_.left();
+    out_of_time = left < kMinimumStageSeconds || (one_core_ && out_.rounds >= options_.work_rounds);
     if (out_of_time || gap(out_.objective) <= solver_.relative_gap ||
         out_.objective <= options_.stop_objective)
       break;
@@ -388,7 +389,7 @@ NeighbourhoodSearch NeighbourhoodSearcher::run(double deadline) {
       continue;
     }
     const double limit =
-        std::min(left, std::max(options_.window_min_seconds, left * options_.window_share));
+        std::min(left, std::max(options_.window_min_seconds, time_.of(options_.window_share)));
     Restriction r = restrict(window_fixing(free), limit, /*from_incumbent=*/true);
     if (!one_core_ && !child_ && ready()) {
       launch(std::move(r), /*whole_program=*/false);
@@ -409,12 +410,11 @@ NeighbourhoodSearch NeighbourhoodSearcher::run(double deadline) {
 
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::shared_future<RelaxationBound>& relaxation,
-                                         const SearchClock& clock, double deadline,
-                                         const MilpOptions& solver,
+                                         const TimeBudget& time, const MilpOptions& solver,
                                          const NeighbourhoodOptions& options, MilpResult* result) {
-  return NeighbourhoodSearcher(milp, std::move(incumbent), relaxation, clock, solver, options,
+  return NeighbourhoodSearcher(milp, std::move(incumbent), relaxation, time, solver, options,
                                result)
-      .run(deadline);
+      .run();
 }
 
 }  // namespace monet

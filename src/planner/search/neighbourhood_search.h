@@ -38,6 +38,7 @@
 
 #include "planner/solver/milp.h"
 #include "planner/solver/search_clock.h"
+#include "planner/solver/time_budget.h"
 
 namespace monet {
 
@@ -59,15 +60,14 @@ struct NeighbourhoodOptions {
   /// The incumbent's gap to the LP bound (a fraction) above which the relaxation
   /// neighbourhood is tried.
   double relaxation_neighbourhood_gap = 0.10;
-  /// The relaxation neighbourhood's limit: this fraction of the time left (at least one
-  /// second).
-  double relaxation_neighbourhood_share = 1.0 / 3;
+  /// The relaxation neighbourhood's limit (at least kMinimumStageSeconds).
+  TimeShare relaxation_neighbourhood_share{1.0 / 3, ShareBase::kTimeLeft};
   /// The second core's search is CBC's branch and cut over the whole program when the time
   /// left is more than this many times the LP relaxation's solve time, windows otherwise.
   double whole_search_relaxations = 4.0;
-  /// A window's limit: this fraction of the time left, and at least window_min_seconds
-  /// (seconds), within the time left.
-  double window_share = 0.25;
+  /// A window's limit: this share, and at least window_min_seconds (seconds), within the
+  /// time left.
+  TimeShare window_share{0.25, ShareBase::kTimeLeft};
   double window_min_seconds = 5.0;
   /// The first windows span the model's places divided by this (at least 2 places).
   int initial_windows = 48;
@@ -79,21 +79,20 @@ struct NeighbourhoodOptions {
   double merge_lp_seconds = 5.0;
 };
 
-/// Improves `incumbent` (feasible for `milp`) until `deadline` (seconds on `clock`) or
+/// Improves `incumbent` (feasible for `milp`) until the end of `time` or
 /// until its objective is within `solver.relative_gap` of the bound of `relaxation` (the
 /// LP relaxation, under way on another thread: until it is ready, there is no bound).
 /// Neighbourhoods are the relaxation neighbourhood (above) and windows over
 /// `options.column_positions`; sub-programs are solved by solve_milp under `solver`'s
 /// gap and root-cut threshold. Each better solution is appended to `result`'s incumbent
-/// trace (wall seconds on `clock`); progress lines go to stderr when `solver.progress`.
+/// trace (wall seconds on `time`'s clock); progress lines go to stderr when `solver.progress`.
 /// Under SearchLimit::kWork (solver.search_limit) the relaxation is awaited before the
 /// first window and the second core stays idle: the search ends when the window sequence
 /// is exhausted, the gap reached or options.work_rounds sub-programs solved, each after at
 /// most solver.max_nodes nodes.
 NeighbourhoodSearch neighbourhood_search(const Milp& milp, std::vector<double> incumbent,
                                          const std::shared_future<RelaxationBound>& relaxation,
-                                         const SearchClock& clock, double deadline,
-                                         const MilpOptions& solver,
+                                         const TimeBudget& time, const MilpOptions& solver,
                                          const NeighbourhoodOptions& options, MilpResult* result);
 
 }  // namespace monet

@@ -14,7 +14,7 @@ MilpResult search_program(const Milp& m, const SearchOptions& o, const SearchPol
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
   if (!warm || policy.strategy != SearchStrategy::kNeighbourhood) return solve_milp(m, o);
   const auto t0 = std::chrono::steady_clock::now();
-  const SearchClock clock(o.search_limit);
+  const TimeBudget time(o.search_limit, o.time_limit_seconds);
   MilpResult result;
   // The warm start is the first incumbent, at the search's start.
   result.incumbent_trace.push_back({0.0, m.objective_of(o.warm_start)});
@@ -43,8 +43,8 @@ MilpResult search_program(const Milp& m, const SearchOptions& o, const SearchPol
                                                    : "stopped at the time limit (no bound)");
         return r;
       }).share();
-  NeighbourhoodSearch s = neighbourhood_search(m, o.warm_start, relaxation, clock,
-                                               o.time_limit_seconds, o, o.neighbourhood, &result);
+  NeighbourhoodSearch s =
+      neighbourhood_search(m, o.warm_start, relaxation, time, o, o.neighbourhood, &result);
   stop_relaxation = true;  // e.g. at the neighbourhood options' stop_objective
   relaxation.wait();
   result.values = std::move(s.values);

@@ -21,6 +21,7 @@
 
 #include "base/progress.h"
 #include "planner/solver/child_solve.h"
+#include "planner/solver/time_budget.h"
 
 namespace monet {
 
@@ -295,7 +296,7 @@ RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, RelaxationLim
   const auto t0 = Clock::now();
   ClpSimplex* clp = lp->getModelPtr();
   const int iteration_limit = clp->maximumIterations();
-  if (std::isfinite(limit.seconds)) clp->setMaximumWallSeconds(std::max(1.0, limit.seconds));
+  if (std::isfinite(limit.seconds)) clp->setMaximumWallSeconds(stage_seconds(limit.seconds));
   if (limit.iterations != kNoIterationLimit)
     clp->setMaximumIterations(
         static_cast<int>(std::min<int64_t>(limit.iterations, std::numeric_limits<int>::max())));
@@ -364,27 +365,128 @@ RelaxationLimit relaxation_limit(const Milp& m, const MilpOptions& o, double sec
   return {kNoTimeLimit, work_iterations(m, o, seconds, o.relaxation_work_per_second)};
 }
 
+namespace {
+
+// Records the LP relaxation's bound and time in `result`, and reports it.
+void record_relaxation(const RelaxationBound& r, bool progress, MilpResult* result) {
+  result->lp_seconds = r.seconds;
+  if (r.solved) result->lp_bound = r.bound;
+  if (!progress) return;
+  if (r.solved) {
+    report_progress("solver: %7.1f s  LP relaxation solved, bound %.6g\n", result->lp_seconds,
+                    result->lp_bound);
+    return;
+  }
+  report_progress("solver: %7.1f s  LP relaxation %s\n", result->lp_seconds,
+                  r.infeasible ? "infeasible: no plan of the program fits the budget"
+                               : "stopped at the time limit (no bound)");
+}
+
+// CbcMain1's command line for `m` under `o`: `limit` is the whole wall-clock limit
+// (seconds), of which the LP relaxation took `lp_seconds`.
+std::vector<std::string> cbc_arguments(const Milp& m, const MilpOptions& o, double limit,
+                                       double lp_seconds) {
+  const bool work_limited = o.search_limit == SearchLimit::kWork;
+  const int thread_count = work_limited ? 1 : std::max(1, o.threads);
+  // CglPreProcess (CBC 2.10) crashes in postProcess on some of these programs once the
+  // time limit interrupts the search (seen on ResNet-50): it stays off.
+  std::vector<std::string> args = {
+      "monet",       "-log", "0", "-timeMode", "elapsed", "-ratio", std::to_string(o.relative_gap),
+      "-preprocess", "off"};
+  if (work_limited)  // nodes, not seconds: the same search on every machine
+    args.insert(args.end(), {"-maxNodes", std::to_string(std::max(0, o.max_nodes))});
+  else
+    args.insert(args.end(), {"-sec", std::to_string(stage_seconds(limit - lp_seconds))});
+  // Gomory and the other root cuts take minutes on programs larger than that on 2 cores
+  // and move the bound little (ResNet-50: 12.615 -> 12.645 after 56 s); the LP relaxation
+  // is the certified bound, and the time goes to heuristics and the search instead.
+  if (m.columns() > o.root_cuts_max_columns) args.insert(args.end(), {"-cuts", "off"});
+  // Threads search the tree in parallel. On large programs CbcMain1 spends the time limit
+  // re-solving its root LP (solve_milp), which one thread does: one thread there.
+  if (thread_count > 1 && m.columns() <= o.root_cuts_max_columns)
+    args.insert(args.end(), {"-threads", std::to_string(thread_count)});
+  if (o.primal_pricing == PrimalPricing::kDantzig)
+    args.insert(args.end(), {"-primalPivot", "dantzig"});
+  args.insert(args.end(), {"-solve", "-quit"});
+  return args;
+}
+
+// The best of the incumbents the handler kept (`incumbent`) and CBC's final one. After a
+// stop at the deadline, the model CbcMain1 was given may hold only the warm start: the
+// search's own incumbents stay in its copy (MobileNetV2 b8 at 0.5x returned the warm
+// start, 0.7527, after its search had found 0.7367). Empty when there is none.
+std::vector<double> best_incumbent(const Milp& m, const MilpOptions& o, bool warm,
+                                   std::vector<double> incumbent, const CbcModel& model) {
+  if (!incumbent.empty() &&
+      (static_cast<int>(incumbent.size()) != m.columns() || !m.satisfies(incumbent)))
+    incumbent = warm ? o.warm_start : std::vector<double>();
+  if (model.bestSolution()) {
+    std::vector<double> last(model.bestSolution(), model.bestSolution() + m.columns());
+    if (incumbent.empty() ||
+        (m.satisfies(last) && m.objective_of(last) < m.objective_of(incumbent)))
+      incumbent = std::move(last);
+  }
+  if (static_cast<int>(incumbent.size()) != m.columns()) incumbent.clear();
+  return incumbent;
+}
+
+// `result`'s solution, bound and status after CbcMain1 on `model`: `incumbent` is
+// best_incumbent's, `cbc_bound` the bound the handler saw, `limit_hit` whether a simplex
+// stop ended the search.
+void settle_branch_and_cut(const Milp& m, const MilpOptions& o, const CbcModel& model,
+                           std::vector<double> incumbent, double cbc_bound, bool limit_hit,
+                           MilpResult* result) {
+  const bool has_solution = !incumbent.empty();
+  // An LP stopped at the deadline reads to CBC as infeasible (and then any incumbent as
+  // optimal): only the incumbents and the bounds seen before it stand.
+  const double search_bound =
+      limit_hit ? cbc_bound : std::max(model.getBestPossibleObjValue(), result->lp_bound);
+  if (has_solution) {
+    result->values = std::move(incumbent);
+    // Evaluated here: CBC's own value is 1e50 once an LP stopped at the deadline has
+    // made it declare the program infeasible.
+    result->objective = m.objective_of(result->values);
+    result->bound = std::min(search_bound, result->objective);
+  } else {  // CBC's own bound is only its tree's; the relaxation here is always solved
+    result->bound = limit_hit ? cbc_bound : result->lp_bound;
+  }
+  if (limit_hit) {
+    if (o.progress)
+      report_progress(o.search_limit == SearchLimit::kWork
+                          ? "solver: CBC stopped at its work limit (%lld simplex iterations)\n"
+                          : "solver: CBC stopped at the time limit\n",
+                      static_cast<long long>(result->simplex_iterations));
+    result->status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
+  } else if (model.isProvenOptimal() && has_solution) {
+    result->status = MilpStatus::kOptimal;
+  } else if (model.isProvenInfeasible()) {
+    result->status = MilpStatus::kInfeasible;
+  } else {
+    result->status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
+  }
+}
+
+// The warm start, or no solution, when the LP relaxation used the whole time limit: CBC
+// would solve it again from scratch, with no time limit on that solve (minutes on
+// DenseNet-sized programs).
+MilpResult relaxation_only(const Milp& m, const MilpOptions& o, bool warm, MilpResult result) {
+  if (warm) {
+    result.values = o.warm_start;
+    result.objective = m.objective_of(o.warm_start);
+  }
+  result.status = warm ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
+  result.bound = -std::numeric_limits<double>::infinity();  // none: gap unknown
+  return result;
+}
+
+}  // namespace
+
 MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   if (o.process == SolveProcess::kChild) return solve_milp_in_child(m, o);
   const auto t0 = Clock::now();
   const double limit = wall_limit(o.search_limit, o.time_limit_seconds);  // seconds
-  const bool work_limited = o.search_limit == SearchLimit::kWork;
   MilpResult result;
   OsiClpSolverInterface lp;
-  // Records the LP relaxation's bound and time, and reports it.
-  const auto record_relaxation = [&](const RelaxationBound& r) {
-    result.lp_seconds = r.seconds;
-    if (r.solved) result.lp_bound = r.bound;
-    if (!o.progress) return;
-    if (r.solved) {
-      report_progress("solver: %7.1f s  LP relaxation solved, bound %.6g\n", result.lp_seconds,
-                      result.lp_bound);
-      return;
-    }
-    report_progress("solver: %7.1f s  LP relaxation %s\n", result.lp_seconds,
-                    r.infeasible ? "infeasible: no plan of the program fits the budget"
-                                 : "stopped at the time limit (no bound)");
-  };
   const bool warm = !o.warm_start.empty() && static_cast<int>(o.warm_start.size()) == m.columns();
   if (warm) {  // the warm start is the first incumbent, at the solver's start
     result.incumbent_trace.push_back({0.0, m.objective_of(o.warm_start)});
@@ -400,24 +502,13 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   }
   const RelaxationBound root =
       solve_loaded_relaxation(&lp, relaxation_limit(m, o, o.time_limit_seconds), nullptr);
-  record_relaxation(root);
+  record_relaxation(root, o.progress, &result);
   if (root.infeasible) {
     result.status = MilpStatus::kInfeasible;
     result.seconds = result.lp_seconds;
     return result;
   }
-  if (!root.solved) {
-    // The relaxation used the whole time limit. CBC would solve it again from scratch,
-    // with no time limit on that solve (minutes on DenseNet-sized programs): stop here
-    // with the warm start, if any.
-    if (warm) {
-      result.values = o.warm_start;
-      result.objective = m.objective_of(o.warm_start);
-    }
-    result.status = warm ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
-    result.bound = -std::numeric_limits<double>::infinity();  // none: gap unknown
-    return finished(std::move(result), t0, o.progress);
-  }
+  if (!root.solved) return finished(relaxation_only(m, o, warm, std::move(result)), t0, o.progress);
   for (int c = 0; c < m.columns(); ++c)
     if (m.integer_[c]) lp.setInteger(c);
   CbcModel model(lp);
@@ -434,7 +525,7 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   // LP on some programs runs for seconds: a node count alone does not bound the time).
   std::atomic<bool> limit_hit(false);
   std::atomic<int64_t> iterations(0);
-  const int64_t budget = work_limited
+  const int64_t budget = o.search_limit == SearchLimit::kWork
                              ? work_iterations(m, o, o.time_limit_seconds, o.search_work_per_second)
                              : kNoIterationLimit;
   ProgressHandler handler(o.progress, t0, limit, &limit_hit, &result, &incumbent, &cbc_bound,
@@ -450,90 +541,19 @@ MilpResult solve_milp(const Milp& m, const MilpOptions& o) {
   CbcSolverUsefulData data;
   CbcMain0(model, data);
   model.messageHandler()->setLogLevel(0);
-  const std::string sec = std::to_string(std::max(1.0, limit - result.lp_seconds));
-  const std::string nodes = std::to_string(std::max(0, o.max_nodes));
-  const std::string gap = std::to_string(o.relative_gap);
-  const int thread_count = work_limited ? 1 : std::max(1, o.threads);
-  const std::string threads = std::to_string(thread_count);
-  // CglPreProcess (CBC 2.10) crashes in postProcess on some of these programs once the
-  // time limit interrupts the search (seen on ResNet-50): it stays off.
-  std::vector<const char*> argv = {"monet",  "-log",      "0",           "-timeMode", "elapsed",
-                                   "-ratio", gap.c_str(), "-preprocess", "off"};
-  if (work_limited) {  // nodes, not seconds: the same search on every machine
-    argv.push_back("-maxNodes");
-    argv.push_back(nodes.c_str());
-  } else {
-    argv.push_back("-sec");
-    argv.push_back(sec.c_str());
-  }
-  if (m.columns() > o.root_cuts_max_columns) {
-    // Gomory and the other root cuts take minutes on programs this size on 2 cores and
-    // move the bound little (ResNet-50: 12.615 -> 12.645 after 56 s); the LP relaxation
-    // is the certified bound, and the time goes to heuristics and the search instead.
-    argv.push_back("-cuts");
-    argv.push_back("off");
-  }
-  // Threads search the tree in parallel. On large programs CbcMain1 spends the time limit
-  // re-solving its root LP (above), which one thread does: one thread there.
-  if (thread_count > 1 && m.columns() <= o.root_cuts_max_columns) {
-    argv.push_back("-threads");
-    argv.push_back(threads.c_str());
-  }
-  if (o.primal_pricing == PrimalPricing::kDantzig) {
-    argv.push_back("-primalPivot");
-    argv.push_back("dantzig");
-  }
-  argv.push_back("-solve");
-  argv.push_back("-quit");
+  const std::vector<std::string> args = cbc_arguments(m, o, limit, result.lp_seconds);
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
   CbcMain1(
       static_cast<int>(argv.size()), argv.data(), model, [](CbcModel*, int) { return 0; }, data);
-  // The best of the incumbents the handler kept and CBC's final one. After a stop at the
-  // deadline, the model CbcMain1 was given may hold only the warm start: the search's own
-  // incumbents stay in its copy (MobileNetV2 b8 at 0.5x returned the warm start, 0.7527,
-  // after its search had found 0.7367).
-  if (!incumbent.empty() &&
-      (static_cast<int>(incumbent.size()) != m.columns() || !m.satisfies(incumbent)))
-    incumbent = warm ? o.warm_start : std::vector<double>();
-  if (model.bestSolution()) {
-    std::vector<double> last(model.bestSolution(), model.bestSolution() + m.columns());
-    if (incumbent.empty() ||
-        (m.satisfies(last) && m.objective_of(last) < m.objective_of(incumbent)))
-      incumbent = std::move(last);
-  }
-  const bool has_solution = static_cast<int>(incumbent.size()) == m.columns();
-  // An LP stopped at the deadline reads to CBC as infeasible (and then any incumbent as
-  // optimal): only the incumbents and the bounds seen before it stand.
-  const double search_bound =
-      limit_hit ? cbc_bound : std::max(model.getBestPossibleObjValue(), result.lp_bound);
-  if (has_solution) {
-    result.values = std::move(incumbent);
-    // Evaluated here: CBC's own value is 1e50 once an LP stopped at the deadline has
-    // made it declare the program infeasible.
-    result.objective = m.objective_of(result.values);
-    result.bound = std::min(search_bound, result.objective);
-  } else {  // CBC's own bound is only its tree's; the relaxation here is always solved
-    result.bound = limit_hit ? cbc_bound : result.lp_bound;
-  }
   result.simplex_iterations = iterations.load();
   if (o.progress)
     report_progress("solver: branch and cut: %lld simplex iterations, %lld nonzeros, %.1f s\n",
                     static_cast<long long>(result.simplex_iterations),
                     static_cast<long long>(m.nonzeros()),
                     std::chrono::duration<double>(Clock::now() - t0).count() - result.lp_seconds);
-  if (limit_hit) {
-    if (o.progress)
-      report_progress(work_limited
-                          ? "solver: CBC stopped at its work limit (%lld simplex iterations)\n"
-                          : "solver: CBC stopped at the time limit\n",
-                      static_cast<long long>(result.simplex_iterations));
-    result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
-  } else if (model.isProvenOptimal() && has_solution) {
-    result.status = MilpStatus::kOptimal;
-  } else if (model.isProvenInfeasible()) {
-    result.status = MilpStatus::kInfeasible;
-  } else {
-    result.status = has_solution ? MilpStatus::kFeasible : MilpStatus::kNoSolution;
-  }
+  settle_branch_and_cut(m, o, model, best_incumbent(m, o, warm, std::move(incumbent), model),
+                        cbc_bound, limit_hit, &result);
   return finished(std::move(result), t0, o.progress);
 }
 

@@ -1,0 +1,22 @@
+// ImplAccess: the library's own way (and its tests') to the implementation behind the
+// public API's handles, Model and PlannedModel, whose implementation is private: user
+// code sees only include/monet. impl_of() returns it.
+#pragma once
+
+#include <monet/monet.h>
+
+namespace monet {
+
+struct ImplAccess {
+  static Model::Impl* of(const Model& m) { return m.impl_.get(); }
+  static PlannedModel::Impl& of(PlannedModel& p) { return *p.impl_; }
+  static const PlannedModel::Impl& of(const PlannedModel& p) { return *p.impl_; }
+};
+
+/// The model's implementation (api/model_impl.h), shared by every copy of the handle.
+inline Model::Impl* impl_of(const Model& m) { return ImplAccess::of(m); }
+/// The planned model's implementation (api/planned_model_impl.h).
+inline PlannedModel::Impl& impl_of(PlannedModel& p) { return ImplAccess::of(p); }
+inline const PlannedModel::Impl& impl_of(const PlannedModel& p) { return ImplAccess::of(p); }
+
+}  // namespace monet
