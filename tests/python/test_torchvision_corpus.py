@@ -1,0 +1,78 @@
+"""torchvision 0.14 builders of the families the imported fixtures (tools/
+make_import_fixtures.py) do not cover, as a user builds them: SqueezeNet, MNASNet, LR-ASPP
+(segmentation, its "out" trained) and R3D-18 (video). Each is traced by monet.optimize,
+planned at a budget halfway between the leanest plan and store-all and trained 3 steps of
+SGD with momentum in float64: losses and parameters equal PyTorch's (1e-9 relative).
+Dropout is off (its noise is not PyTorch's); the batches are large enough that no batch
+norm normalises over one or two values (ill-conditioned in any arithmetic)."""
+import copy
+
+import pytest
+import torch
+import torchvision
+
+import monet
+from test_training import train, worst_state_error
+
+STEPS = 3
+TOLERANCE = 1e-9
+CLASSES = 10
+
+
+def without_dropout(model):
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    return model
+
+
+def lraspp():
+    return torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+        num_classes=4, weights=None, weights_backbone=None)
+
+
+# name: (builder, input shape, the output trained (None: the model's only output))
+CASES = {
+    "squeezenet1_1": (lambda: without_dropout(torchvision.models.squeezenet1_1(
+        num_classes=CLASSES)), (4, 3, 64, 64), None),
+    "mnasnet0_5": (lambda: torchvision.models.mnasnet0_5(num_classes=CLASSES, dropout=0.0),
+                   (4, 3, 64, 64), None),
+    "lraspp_mobilenet_v3_large": (lraspp, (2, 3, 64, 64), "out"),
+    "r3d_18": (lambda: torchvision.models.video.r3d_18(num_classes=CLASSES), (2, 3, 4, 32, 32),
+               None),
+}
+
+
+def batches(shape, output):
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+    if output is None:
+        ys = [torch.randint(0, CLASSES, (shape[0],), generator=g) for _ in range(STEPS)]
+        return xs, ys, torch.nn.functional.cross_entropy
+    ys = [torch.randint(0, 4, (shape[0],) + shape[2:], generator=g) for _ in range(STEPS)]
+
+    def loss(out, y):  # the reference returns the dict; monet its trained output
+        return torch.nn.functional.cross_entropy(out if torch.is_tensor(out) else out[output], y)
+    return xs, ys, loss
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_builder_trains_like_pytorch(case, cache_dir):
+    make, shape, output = CASES[case]
+    torch.manual_seed(0)
+    model = make().double().train()
+    reference = copy.deepcopy(model)
+    xs, ys, loss_fn = batches(shape, output)
+    r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
+                           time_limit=20, output=output, search_limit="work")
+    assert r.floor <= r.smallest <= r.store_all
+    budget = (r.smallest + r.store_all) // 2
+    fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
+                          cache_dir=cache_dir, time_limit=20, output=output,
+                          search_limit="work")
+    assert fast.plan.predicted_peak <= fast.plan.store_all_peak
+    losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
+    want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
+    for got, expected in zip(losses, want):
+        assert abs(got - expected) <= TOLERANCE * abs(expected), (losses, want)
+    assert worst_state_error(model, reference, rounding_level) <= TOLERANCE
