@@ -304,20 +304,17 @@ def batches(kind, shape):
     return xs, ys, torch.nn.functional.cross_entropy
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_trains_like_pytorch(case, cache_dir):
-    make, kind, shape = CASES[case]
-    torch.manual_seed(0)
-    model = make().double().train()
+def check_trains_like_pytorch(model, xs, ys, loss_fn, output, cache_dir):
+    """Plans `model` (float64, training mode) at the budget halfway between its leanest plan
+    and store-all, trains it STEPS steps of SGD with momentum on (xs, ys) beside a copy
+    trained by PyTorch, and checks that losses and parameters agree to TOLERANCE."""
     reference = copy.deepcopy(model)
-    xs, ys, loss_fn = batches(kind, shape)
-    loss_fn = trained_output(case, loss_fn)
     r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
-                           time_limit=20, output=OUTPUT.get(case), search_limit="work")
+                           time_limit=20, output=output, search_limit="work")
     assert r.floor <= r.smallest <= r.store_all
     budget = (r.smallest + r.store_all) // 2
     fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
-                          cache_dir=cache_dir, time_limit=20, output=OUTPUT.get(case),
+                          cache_dir=cache_dir, time_limit=20, output=output,
                           search_limit="work")
     assert fast.plan.predicted_peak <= fast.plan.store_all_peak
     losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
@@ -325,6 +322,16 @@ def test_trains_like_pytorch(case, cache_dir):
     for got, expected in zip(losses, want):
         assert abs(got - expected) <= TOLERANCE * abs(expected), (losses, want)
     assert worst_state_error(model, reference, rounding_level) <= TOLERANCE
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_trains_like_pytorch(case, cache_dir):
+    make, kind, shape = CASES[case]
+    torch.manual_seed(0)
+    model = make().double().train()
+    xs, ys, loss_fn = batches(kind, shape)
+    check_trains_like_pytorch(model, xs, ys, trained_output(case, loss_fn), OUTPUT.get(case),
+                              cache_dir)
 
 
 def monet_cli(*args):

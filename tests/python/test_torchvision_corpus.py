@@ -5,17 +5,12 @@ planned at a budget halfway between the leanest plan and store-all and trained 3
 SGD with momentum in float64: losses and parameters equal PyTorch's (1e-9 relative).
 Dropout is off (its noise is not PyTorch's); the batches are large enough that no batch
 norm normalises over one or two values (ill-conditioned in any arithmetic)."""
-import copy
-
 import pytest
 import torch
 import torchvision
 
-import monet
-from test_training import train, worst_state_error
+from test_model_corpus import STEPS, check_trains_like_pytorch
 
-STEPS = 3
-TOLERANCE = 1e-9
 CLASSES = 10
 
 
@@ -61,18 +56,5 @@ def test_builder_trains_like_pytorch(case, cache_dir):
     make, shape, output = CASES[case]
     torch.manual_seed(0)
     model = make().double().train()
-    reference = copy.deepcopy(model)
     xs, ys, loss_fn = batches(shape, output)
-    r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
-                           time_limit=20, output=output, search_limit="work")
-    assert r.floor <= r.smallest <= r.store_all
-    budget = (r.smallest + r.store_all) // 2
-    fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
-                          cache_dir=cache_dir, time_limit=20, output=output,
-                          search_limit="work")
-    assert fast.plan.predicted_peak <= fast.plan.store_all_peak
-    losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
-    want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
-    for got, expected in zip(losses, want):
-        assert abs(got - expected) <= TOLERANCE * abs(expected), (losses, want)
-    assert worst_state_error(model, reference, rounding_level) <= TOLERANCE
+    check_trains_like_pytorch(model, xs, ys, loss_fn, output, cache_dir)
