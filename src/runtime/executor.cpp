@@ -85,13 +85,12 @@ std::vector<int> Executor::gradient_order() const {
 struct PendingIteration::State {
   State(const Graph& g, const Batch& b, const ExecutionOptions& o, bool external)
       : batch(b), options(o), external_loss(external), meter(o.record_trace) {
-    const TensorIds ids = tensor_ids(g);
+    const TensorIds ids = TensorIds::of(g);
     tensors.resize(ids.count());
     param_grads.resize(g.values().size());
     node_state.resize(g.nodes().size());
     for (const auto& n : g.nodes()) node_state[n.id].seed = node_seed(o.iteration_seed, n.id);
   }
-  static TensorIds tensor_ids(const Graph& g) { return TensorIds::of(g); }
   Batch batch;
   ExecutionOptions options;
   bool external_loss;    // the loss node is the caller's: its forward and backward skipped
@@ -124,8 +123,7 @@ PendingIteration::~PendingIteration() = default;
 
 at::Tensor PendingIteration::take_output() {
   if (state_->output_taken) throw std::logic_error("PendingIteration::take_output called twice");
-  at::Tensor out =
-      state_->tensors[State::tensor_ids(executor_.graph_).activation(executor_.output_)];
+  at::Tensor out = state_->tensors[executor_.ids_.activation(executor_.output_)];
   state_->output_type = out.scalar_type();
   // The loss node's forward (the caller's: skipped), and the plan's frees after it.
   executor_.execute(*state_, executor_.loss_forward_, executor_.loss_forward_ + 1);
@@ -137,7 +135,7 @@ ExecutionResult PendingIteration::finish(at::Tensor grad_output) {
   if (state_->finished) throw std::logic_error("PendingIteration::finish called twice");
   if (!state_->output_taken)
     throw std::logic_error("PendingIteration::finish called before take_output");
-  const TensorIds ids = State::tensor_ids(executor_.graph_);
+  const TensorIds& ids = executor_.ids_;
   const std::vector<int64_t>& shape = executor_.graph_.value(executor_.output_).shape;
   if (!grad_output.defined() || grad_output.sizes() != at::IntArrayRef(shape))
     throw std::invalid_argument("the output's gradient must have the output's shape");

@@ -110,7 +110,7 @@ class NeighbourhoodSearcher {
   bool take(const std::vector<double>& values);
   bool absorb_child();
   bool poll_child();
-  bool relaxation_neighbourhood(double left);
+  bool relaxation_neighbourhood();
   bool start_whole_search(double left);
   bool wait_after_windows(double left, WindowSequence* windows);
   std::vector<double> window_fixing(const std::vector<int>& free) const;
@@ -310,7 +310,7 @@ bool NeighbourhoodSearcher::poll_child() {
 
 // The relaxation neighbourhood, once, when the LP is solved and the gap is wide. Returns
 // whether it ran.
-bool NeighbourhoodSearcher::relaxation_neighbourhood(double left) {
+bool NeighbourhoodSearcher::relaxation_neighbourhood() {
   if (relaxation_neighbourhood_done_ || !lp() ||
       static_cast<int>(lp()->values.size()) != milp_.columns())
     return false;
@@ -382,7 +382,7 @@ NeighbourhoodSearch NeighbourhoodSearcher::run() {
     if (out_of_time || gap(out_.objective) <= solver_.relative_gap ||
         out_.objective <= options_.stop_objective)
       break;
-    if (relaxation_neighbourhood(left) || start_whole_search(left)) continue;
+    if (relaxation_neighbourhood() || start_whole_search(left)) continue;
     const std::vector<int> free = windows.next(milp_);
     if (free.empty()) {
       if (!wait_after_windows(left, &windows)) break;
