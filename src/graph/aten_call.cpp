@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -87,9 +88,47 @@ void match_constants_to_inputs(torch::jit::Stack* stack, const c10::FunctionSche
   }
 }
 
+bool is_generator_argument(const c10::Argument& argument) {
+  c10::TypePtr type = argument.real_type();
+  if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+  return type->kind() == c10::TypeKind::GeneratorType;
+}
+
+// A generator of `device` seeded with `seed`: the same seed, the same draws.
+at::Generator seeded_generator(c10::Device device, uint64_t seed) {
+  if (device.is_cpu()) return at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Generator generator;
+  {
+    at::Generator shared = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(shared.mutex());
+    generator = shared.clone();
+  }
+  generator.set_current_seed(seed);
+  return generator;
+}
+
+// Generators seeded with `seed` in the generator arguments the trace left at None.
+void seed_generators(torch::jit::Stack* stack, const c10::FunctionSchema& schema,
+                     const std::vector<at::Tensor>& inputs, uint64_t seed) {
+  c10::Device device = at::kCPU;
+  for (const at::Tensor& t : inputs)
+    if (t.defined()) device = t.device();
+  const auto& arguments = schema.arguments();
+  for (size_t i = 0; i < stack->size() && i < arguments.size(); ++i) {
+    if (!(*stack)[i].isNone() || !is_generator_argument(arguments[i])) continue;
+    (*stack)[i] = seeded_generator(device, seed);
+  }
+}
+
 }  // namespace
 
-at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
+bool draws_random(const c10::FunctionSchema& schema) {
+  const auto& arguments = schema.arguments();
+  return std::any_of(arguments.begin(), arguments.end(), is_generator_argument);
+}
+
+at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs,
+                     uint64_t random_seed) {
   if (inputs.size() != c.tensor_slots.size())
     throw AtenCallError(qualified(c) + ": " + std::to_string(inputs.size()) +
                         " tensor inputs given for " + std::to_string(c.tensor_slots.size()));
@@ -109,6 +148,7 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs) {
     list.set(list_index, inputs[k]);
   }
   for (auto& [slot, list] : lists) stack[slot] = std::move(list);
+  if (c.draws_random) seed_generators(&stack, op->schema(), inputs, random_seed);
   op->callBoxed(&stack);
   if (c.several_results && stack.size() == 1 && stack[0].isTensorList()) {
     // A list of tensors (tensor_split, meshgrid): the node is one of its elements.
@@ -264,8 +304,10 @@ std::shared_ptr<const AtenCall> make_aten_call(
     list_indices.clear();
   call->list_indices = std::move(list_indices);
   // Several results (values and indices): the node is one of them.
-  if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload}))
+  if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload})) {
     call->several_results = op->schema().returns().size() > 1 || returns_tensor_list(op->schema());
+    call->draws_random = draws_random(op->schema());
+  }
   call->result_index = result_index;
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   if (!call->output_aliases_input && !call->saves_output && at::isFloatingType(call->output_dtype))

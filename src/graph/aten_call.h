@@ -67,6 +67,11 @@ struct AtenCall {
   /// The result is a view of an input other than the first (meshgrid's later pieces):
   /// the node returns a contiguous copy of it, which it owns.
   bool copies_result = false;
+  /// The operator draws random numbers from a generator the trace left at None
+  /// (bernoulli, rand, normal: stochastic depth's noise): each call draws from a generator
+  /// seeded with call_aten's `random_seed`, so that a recomputation, a re-running backward
+  /// and the reference draw what the forward drew.
+  bool draws_random = false;
 };
 
 /// Thrown when an operator cannot be called, probed or differentiated; the message names
@@ -78,8 +83,13 @@ class AtenCallError : public std::runtime_error {
 
 /// Runs the operator on `inputs` (ordered as node.inputs) through the dispatcher and
 /// returns its single tensor output. Autograd records it when grad mode is on and an input
-/// requires a gradient, as for any ATen call.
-at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs);
+/// requires a gradient, as for any ATen call. An operator that draws random numbers
+/// (AtenCall::draws_random) draws them from a generator seeded with `random_seed`, on the
+/// device of its inputs (the CPU for one that reads none).
+at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs,
+                     uint64_t random_seed = 0);
+/// Whether `schema` takes a random generator (bernoulli, rand, normal).
+bool draws_random(const c10::FunctionSchema& schema);
 
 /// A tensor of `x`'s shape and storage with a version counter of its own, whose storage
 /// can later be pointed elsewhere (point_storage_at); a leaf requiring a gradient when

@@ -14,7 +14,8 @@ namespace monet::kernels {
 namespace {
 
 // The re-running backward (any operator).
-std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const BackwardArgs& a) {
+std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const BackwardArgs& a,
+                                       uint64_t seed) {
   std::vector<at::Tensor> leaves(n.inputs.size()), wanted;
   std::vector<size_t> positions;
   const at::TensorOptions options = a.grad_output.options();
@@ -32,7 +33,7 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   std::vector<at::Tensor> grads(n.inputs.size());
   if (wanted.empty()) return grads;
   at::AutoGradMode grad_mode(true);
-  const at::Tensor out = call_aten(*n.attrs.aten, leaves);
+  const at::Tensor out = call_aten(*n.attrs.aten, leaves, seed);
   const std::vector<at::Tensor> got = torch::autograd::grad(
       {out}, wanted, {a.grad_output}, /*retain_graph=*/false, /*create_graph=*/false,
       /*allow_unused=*/true);
@@ -108,23 +109,23 @@ ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo&
   }
   ForwardOutput out;
   if (impl.output_aliases_input) {
-    out.output = call_aten(*n.attrs.aten, in);
+    out.output = call_aten(*n.attrs.aten, in, state.seed);
     if (!out.output.is_alias_of(in[0]))
       throw std::logic_error(n.name + ": " + n.attrs.aten->name +
                              " was probed as a view of its input but is not one here");
     return out;
   }
-  if (impl.name == "autograd") return autograd_node_forward(g, n, in);
+  if (impl.name == "autograd") return autograd_node_forward(g, n, in, state.seed);
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
   if (impl.name == "lossy_4bit") out.intermediate = few_bit_gelu_codes(in[0]);
   // Activations other than views are contiguous, as the probes of views assume.
-  out.output = own_storage(call_aten(*n.attrs.aten, in), in).contiguous();
+  out.output = own_storage(call_aten(*n.attrs.aten, in, state.seed), in).contiguous();
   return out;
 }
 
 std::vector<at::Tensor> aten_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                       const BackwardArgs& a, const NodeState& state) {
-  if (impl.name == "rerun") return rerun_backward(g, n, a);
+  if (impl.name == "rerun") return rerun_backward(g, n, a, state.seed);
   if (impl.name == "autograd") return autograd_node_backward(g, n, a);
   if (is_aten_norm(n)) return norm_backward(n, impl, a, state);
   std::vector<at::Tensor> grads(n.inputs.size());

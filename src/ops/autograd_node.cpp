@@ -32,7 +32,7 @@ at::Tensor owning_tensor(std::unique_ptr<KeptGraph> kept, const at::TensorOption
 }  // namespace
 
 ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
-                                    const std::vector<at::Tensor>& in) {
+                                    const std::vector<at::Tensor>& in, uint64_t seed) {
   auto kept = std::make_unique<KeptGraph>();
   kept->leaves.resize(in.size());
   std::vector<at::Tensor> call_inputs(in.size());
@@ -50,7 +50,7 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
   at::Tensor out;
   {
     at::AutoGradMode grad_mode(true);
-    out = call_aten(*n.attrs.aten, call_inputs);
+    out = call_aten(*n.attrs.aten, call_inputs, seed);
   }
   call_inputs.clear();
   kept->output = ag::impl::gradient_edge(out);

@@ -24,8 +24,9 @@
 namespace monet::kernels {
 
 /// The output, and as the intermediate a tensor of no elements that owns the graph.
+/// `seed`: the node's random draws (AtenCall::draws_random), as NodeState::seed.
 ForwardOutput autograd_node_forward(const Graph& graph, const Node& node,
-                                    const std::vector<at::Tensor>& inputs);
+                                    const std::vector<at::Tensor>& inputs, uint64_t seed);
 /// The gradients of node.inputs (zeros where the node gives none but one is needed).
 std::vector<at::Tensor> autograd_node_backward(const Graph& graph, const Node& node,
                                                const BackwardArgs& args);

@@ -10,14 +10,14 @@ namespace {
 // slices are copies) may be impossible on the reference's slice, a strided view as
 // torch.chunk gives: then the view is taken of a contiguous copy, as the traced code
 // did (nn.MultiheadAttention's `.contiguous()` before its `view`, folded at import).
-at::Tensor reference_aten(const AtenCall& call, const std::vector<at::Tensor>& in) {
-  if (!call.output_aliases_input) return call_aten(call, in);
+at::Tensor reference_aten(const AtenCall& call, const std::vector<at::Tensor>& in, uint64_t seed) {
+  if (!call.output_aliases_input) return call_aten(call, in, seed);
   try {
-    return call_aten(call, in);
+    return call_aten(call, in, seed);
   } catch (const c10::Error&) {
     std::vector<at::Tensor> dense = in;
     dense[0] = dense[0].contiguous();
-    return call_aten(call, dense);
+    return call_aten(call, dense, seed);
   }
 }
 
@@ -85,7 +85,7 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
     case OpKind::kSumLoss:
       return in[0].sum();
     case OpKind::kAten:
-      return reference_aten(*a.aten, in);
+      return reference_aten(*a.aten, in, node_seed(iteration_seed, n.id));
     case OpKind::kAttention:
       return kernels::attention_reference(n, in, training, node_seed(iteration_seed, n.id));
   }

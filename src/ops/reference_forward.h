@@ -15,7 +15,8 @@ namespace monet {
 /// (the first input is overwritten and returned). `training` selects batch statistics
 /// and active dropout; batch norm then updates its running-statistic buffers in place.
 /// Dropout draws its noise from node_seed(iteration_seed, node.id), as the executor does,
-/// with the computation PyTorch's CPU dropout uses (input * noise, noise saved).
+/// with the computation PyTorch's CPU dropout uses (input * noise, noise saved); so do the
+/// generic operators that draw random numbers (AtenCall::draws_random).
 at::Tensor reference_forward(const Node& node, const std::vector<at::Tensor>& inputs, bool training,
                              uint64_t iteration_seed = 0);
 

@@ -17,6 +17,8 @@ import subprocess
 import pytest
 import torch
 
+import torchvision
+
 import monet
 from test_training import train, worst_state_error
 
@@ -252,6 +254,27 @@ class ComputedWeights(torch.nn.Module):
         return torch.nn.functional.linear(h.flatten(1), self.fc.weight, self.fc.bias * 1.5)
 
 
+class StochasticDepthNet(torch.nn.Module):
+    """Two residual blocks whose branch torchvision's StochasticDepth drops per sample
+    (p = 0.5, active: the module in training mode), on [N, 3, 8, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, padding=1))
+            for _ in range(2))
+        self.drop = torchvision.ops.StochasticDepth(0.5, "row")
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = self.stem(x).relu()
+        for block in self.blocks:
+            h = h + self.drop(block(h))
+        return self.head(h.mean((2, 3)))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -373,3 +396,31 @@ def test_batch_norm_a_trace_cannot_train_is_refused_in_one_line(cache_dir):
         monet.optimize(model, torch.randn(2, 3, 8, 8), budget="0.9x", cache_dir=cache_dir,
                        search_limit="work")
     assert "\n" not in str(e.value).split("\n  at ")[0]
+
+
+def test_active_stochastic_depth_draws_the_same_noise_under_every_plan(cache_dir):
+    """Stochastic depth in training mode draws new noise at every step (the seeded
+    generic node), and every plan draws the same: store-all, Chen's checkpoints and
+    MONeT's plan at the midpoint budget train to the same weights, which differ from
+    those of the same model without the noise."""
+    torch.manual_seed(0)
+    base = StochasticDepthNet().double().train()
+    xs, ys, loss_fn = batches("features", (4, 3, 8, 8))
+    kw = dict(optimizer="sgd-momentum", cache_dir=cache_dir, time_limit=20,
+              search_limit="work")
+    r = monet.budget_range(base, xs[0], **kw)
+    runs = {}
+    for planner, budget in (("storeall", None), ("chen", None),
+                            ("monet", (r.smallest + r.store_all) // 2)):
+        model = copy.deepcopy(base)
+        fast = monet.optimize(model, xs[0], budget=budget, planner=planner, **kw)
+        runs[planner] = (train(fast, model, "sgd-momentum", xs, ys, loss_fn)[0], model)
+    losses, reference = runs["storeall"]
+    for planner, (got, model) in runs.items():
+        assert got == pytest.approx(losses, rel=1e-12, abs=0), planner
+        assert worst_state_error(model, reference) <= 1e-12, planner
+    noiseless = copy.deepcopy(base)
+    noiseless.drop.p = 0.0
+    fast = monet.optimize(noiseless, xs[0], planner="storeall", **kw)
+    without, _ = train(fast, noiseless, "sgd-momentum", xs, ys, loss_fn)
+    assert all(abs(a - b) > 1e-6 * abs(b) for a, b in zip(losses, without)), (losses, without)

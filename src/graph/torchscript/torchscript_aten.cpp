@@ -1,7 +1,10 @@
 // The importer's generic path: an operator with no dedicated OpKind becomes an
 // OpKind::kAten node that calls it through the dispatcher (aten_call.h).
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
+#include <optional>
 #include <set>
 
 #include "graph/aten_call.h"
@@ -23,6 +26,10 @@ const std::set<std::string> kShapeOnly = {"aten::new_zeros", "aten::new_ones",  
                                           "aten::new_empty", "aten::zeros_like", "aten::ones_like",
                                           "aten::full_like", "aten::empty_like"};
 
+// Operators whose result is uninitialised memory.
+const std::set<std::string> kEmpty = {"aten::empty", "aten::empty_like", "aten::new_empty",
+                                      "aten::empty_strided"};
+
 // A constant for argument `i` of `node`'s schema: a number where the schema takes a
 // tensor (the trace's prim::NumToTensor, which the importer keeps as a number) becomes
 // the 0-dimensional tensor PyTorch made of it.
@@ -33,6 +40,26 @@ c10::IValue argument_constant(const JitNode* node, size_t i, const c10::IValue& 
   if (v.isDouble()) return at::scalar_tensor(v.toScalar(), at::kDouble);
   if (v.isBool()) return at::scalar_tensor(v.toScalar(), at::kBool);
   return v;
+}
+
+// The overload of the out-of-place operator `name` that takes what the in-place `schema`
+// takes: its own name where there is one (mul_.Tensor, mul.Tensor), else the one of the
+// same argument types (bernoulli_.float, bernoulli.p). None when there is none.
+std::optional<std::string> out_of_place_overload(const std::string& name,
+                                                 const c10::FunctionSchema& schema) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  if (dispatcher.findSchema({name, schema.overload_name()})) return schema.overload_name();
+  const auto same_types = [&schema](const c10::FunctionSchema& other) {
+    const auto &a = schema.arguments(), &b = other.arguments();
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].type()->str() != b[i].type()->str()) return false;
+    return true;
+  };
+  for (const auto& op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(name)))
+    if (same_types(op->schema()) && dispatcher.findSchema({name, op->schema().overload_name()}))
+      return op->schema().overload_name();
+  return std::nullopt;
 }
 
 }  // namespace
@@ -61,6 +88,8 @@ bool Importer::skip_state_update(JitNode* node, const std::string& kind) {
 bool Importer::fold_constants(JitNode* node, const std::string& kind) {
   if (kind.rfind("aten::", 0) != 0 || !node->maybeSchema()) return false;
   if (skip_state_update(node, kind)) return true;
+  // Random draws (stochastic depth's noise) are new at every step: a node, not a constant.
+  if (draws_random(node->schema())) return false;
   torch::jit::Stack stack;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     const auto it = entries_.find(node->inputs()[i]);
@@ -82,6 +111,9 @@ bool Importer::fold_constants(JitNode* node, const std::string& kind) {
   }
   if (stack.size() != node->outputs().size())
     fail(node, "'" + kind + "' on constants gave " + std::to_string(stack.size()) + " values");
+  // An uninitialised tensor (torch.empty, later filled) is zeros: its contents are then the
+  // same at every import, as the fingerprint that hashes the trace's constants needs.
+  if (kEmpty.count(kind) && stack.size() == 1 && stack[0].isTensor()) stack[0].toTensor().zero_();
   for (size_t i = 0; i < stack.size(); ++i)
     entries_[node->outputs()[i]] = constant_entry(std::move(stack[i]));
   return true;
@@ -92,7 +124,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
   const std::vector<Result> results = used_results(node, kind);
-  std::string name = schema->name();
+  std::string name = schema->name(), overload = schema->overload_name();
   std::vector<c10::IValue> arguments;
   std::vector<int> slots;
   if (schema->is_mutable()) {
@@ -110,6 +142,10 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
                      "' on a tensor that is read again afterwards is not supported; trace "
                      "the model with the out-of-place operator");
     name.pop_back();
+    const std::optional<std::string> out_of_place = out_of_place_overload(name, *schema);
+    if (!out_of_place)
+      fail(node, "unsupported operator '" + kind + "': it has no out-of-place form");
+    overload = *out_of_place;
   }
   std::vector<int> inputs, list_indices;
   std::string module;
@@ -136,15 +172,17 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
       inputs.push_back(values[j]);
     }
   }
-  if (inputs.empty())
+  // A random draw of constants' shapes (stochastic depth's noise) is a node of its own
+  // that reads no value; anything else computed from constants alone is folded.
+  if (inputs.empty() && !draws_random(*schema))
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
   const std::string label = kind.substr(6);  // without "aten::"
   const AtenInputs in = aten_inputs_of(graph_, inputs);
   for (const Result& result : results) {
     OpAttrs a;
     try {
-      a.aten = make_aten_call(name, schema->overload_name(), arguments, slots, in.shapes,
-                              in.differentiable, in.strides, in.dtypes, result.index, list_indices);
+      a.aten = make_aten_call(name, overload, arguments, slots, in.shapes, in.differentiable,
+                              in.strides, in.dtypes, result.index, list_indices);
     } catch (const AtenCallError& err) {
       fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
     }
