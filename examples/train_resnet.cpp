@@ -21,8 +21,8 @@ int main() {
     const monet::StepResult r = planned.step(x, y);
     sgd.step();
     std::cout << "step " << step << " loss " << r.loss << " peak "
-              << monet::MemoryStats::peak_bytes() << " B (budget "
-              << planned.report().budget_bytes << " B)\n";
+              << monet::MemoryStats::peak_bytes() << " B (budget " << *planned.report().budget_bytes
+              << " B)\n";
   }
   return 0;
 }

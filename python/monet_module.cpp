@@ -49,28 +49,6 @@ monet::OptimizerKind optimizer_kind(const std::string& name) {
                               "' (known: none, sgd, sgd-momentum, adam)");
 }
 
-py::dict report_dict(const monet::PlanReport& r) {
-  py::dict d;
-  d["planner"] = r.planner;
-  d["budget_bytes"] = r.budget_bytes;
-  d["iteration_budget_bytes"] = r.iteration_budget_bytes;
-  d["optimizer_state_bytes"] = r.optimizer.state_bytes;
-  d["optimizer_update_bytes"] = r.optimizer.update_bytes;
-  d["reserved_bytes"] = r.reserved_bytes;
-  d["loss_bytes"] = r.loss_bytes;
-  d["baseline_peak_bytes"] = r.baseline_peak_bytes;
-  d["predicted_peak_bytes"] = r.predicted_peak_bytes;
-  d["predicted_seconds"] = r.predicted_seconds;
-  d["storeall_predicted_peak_bytes"] = r.storeall_predicted_peak_bytes;
-  d["storeall_predicted_seconds"] = r.storeall_predicted_seconds;
-  d["solver_gap"] = r.solver_gap;
-  d["from_cache"] = r.from_cache;
-  d["plan_path"] = r.plan_path;
-  d["lossy_forwards"] = r.lossy_forwards;
-  d["optimizer_update"] = monet::optimizer_update_name(r.optimizer_update);
-  return d;
-}
-
 py::dict step_dict(const monet::StepResult& s) {
   py::dict d;
   d["loss"] = s.loss;
@@ -84,6 +62,50 @@ py::dict step_dict(const monet::StepResult& s) {
 std::optional<torch::Dtype> input_dtype(const std::string& name) {
   if (name.empty()) return std::nullopt;
   return monet::input_dtype_from_name(name);
+}
+
+// The report's fields under their C++ names; a field that is none is None.
+void bind_report(py::module_& m) {
+  using R = monet::PlanReport;
+  py::class_<R>(m, "PlanReport", "What planning decided and predicts (bytes, seconds).")
+      .def_readonly("planner", &R::planner)
+      .def_readonly("budget_bytes", &R::budget_bytes)
+      .def_readonly("iteration_budget_bytes", &R::iteration_budget_bytes)
+      .def_property_readonly("optimizer_state_bytes",
+                             [](const R& r) { return r.optimizer.state_bytes; })
+      .def_property_readonly("optimizer_update_bytes",
+                             [](const R& r) { return r.optimizer.update_bytes; })
+      .def_property_readonly(
+          "optimizer_update",
+          [](const R& r) { return std::string(monet::optimizer_update_name(r.optimizer_update)); })
+      .def_readonly("reserved_bytes", &R::reserved_bytes)
+      .def_readonly("loss_bytes", &R::loss_bytes)
+      .def_readonly("baseline_peak_bytes", &R::baseline_peak_bytes)
+      .def_readonly("predicted_peak_bytes", &R::predicted_peak_bytes)
+      .def_readonly("predicted_seconds", &R::predicted_seconds)
+      .def_readonly("storeall_predicted_peak_bytes", &R::storeall_predicted_peak_bytes)
+      .def_readonly("storeall_predicted_seconds", &R::storeall_predicted_seconds)
+      .def_readonly("solver_gap", &R::solver_gap)
+      .def_readonly("from_cache", &R::from_cache)
+      .def_readonly("plan_path", &R::plan_path)
+      .def_readonly("lossy_forwards", &R::lossy_forwards);
+  using B = monet::BudgetRange;
+  py::class_<B>(m, "BudgetRange",
+                "Whole-step budgets in bytes: every budget from `smallest` up has a plan, "
+                "store-all (keeping everything, as autograd does) needs `store_all`, and no "
+                "plan can exist below `floor`.")
+      .def_readonly("smallest", &B::smallest_bytes)
+      .def_readonly("store_all", &B::storeall_bytes)
+      .def_readonly("floor", &B::floor_bytes)
+      .def("__iter__",
+           [](const B& r) {
+             return py::iter(py::make_tuple(r.smallest_bytes, r.storeall_bytes, r.floor_bytes));
+           })
+      .def("__repr__", [](const B& r) {
+        return "monet.BudgetRange(smallest=" + std::to_string(r.smallest_bytes) +
+               ", store_all=" + std::to_string(r.storeall_bytes) +
+               ", floor=" + std::to_string(r.floor_bytes) + ")";
+      });
 }
 
 void bind_model(py::module_& m) {
@@ -141,14 +163,10 @@ std::unique_ptr<monet::PlannedModel> make_planned_model(monet::Model model, cons
   return std::make_unique<monet::PlannedModel>(std::move(model), o);
 }
 
-py::tuple budget_range(const monet::Model& model, const py::dict& kw) {
+monet::BudgetRange budget_range(const monet::Model& model, const py::dict& kw) {
   const monet::PlanOptions o = plan_options(kw);
-  monet::BudgetRange r;
-  {
-    py::gil_scoped_release no_gil;
-    r = monet::budget_range(model, o);
-  }
-  return py::make_tuple(r.smallest_bytes, r.storeall_bytes, r.floor_bytes);
+  py::gil_scoped_release no_gil;
+  return monet::budget_range(model, o);
 }
 
 // A Python callable `update(parameter)`, which steps the parameter from its .grad, as a
@@ -184,7 +202,7 @@ void bind_planned_model(py::module_& m) {
       .def("forward",
            py::overload_cast<const std::vector<torch::Tensor>&>(&monet::PlannedModel::forward),
            py::arg("inputs"), py::call_guard<py::gil_scoped_release>())
-      .def("report", [](const monet::PlannedModel& p) { return report_dict(p.report()); })
+      .def("report", &monet::PlannedModel::report, py::return_value_policy::copy)
       .def("last_step", [](const monet::PlannedModel& p) { return step_dict(p.last_step()); })
       .def("save_plan", &monet::PlannedModel::save_plan, py::arg("path"))
       .def(
@@ -221,7 +239,7 @@ void bind_data_parallel(py::module_& m) {
   py::class_<DP>(m, "DataParallel", "A model planned on rank 0 and trained on every rank.")
       .def(py::init(&make_data_parallel), py::arg("model"), py::arg("options"), py::arg("job"))
       .def("forward", &DP::forward, py::arg("inputs"), py::call_guard<py::gil_scoped_release>())
-      .def("report", [](DP& d) { return report_dict(d.planned().report()); })
+      .def("report", [](DP& d) { return d.planned().report(); })
       .def("last_step", [](DP& d) { return step_dict(d.planned().last_step()); })
       .def(
           "save_plan", [](DP& d, const std::string& path) { d.planned().save_plan(path); },
@@ -269,12 +287,13 @@ void bind_memory(py::module_& m) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "monet's C++ library: import, plan and run traced models under a memory budget.";
   register_errors();
+  bind_report(m);
   bind_model(m);
   bind_planned_model(m);
   bind_data_parallel(m);
   bind_memory(m);
   m.def("budget_range", &budget_range, py::arg("model"), py::arg("options"),
-        "(smallest, store-all, floor) whole-step budgets in bytes.");
+        "The whole-step budgets (bytes) the model can be planned for.");
   m.def("set_progress_sink", &set_progress_sink, py::arg("sink"));
   m.def("default_cache_dir", &monet::default_cache_dir);
   m.def("planner_names", &monet::planner_names);

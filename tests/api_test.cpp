@@ -92,8 +92,9 @@ TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
   PlannedModel planned(model, po);
   const PlanReport& r = planned.report();
   EXPECT_FALSE(r.from_cache);
-  EXPECT_GT(r.baseline_peak_bytes, 0);
-  EXPECT_LE(r.predicted_peak_bytes, r.iteration_budget_bytes);
+  ASSERT_TRUE(r.baseline_peak_bytes && r.predicted_peak_bytes && r.iteration_budget_bytes);
+  EXPECT_GT(*r.baseline_peak_bytes, 0);
+  EXPECT_LE(*r.predicted_peak_bytes, *r.iteration_budget_bytes);
   EXPECT_EQ(r.optimizer.state_bytes, [&] {
     int64_t n = 0;
     for (const auto& p : model.parameters()) n += p.nbytes();
@@ -110,7 +111,7 @@ TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
     const StepResult step = planned.step(x, y);
     sgd.step();
     EXPECT_TRUE(std::isfinite(step.loss));
-    EXPECT_LE(MemoryStats::peak_bytes() - before, r.budget_bytes) << "step " << s;
+    EXPECT_LE(MemoryStats::peak_bytes() - before, r.budget_bytes.value()) << "step " << s;
   }
 
   PlannedModel again(Model::load(activation_heavy_resnet(), 0), po);
@@ -145,7 +146,7 @@ TEST(PlannedModel, ForwardHandsTheOutputToTheCallersLoss) {
   Model model = Model::load(activation_heavy_resnet(), 0);
   const PlanOptions po = quiet_options("0.85x", cache);
   auto planned = std::make_unique<PlannedModel>(model, po);
-  const int64_t budget = planned->report().budget_bytes;
+  const int64_t budget = planned->report().budget_bytes.value();
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   const Batch b = testing::test_batch(model, 3, at::kFloat);
   const at::Tensor x = b.at(impl_of(model)->input_values[0]),
@@ -198,8 +199,8 @@ TEST(PlannedModel, ChargesTheCallersLossWhereTheLossRuns) {
   const PlannedModel charged(model, po);
   EXPECT_FALSE(charged.report().from_cache) << "a plan for another loss working set was read";
   EXPECT_EQ(charged.report().loss_bytes, loss_bytes);
-  const int64_t without = plain.report().predicted_peak_bytes;
-  const int64_t with = charged.report().predicted_peak_bytes;
+  const int64_t without = plain.report().predicted_peak_bytes.value();
+  const int64_t with = charged.report().predicted_peak_bytes.value();
   EXPECT_GT(without, 0);
   EXPECT_GE(with, without - 4 * g.value(output).bytes());
   EXPECT_LE(with, without + loss_bytes);
@@ -239,14 +240,15 @@ TEST(PlannedModel, BudgetErrorsCarryTheSmallestBudgetAndTheFloor) {
   }
   po.budget = std::to_string(range.smallest_bytes);
   PlannedModel planned(model, po);
-  EXPECT_LE(planned.report().predicted_peak_bytes, planned.report().iteration_budget_bytes);
+  EXPECT_LE(planned.report().predicted_peak_bytes.value(),
+            planned.report().iteration_budget_bytes.value());
   po.budget = "1KiB";  // not even the model: the bound, before any profiling
   try {
     PlannedModel refused(model, po);
     FAIL() << "1 KiB was planned";
   } catch (const BudgetError& e) {
-    EXPECT_EQ(e.smallest_bytes, -1);
-    EXPECT_GT(e.proven_bound_bytes, 1024);
+    EXPECT_FALSE(e.smallest_bytes.has_value());
+    EXPECT_GT(e.proven_bound_bytes.value(), 1024);
   }
 }
 

@@ -269,24 +269,26 @@ struct PlanOptions {
   bool progress = true;  // progress lines on stderr
 };
 
-/// What planning decided and predicts.
+/// What planning decided and predicts. A field that is none was not computed: no budget
+/// (a planner that takes none), no measured baseline (the budget was not relative), no
+/// profiled costs (a heuristic planner without a cost cache), no solver bound.
 struct PlanReport {
   std::string planner;
-  int64_t budget_bytes = -1;            // the whole step's budget; -1: none
-  int64_t iteration_budget_bytes = -1;  // forward + backward's share given to the planner
-  OptimizerMemory optimizer;            // reserved for the optimizer
+  std::optional<int64_t> budget_bytes;            // the whole step's budget
+  std::optional<int64_t> iteration_budget_bytes;  // forward + backward's share of it
+  OptimizerMemory optimizer;                      // reserved for the optimizer
   OptimizerUpdate optimizer_update = OptimizerUpdate::kAfterBackward;  // the plan's
-  int64_t reserved_bytes = 0;                  // PlanOptions::reserved_bytes
-  int64_t loss_bytes = 0;                      // PlanOptions::loss_bytes
-  int64_t baseline_peak_bytes = -1;            // autograd's measured step peak (-1: not measured)
-  int64_t predicted_peak_bytes = -1;           // forward + backward, simulated (-1: no costs)
-  double predicted_seconds = 0;                // profiled seconds of forward + backward
-  int64_t storeall_predicted_peak_bytes = -1;  // the same for store-all (keeps everything)
-  double storeall_predicted_seconds = 0;
+  int64_t reserved_bytes = 0;                            // PlanOptions::reserved_bytes
+  int64_t loss_bytes = 0;                                // PlanOptions::loss_bytes
+  std::optional<int64_t> baseline_peak_bytes;            // autograd's measured step peak
+  std::optional<int64_t> predicted_peak_bytes;           // forward + backward, simulated
+  std::optional<double> predicted_seconds;               // profiled seconds of forward + backward
+  std::optional<int64_t> storeall_predicted_peak_bytes;  // the same for store-all
+  std::optional<double> storeall_predicted_seconds;
   /// The solver's relative gap between the plan's time and its proven lower bound (0:
-  /// optimal); -1 when there is no bound: no program was solved (a heuristic planner, a
+  /// optimal); none when there is no bound: no program was solved (a heuristic planner, a
   /// cached plan) or its LP relaxation was not solved within the time limit.
-  double solver_gap = -1;
+  std::optional<double> solver_gap;
   bool from_cache = false;  // the plan was read from the plan cache (no solve)
   std::string plan_path;    // the cached plan file, when cached
   /// Forwards whose implementation is lossy (ModelSpec::lossy offered them): the
@@ -308,16 +310,17 @@ BudgetRange budget_range(const Model& model, const PlanOptions& options);
 /// A budget no plan fits. smallest_bytes: the smallest whole-step budget for which the
 /// planner finds a plan (its leanest plan's simulated peak, plus the optimizer's and the
 /// reserved bytes); proven_bound_bytes: a whole-step budget below which no plan of any
-/// planner can exist (the iteration's memory floor plus the same). Both are -1 when they
-/// were not computed (no costs).
+/// planner can exist (the iteration's memory floor plus the same). Each is none where it
+/// was not computed (no costs).
 class BudgetError : public std::runtime_error {
  public:
-  BudgetError(const std::string& what, int64_t smallest_bytes, int64_t proven_bound_bytes = -1)
+  BudgetError(const std::string& what, std::optional<int64_t> smallest_bytes,
+              std::optional<int64_t> proven_bound_bytes = std::nullopt)
       : std::runtime_error(what),
         smallest_bytes(smallest_bytes),
         proven_bound_bytes(proven_bound_bytes) {}
-  int64_t smallest_bytes;
-  int64_t proven_bound_bytes;
+  std::optional<int64_t> smallest_bytes;
+  std::optional<int64_t> proven_bound_bytes;
 };
 
 /// One training step's measurement.

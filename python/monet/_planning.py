@@ -2,7 +2,6 @@
 library with the module's own parameters and buffers (shared, not copied), plan a
 training step under a memory budget (profiles and plans cached on disk), and run the
 forward and backward under the plan."""
-import collections
 import contextlib
 import copy
 import itertools
@@ -27,10 +26,7 @@ SEARCH_LIMITS = ("wall-clock", "work")
 #: backward, once the plan is done with it) or "after-backward" (your opt.step()).
 OPTIMIZER_UPDATES = ("fused", "after-backward")
 
-BudgetRange = collections.namedtuple("BudgetRange", ["smallest", "store_all", "floor"])
-BudgetRange.__doc__ = """Whole-step budgets in bytes: every budget from `smallest` up has
-a plan, store-all (keeping everything, as autograd does) needs `store_all`, and no plan
-can exist below `floor`."""
+BudgetRange = _C.BudgetRange
 
 
 def _budget_text(budget):
@@ -193,22 +189,21 @@ class Plan:
     def __init__(self, planned, model):
         self._planned = planned
         self._model = model
-        r = planned.report()
-        self.planner = r["planner"]
-        self.budget = r["budget_bytes"] if r["budget_bytes"] >= 0 else None
+        r = planned.report()  # _C.PlanReport: None where not computed
+        self.planner = r.planner
+        self.budget = r.budget_bytes
         # Predictions need profiled costs: None where the planner ran without them (a
         # store-all or Chen plan and no cost cache).
-        known = r["predicted_peak_bytes"] >= 0
-        self.predicted_peak = r["predicted_peak_bytes"] if known else None  # forward + backward
-        self.predicted_seconds = r["predicted_seconds"] if known else None
-        self.store_all_peak = r["storeall_predicted_peak_bytes"] if known else None
-        self.store_all_seconds = r["storeall_predicted_seconds"] if known else None
-        self.solver_gap = r["solver_gap"] if r["solver_gap"] >= 0 else None
-        self.optimizer_bytes = r["optimizer_state_bytes"] + r["optimizer_update_bytes"]
-        self.baseline_peak = r["baseline_peak_bytes"] if r["baseline_peak_bytes"] >= 0 else None
-        self.from_cache = r["from_cache"]
-        self.lossy_forwards = r["lossy_forwards"]  # > 0: gradients differ from autograd's
-        self.optimizer_update = r["optimizer_update"]  # "fused" or "after-backward"
+        self.predicted_peak = r.predicted_peak_bytes  # forward + backward
+        self.predicted_seconds = r.predicted_seconds
+        self.store_all_peak = r.storeall_predicted_peak_bytes
+        self.store_all_seconds = r.storeall_predicted_seconds
+        self.solver_gap = r.solver_gap
+        self.optimizer_bytes = r.optimizer_state_bytes + r.optimizer_update_bytes
+        self.baseline_peak = r.baseline_peak_bytes
+        self.from_cache = r.from_cache
+        self.lossy_forwards = r.lossy_forwards  # > 0: gradients differ from autograd's
+        self.optimizer_update = r.optimizer_update  # "fused" or "after-backward"
         self.fingerprint = model.fingerprint
         self.input_shape = tuple(model.input_shape)  # the first input's
         self.input_shapes = [tuple(shape) for shape in model.input_shapes]
@@ -402,7 +397,7 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
                                                             loss_copies, loss, target)
     model = _import(traced, example_input, output)
     _leave_room_beside(model, traced, loss_copies, options)
-    return BudgetRange(*_C.budget_range(model, options))
+    return _C.budget_range(model, options)
 
 
 def _batch_norms(module):

@@ -23,10 +23,10 @@ class BudgetTooSmall(MonetError, ValueError):
         proven_bound: a whole-step budget (bytes) below which no plan can exist, or None.
     """
 
-    def __init__(self, message, smallest_budget=-1, proven_bound=-1):
+    def __init__(self, message, smallest_budget=None, proven_bound=None):
         super().__init__(message)
-        self.smallest_budget = smallest_budget if smallest_budget >= 0 else None
-        self.proven_bound = proven_bound if proven_bound >= 0 else None
+        self.smallest_budget = smallest_budget
+        self.proven_bound = proven_bound
 
 
 class UnsupportedOperator(MonetError, ValueError):

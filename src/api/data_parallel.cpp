@@ -100,6 +100,14 @@ std::string broadcast_text(c10d::ProcessGroup& group, const std::string& text,
   return std::string(static_cast<const char*>(bytes[0].data_ptr()), static_cast<size_t>(n));
 }
 
+// A number that may be none, as JSON (null) and back.
+nlohmann::json optional_json(std::optional<int64_t> v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+std::optional<int64_t> optional_of(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<int64_t>(j.get<int64_t>());
+}
+
 // Rank 0 plans; the result (or its error) as JSON for the other ranks.
 nlohmann::json plan_on_rank_zero(const Model& model, const PlanOptions& options,
                                  std::unique_ptr<PlannedModel>* planned,
@@ -109,14 +117,14 @@ nlohmann::json plan_on_rank_zero(const Model& model, const PlanOptions& options,
     const PlannedModel::Impl& p = impl_of(**planned);
     const PlanReport& r = p.report;
     return {{"plan", plan_to_json(impl_of(model)->graph, p.plan)},
-            {"budget_bytes", r.budget_bytes},
-            {"baseline_peak_bytes", r.baseline_peak_bytes}};
+            {"budget_bytes", optional_json(r.budget_bytes)},
+            {"baseline_peak_bytes", optional_json(r.baseline_peak_bytes)}};
   } catch (const BudgetError& e) {
     *error = std::current_exception();
     return {{"error", "budget"},
             {"what", e.what()},
-            {"smallest", e.smallest_bytes},
-            {"bound", e.proven_bound_bytes}};
+            {"smallest", optional_json(e.smallest_bytes)},
+            {"bound", optional_json(e.proven_bound_bytes)}};
   } catch (const std::invalid_argument& e) {
     *error = std::current_exception();
     return {{"error", "argument"}, {"what", e.what()}};
@@ -132,7 +140,7 @@ std::unique_ptr<PlannedModel> follow_rank_zero(const Model& model, PlanOptions o
   if (made.contains("error")) {
     const std::string what = kRankZeroCouldNotPlan + made.at("what").get<std::string>();
     if (made.at("error") == "budget")
-      throw BudgetError(what, made.at("smallest"), made.at("bound"));
+      throw BudgetError(what, optional_of(made.at("smallest")), optional_of(made.at("bound")));
     if (made.at("error") == "argument") throw std::invalid_argument(what);
     throw std::runtime_error(what);
   }
@@ -142,8 +150,8 @@ std::unique_ptr<PlannedModel> follow_rank_zero(const Model& model, PlanOptions o
           .string();
   write_text_atomically(path, made.at("plan").dump() + "\n");
   options.plan_file = path;
-  const int64_t budget = made.at("budget_bytes");
-  options.budget = budget > 0 ? std::to_string(budget) : "";
+  const std::optional<int64_t> budget = optional_of(made.at("budget_bytes"));
+  options.budget = budget ? std::to_string(*budget) : "";
   options.progress = false;
   std::unique_ptr<PlannedModel> planned;
   try {
@@ -155,7 +163,7 @@ std::unique_ptr<PlannedModel> follow_rank_zero(const Model& model, PlanOptions o
   std::filesystem::remove(path);
   PlanReport& r = impl_of(*planned).report;
   r.planner = made.at("plan").value("planner", r.planner);
-  r.baseline_peak_bytes = made.at("baseline_peak_bytes");
+  r.baseline_peak_bytes = optional_of(made.at("baseline_peak_bytes"));
   return planned;
 }
 

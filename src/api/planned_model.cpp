@@ -13,6 +13,7 @@
 #include "api/model_impl.h"
 #include "api/planned_model_impl.h"
 #include "api/planning_limit.h"
+#include "base/byte_format.h"
 #include "base/memory_tracker.h"
 #include "base/progress.h"
 #include "cost/profiler.h"
@@ -113,23 +114,17 @@ Plan read_plan(const Graph& g, const std::string& path) {
   }
 }
 
-std::string bytes_text(int64_t b) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1024.0 * 1024.0));
-  return buf;
-}
-
 // The error for a budget no plan fits, with the budgets that do.
 BudgetError no_plan_error(const Model::Impl& m, const CostModel& costs, const PlanOptions& o,
                           const PlanReport& r) {
   const BudgetRange range = budget_range_of(m.graph, costs, o, r.optimizer.total());
-  return BudgetError("no " + o.planner + " plan fits a budget of " + bytes_text(r.budget_bytes) +
-                         " (forward and backward get " + bytes_text(r.iteration_budget_bytes) +
-                         " of it after the optimizer's " + bytes_text(r.optimizer.total()) +
-                         " and " + bytes_text(r.reserved_bytes) +
+  return BudgetError("no " + o.planner + " plan fits a budget of " + format_bytes(*r.budget_bytes) +
+                         " (forward and backward get " + format_bytes(*r.iteration_budget_bytes) +
+                         " of it after the optimizer's " + format_bytes(r.optimizer.total()) +
+                         " and " + format_bytes(r.reserved_bytes) +
                          " reserved); the smallest budget with a plan is " +
-                         bytes_text(range.smallest_bytes) + ", and none can be below " +
-                         bytes_text(range.floor_bytes),
+                         format_bytes(range.smallest_bytes) + ", and none can be below " +
+                         format_bytes(range.floor_bytes),
                      range.smallest_bytes, range.floor_bytes);
 }
 
@@ -137,7 +132,7 @@ BudgetError no_plan_error(const Model::Impl& m, const CostModel& costs, const Pl
 Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::string& cache_dir,
                        PlanReport* report, CostModel* costs, bool* have_costs) {
   const Graph& g = m.graph;
-  const int64_t budget = report->iteration_budget_bytes;
+  const int64_t budget = report->iteration_budget_bytes.value_or(-1);
   const std::string cached =
       cache_dir.empty() ? "" : plan_cache_path(cache_dir, g, o.planner, budget, o.loss_bytes);
   if (!cached.empty() && std::filesystem::exists(cached)) {
@@ -164,9 +159,11 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
   request.solver.progress = o.progress;
   const PlannerOutcome outcome = make_plan(g, *have_costs ? costs : nullptr, request);
   if (!outcome.found) {
-    if (*have_costs) throw no_plan_error(m, *costs, o, *report);
-    throw BudgetError(
-        "no " + o.planner + " plan fits a budget of " + bytes_text(report->budget_bytes), -1);
+    if (*have_costs && report->budget_bytes) throw no_plan_error(m, *costs, o, *report);
+    throw BudgetError(report->budget_bytes ? "no " + o.planner + " plan fits a budget of " +
+                                                 format_bytes(*report->budget_bytes)
+                                           : "the " + o.planner + " planner found no plan",
+                      std::nullopt);
   }
   Plan plan = outcome.plan;
   if (outcome.solved && std::isfinite(outcome.solve.solve.gap))
@@ -204,15 +201,15 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
       if (o.progress) report_progress("baseline: measuring autograd's training step ...\n");
       r.baseline_peak_bytes =
           measure_autograd_step_peak(impl_->model, o.optimizer, o.weight_decay, cache_dir);
-      return r.baseline_peak_bytes;
+      return *r.baseline_peak_bytes;
     });
-    r.iteration_budget_bytes = r.budget_bytes - r.optimizer.total() - r.reserved_bytes;
+    r.iteration_budget_bytes = *r.budget_bytes - r.optimizer.total() - r.reserved_bytes;
     const int64_t floor = iteration_start_bytes(m.graph);
-    if (r.iteration_budget_bytes <= floor)
-      throw BudgetError("a budget of " + bytes_text(r.budget_bytes) +
+    if (*r.iteration_budget_bytes <= floor)
+      throw BudgetError("a budget of " + format_bytes(*r.budget_bytes) +
                             " does not hold the model, its batch and its optimizer (" +
-                            bytes_text(floor + r.optimizer.total() + r.reserved_bytes) + ")",
-                        -1, floor + r.optimizer.total() + r.reserved_bytes);
+                            format_bytes(floor + r.optimizer.total() + r.reserved_bytes) + ")",
+                        std::nullopt, floor + r.optimizer.total() + r.reserved_bytes);
   }
   CostModel costs;
   bool have_costs = false;
@@ -235,12 +232,12 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
     r.storeall_predicted_peak_bytes = all.peak_bytes;
     r.storeall_predicted_seconds = all.seconds;
     // A planner that does not take a budget (store-all, Chen, Gist) may not honour one.
-    if (r.iteration_budget_bytes > 0 && sim.peak_bytes > r.iteration_budget_bytes)
+    if (r.iteration_budget_bytes && sim.peak_bytes > *r.iteration_budget_bytes)
       throw BudgetError("the " + impl_->plan.planner + " plan's predicted peak " +
-                            bytes_text(sim.peak_bytes) + " exceeds the " +
-                            bytes_text(r.iteration_budget_bytes) +
+                            format_bytes(sim.peak_bytes) + " exceeds the " +
+                            format_bytes(*r.iteration_budget_bytes) +
                             " forward and backward get of the budget; use planner monet",
-                        -1);
+                        std::nullopt);
   }
   impl_->executor = std::make_shared<Executor>(m.graph, m.state, impl_->plan);
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/byte_format.h"
 #include "base/memory_tracker.h"
 #include "cost/cost_model.h"
 #include "graph/graph.h"
@@ -64,9 +65,6 @@ ModelConfig model_config(const ModelOptions& options);
 /// The parameters and buffers to train `graph` from: a TorchScript model's own values
 /// (loaded from the file), a zoo model's initialisation seeded by `seed`.
 ModelState initial_state(const Graph& graph, const std::string& model, uint64_t seed);
-
-/// "97.9 MiB (102,760,448 B)"-style rendering; `exact` adds the byte count.
-std::string format_bytes(int64_t bytes, bool exact = false);
 
 void print_json(const nlohmann::json& j);
 

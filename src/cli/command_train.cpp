@@ -191,11 +191,11 @@ void print_plan(const PlanReport& r, const DataSource& data, const RankContext& 
               << rc.where.rank << ": " << format_bytes(t.parallel->owned_parameter_bytes())
               << ") and updates them; the owners broadcast the updates\n";
   std::cerr << "plan: " << r.planner << (r.from_cache ? " (cached)" : "");
-  if (r.budget_bytes > 0) std::cerr << ", budget " << format_bytes(r.budget_bytes);
-  if (r.baseline_peak_bytes > 0)
-    std::cerr << " (autograd's step: " << format_bytes(r.baseline_peak_bytes) << ")";
-  if (r.predicted_peak_bytes > 0)
-    std::cerr << ", forward+backward predicted " << format_bytes(r.predicted_peak_bytes);
+  if (r.budget_bytes) std::cerr << ", budget " << format_bytes(*r.budget_bytes);
+  if (r.baseline_peak_bytes)
+    std::cerr << " (autograd's step: " << format_bytes(*r.baseline_peak_bytes) << ")";
+  if (r.predicted_peak_bytes)
+    std::cerr << ", forward+backward predicted " << format_bytes(*r.predicted_peak_bytes);
   std::cerr << ", optimizer updates " << optimizer_update_name(r.optimizer_update) << "\n";
 }
 
@@ -283,7 +283,7 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
                           {"peak_bytes", peak},
                           {"step_seconds", step.seconds},
                           {"samples_per_second", rate}};
-      if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
+      if (r.budget_bytes) j["budget_bytes"] = *r.budget_bytes;
       if (trainer.parallel) {
         j["gradient_sync"] = sync_after_backward(o, s) ? "after-backward" : "during-backward";
         j["world_size"] = world;
@@ -295,8 +295,8 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
       std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  peak %s", tty ? "\r" : "",
                    static_cast<long long>(s + 1), static_cast<long long>(total), step.loss, rate,
                    format_bytes(peak).c_str());
-      if (r.budget_bytes > 0)
-        std::fprintf(stderr, " / budget %s", format_bytes(r.budget_bytes).c_str());
+      if (r.budget_bytes)
+        std::fprintf(stderr, " / budget %s", format_bytes(*r.budget_bytes).c_str());
       if (world > 1) std::fprintf(stderr, " per rank (%lld ranks)", static_cast<long long>(world));
       std::fprintf(stderr, "  ETA %s%s", clock_text(eta).c_str(), tty ? "   " : "\n");
     }
@@ -313,17 +313,17 @@ void print_summary(const TrainOptions& o, const PlanReport& r, const TrainTotals
     nlohmann::json j = {{"steps", total},
                         {"max_step_peak_bytes", t.max_peak},
                         {"mean_loss", done > 0 ? t.loss_sum / done : 0.0}};
-    if (r.budget_bytes > 0) j["budget_bytes"] = r.budget_bytes;
-    if (r.baseline_peak_bytes > 0) j["autograd_step_peak_bytes"] = r.baseline_peak_bytes;
+    if (r.budget_bytes) j["budget_bytes"] = *r.budget_bytes;
+    if (r.baseline_peak_bytes) j["autograd_step_peak_bytes"] = *r.baseline_peak_bytes;
     std::cout << j.dump() << std::endl;
     return;
   }
   std::printf("trained %lld steps: largest step peak %s", static_cast<long long>(done),
               format_bytes(t.max_peak, true).c_str());
-  if (r.budget_bytes > 0) std::printf(", budget %s", format_bytes(r.budget_bytes, true).c_str());
-  if (r.baseline_peak_bytes > 0)
-    std::printf(", %.3f of autograd's step peak %s", double(t.max_peak) / r.baseline_peak_bytes,
-                format_bytes(r.baseline_peak_bytes, true).c_str());
+  if (r.budget_bytes) std::printf(", budget %s", format_bytes(*r.budget_bytes, true).c_str());
+  if (r.baseline_peak_bytes)
+    std::printf(", %.3f of autograd's step peak %s", double(t.max_peak) / *r.baseline_peak_bytes,
+                format_bytes(*r.baseline_peak_bytes, true).c_str());
   std::printf("\n");
   if (!o.save.empty()) std::printf("saved the trained weights to %s\n", o.save.c_str());
 }
@@ -461,11 +461,11 @@ int run_train(TrainOptions o) {
   if (trainer.parallel) trainer.parallel->barrier();
   if (rc.primary()) print_summary(o, r, totals, total, total - first);
   if (o.compare_iters > 0 && rc.primary()) compare_and_print(o, trainer.planned());
-  if (r.budget_bytes > 0 && totals.max_peak > r.budget_bytes) {
+  if (r.budget_bytes && totals.max_peak > *r.budget_bytes) {
     std::cerr << "monet: error: "
               << (rc.distributed ? "rank " + std::to_string(rc.where.rank) + ": " : "")
               << "a step's measured peak " << format_bytes(totals.max_peak, true)
-              << " exceeded the budget " << format_bytes(r.budget_bytes, true) << "\n";
+              << " exceeded the budget " << format_bytes(*r.budget_bytes, true) << "\n";
     return 1;
   }
   return 0;
