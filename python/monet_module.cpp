@@ -41,14 +41,6 @@ void register_errors() {
   });
 }
 
-monet::OptimizerKind optimizer_kind(const std::string& name) {
-  for (monet::OptimizerKind k : {monet::OptimizerKind::kNone, monet::OptimizerKind::kSGD,
-                                 monet::OptimizerKind::kSGDMomentum, monet::OptimizerKind::kAdam})
-    if (name == monet::optimizer_kind_name(k)) return k;
-  throw std::invalid_argument("unknown optimizer '" + name +
-                              "' (known: none, sgd, sgd-momentum, adam)");
-}
-
 py::dict step_dict(const monet::StepResult& s) {
   py::dict d;
   d["loss"] = s.loss;
@@ -137,34 +129,80 @@ void bind_model(py::module_& m) {
       .def_property_readonly("output_shape", &monet::Model::output_shape);
 }
 
-// PlanOptions from the Python layer's keywords (monet/_planning.py names and checks them).
-monet::PlanOptions plan_options(const py::dict& kw) {
-  monet::PlanOptions o;
-  o.planner = kw["planner"].cast<std::string>();
-  o.budget = kw["budget"].cast<std::string>();
-  o.optimizer = optimizer_kind(kw["optimizer"].cast<std::string>());
-  o.weight_decay = kw["weight_decay"].cast<double>();
-  o.reserved_bytes = kw["reserved_bytes"].cast<int64_t>();
-  o.loss_bytes = kw["loss_bytes"].cast<int64_t>();
-  o.time_limit_seconds = kw["time_limit"].cast<double>();
-  o.planning_limit = monet::planning_limit_from_name(kw["search_limit"].cast<std::string>());
-  o.plan_file = kw["plan_file"].cast<std::string>();
-  o.cache_dir = kw["cache_dir"].cast<std::string>();
-  o.use_cache = kw["use_cache"].cast<bool>();
-  o.progress = kw["progress"].cast<bool>();
-  o.optimizer_update =
-      monet::optimizer_update_from_name(kw["optimizer_update"].cast<std::string>());
-  return o;
+// An enum's value by name, among `values` (their names by `name_of`); throws
+// std::invalid_argument naming the known ones.
+template <typename E>
+E enum_from_name(const std::string& name, const std::vector<E>& values, const char* (*name_of)(E),
+                 const char* what) {
+  std::string known;
+  for (E v : values) {
+    if (name == name_of(v)) return v;
+    known += (known.empty() ? "" : ", ") + std::string(name_of(v));
+  }
+  throw std::invalid_argument("unknown " + std::string(what) + " '" + name + "' (known: " + known +
+                              ")");
 }
 
-std::unique_ptr<monet::PlannedModel> make_planned_model(monet::Model model, const py::dict& kw) {
-  const monet::PlanOptions o = plan_options(kw);
+template <typename E>
+std::vector<std::string> names_of(const std::vector<E>& values, const char* (*name_of)(E)) {
+  std::vector<std::string> names;
+  for (E v : values) names.push_back(name_of(v));
+  return names;
+}
+
+const std::vector<monet::OptimizerKind> kOptimizers = {
+    monet::OptimizerKind::kNone, monet::OptimizerKind::kSGD, monet::OptimizerKind::kSGDMomentum,
+    monet::OptimizerKind::kAdam};
+const std::vector<monet::PlanningLimit> kPlanningLimits = {monet::PlanningLimit::kWallClock,
+                                                           monet::PlanningLimit::kWork};
+const std::vector<monet::OptimizerUpdate> kOptimizerUpdates = {
+    monet::OptimizerUpdate::kFused, monet::OptimizerUpdate::kAfterBackward};
+
+// PlanOptions under its C++ field names; its enums as their names (monet/_planning.py
+// checks the keywords and fills one in).
+void bind_plan_options(py::module_& m) {
+  using O = monet::PlanOptions;
+  py::class_<O>(m, "PlanOptions", "How to plan (libmonet's PlanOptions; bytes, seconds).")
+      .def(py::init<>())
+      .def_readwrite("planner", &O::planner)
+      .def_readwrite("budget", &O::budget)
+      .def_property(
+          "optimizer", [](const O& o) { return std::string(monet::optimizer_kind_name(o.optimizer)); },
+          [](O& o, const std::string& name) {
+            o.optimizer = enum_from_name(name, kOptimizers, monet::optimizer_kind_name, "optimizer");
+          })
+      .def_readwrite("weight_decay", &O::weight_decay)
+      .def_property(
+          "optimizer_update",
+          [](const O& o) { return std::string(monet::optimizer_update_name(o.optimizer_update)); },
+          [](O& o, const std::string& name) {
+            o.optimizer_update = monet::optimizer_update_from_name(name);
+          })
+      .def_readwrite("reserved_bytes", &O::reserved_bytes)
+      .def_readwrite("loss_bytes", &O::loss_bytes)
+      .def_readwrite("time_limit_seconds", &O::time_limit_seconds)
+      .def_property(
+          "planning_limit",
+          [](const O& o) { return std::string(monet::planning_limit_name(o.planning_limit)); },
+          [](O& o, const std::string& name) {
+            o.planning_limit = monet::planning_limit_from_name(name);
+          })
+      .def_readwrite("plan_file", &O::plan_file)
+      .def_readwrite("cache_dir", &O::cache_dir)
+      .def_readwrite("use_cache", &O::use_cache)
+      .def_readwrite("progress", &O::progress);
+  m.attr("OPTIMIZERS") = names_of(kOptimizers, monet::optimizer_kind_name);
+  m.attr("PLANNING_LIMITS") = names_of(kPlanningLimits, monet::planning_limit_name);
+  m.attr("OPTIMIZER_UPDATES") = names_of(kOptimizerUpdates, monet::optimizer_update_name);
+}
+
+std::unique_ptr<monet::PlannedModel> make_planned_model(monet::Model model,
+                                                       const monet::PlanOptions& o) {
   py::gil_scoped_release no_gil;
   return std::make_unique<monet::PlannedModel>(std::move(model), o);
 }
 
-monet::BudgetRange budget_range(const monet::Model& model, const py::dict& kw) {
-  const monet::PlanOptions o = plan_options(kw);
+monet::BudgetRange budget_range(const monet::Model& model, const monet::PlanOptions& o) {
   py::gil_scoped_release no_gil;
   return monet::budget_range(model, o);
 }
@@ -216,9 +254,9 @@ void bind_planned_model(py::module_& m) {
 
 // A data-parallel rank from the Python layer: the plan's keywords, and the job's
 // (monet/_distributed.py: where this rank is, the shard mode, the collectives' timeout).
-std::unique_ptr<monet::DataParallel> make_data_parallel(monet::Model model, const py::dict& kw,
+std::unique_ptr<monet::DataParallel> make_data_parallel(monet::Model model,
+                                                        const monet::PlanOptions& o,
                                                         const py::dict& job) {
-  const monet::PlanOptions o = plan_options(kw);
   monet::Rendezvous where;
   where.master_addr = job["master_addr"].cast<std::string>();
   where.master_port = job["master_port"].cast<int>();
@@ -287,6 +325,7 @@ void bind_memory(py::module_& m) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "monet's C++ library: import, plan and run traced models under a memory budget.";
   register_errors();
+  bind_plan_options(m);
   bind_report(m);
   bind_model(m);
   bind_planned_model(m);

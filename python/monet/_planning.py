@@ -19,12 +19,12 @@ from .errors import UnsupportedOperator
 
 #: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
 #: its update's temporaries).
-OPTIMIZERS = ("none", "sgd", "sgd-momentum", "adam")
+OPTIMIZERS = tuple(_C.OPTIMIZERS)  # "none", "sgd", "sgd-momentum", "adam"
 #: What ends the planner's searches, `search_limit=`: "wall-clock" or "work".
-SEARCH_LIMITS = ("wall-clock", "work")
+SEARCH_LIMITS = tuple(_C.PLANNING_LIMITS)
 #: When the optimizer updates, `optimizer_update=`: "fused" (each parameter inside the
 #: backward, once the plan is done with it) or "after-backward" (your opt.step()).
-OPTIMIZER_UPDATES = ("fused", "after-backward")
+OPTIMIZER_UPDATES = tuple(_C.OPTIMIZER_UPDATES)
 
 BudgetRange = _C.BudgetRange
 
@@ -71,13 +71,13 @@ def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_deca
                          f"(known: {', '.join(SEARCH_LIMITS)})")
     if cache_dir is not None and os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
         raise ValueError(f"cache_dir {str(cache_dir)!r} is not a directory")
-    return {"planner": planner, "budget": _budget_text(budget), "optimizer": optimizer,
-            "weight_decay": float(weight_decay), "reserved_bytes": int(reserved_bytes),
-            "loss_bytes": 0,
-            "time_limit": float(time_limit), "plan_file": str(plan_file or ""),
-            "cache_dir": str(cache_dir or ""), "use_cache": bool(use_cache),
-            "progress": bool(progress), "search_limit": search_limit,
-            "optimizer_update": optimizer_update}
+    o = _C.PlanOptions()
+    o.planner, o.budget, o.optimizer = planner, _budget_text(budget), optimizer
+    o.weight_decay, o.reserved_bytes = float(weight_decay), int(reserved_bytes)
+    o.time_limit_seconds, o.planning_limit = float(time_limit), search_limit
+    o.plan_file, o.cache_dir = str(plan_file or ""), str(cache_dir or "")
+    o.use_cache, o.progress, o.optimizer_update = bool(use_cache), bool(progress), optimizer_update
+    return o
 
 
 @contextlib.contextmanager
@@ -332,7 +332,7 @@ def _planned_with(runner, module, example_input, kw):
     model = _import(traced, example_input, output, kw["lossy"])
     _leave_room_beside(model, traced, loss_copies, options)
     planned = runner(model, options)
-    if options["optimizer_update"] == "fused":
+    if options.optimizer_update == "fused":
         check_optimizer_holds(optimizer, module)
         planned.use_update(one_parameter_step(optimizer))
     result = Plan(planned, model)
@@ -360,8 +360,8 @@ def _with_loss(module, example_input, output, loss_copies, loss, target):
 def _leave_room_beside(model, module, loss_copies, options):
     """Sets `options`' room for what runs beside the imported `model`: the caller's loss
     (loss_bytes) and the module's tensors the model does not share (reserved_bytes)."""
-    options["loss_bytes"] = _loss_bytes(model, loss_copies)
-    options["reserved_bytes"] += _unshared_bytes(module, model)
+    options.loss_bytes = _loss_bytes(model, loss_copies)
+    options.reserved_bytes += _unshared_bytes(module, model)
 
 
 def _unshared_bytes(module, model):
