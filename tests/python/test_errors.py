@@ -142,3 +142,28 @@ def test_a_work_limited_search_plans_within_the_budget(cache_dir):
     assert plan.planner == "monet"
     assert plan.predicted_peak is not None
     assert plan.predicted_peak + plan.optimizer_bytes <= plan.budget
+
+
+def test_what_was_not_computed_is_none(tmp_path):
+    """The plan's report (monet._C.PlanReport) gives None for what planning did not
+    compute: no budget, no baseline and, without profiled costs, no prediction; a budget
+    in bytes measures no baseline. Option names the library does not know are refused
+    with the known ones."""
+    torch.manual_seed(0)
+    model, x = SmallNet(), torch.randn(2, 3, 16, 16)
+    plan = monet.plan(model, x, planner="storeall", cache_dir=str(tmp_path), progress=False)
+    assert (plan.budget, plan.baseline_peak, plan.predicted_peak, plan.solver_gap) == (
+        None, None, None, None)
+    assert plan.predicted_overhead is None
+    r = monet.budget_range(model, x, cache_dir=str(tmp_path), time_limit=10,
+                           search_limit="work", progress=False)
+    smallest, store_all, floor = r
+    assert floor <= smallest <= store_all and "BudgetRange(smallest=" in repr(r)
+    plan = monet.plan(model, x, budget=store_all, cache_dir=str(tmp_path), time_limit=10,
+                      search_limit="work", progress=False)
+    assert plan.budget == store_all and plan.baseline_peak is None
+    assert plan.predicted_peak is not None and plan.solver_gap is not None
+    options = monet._C.PlanOptions()
+    with pytest.raises(ValueError, match="known: none, sgd, sgd-momentum, adam"):
+        options.optimizer = "lamb"
+    assert monet.OPTIMIZERS == ("none", "sgd", "sgd-momentum", "adam")
