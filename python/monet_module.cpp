@@ -167,9 +167,11 @@ void bind_plan_options(py::module_& m) {
       .def_readwrite("planner", &O::planner)
       .def_readwrite("budget", &O::budget)
       .def_property(
-          "optimizer", [](const O& o) { return std::string(monet::optimizer_kind_name(o.optimizer)); },
+          "optimizer",
+          [](const O& o) { return std::string(monet::optimizer_kind_name(o.optimizer)); },
           [](O& o, const std::string& name) {
-            o.optimizer = enum_from_name(name, kOptimizers, monet::optimizer_kind_name, "optimizer");
+            o.optimizer =
+                enum_from_name(name, kOptimizers, monet::optimizer_kind_name, "optimizer");
           })
       .def_readwrite("weight_decay", &O::weight_decay)
       .def_property(
@@ -197,7 +199,7 @@ void bind_plan_options(py::module_& m) {
 }
 
 std::unique_ptr<monet::PlannedModel> make_planned_model(monet::Model model,
-                                                       const monet::PlanOptions& o) {
+                                                        const monet::PlanOptions& o) {
   py::gil_scoped_release no_gil;
   return std::make_unique<monet::PlannedModel>(std::move(model), o);
 }
