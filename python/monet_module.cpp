@@ -129,20 +129,6 @@ void bind_model(py::module_& m) {
       .def_property_readonly("output_shape", &monet::Model::output_shape);
 }
 
-// An enum's value by name, among `values` (their names by `name_of`); throws
-// std::invalid_argument naming the known ones.
-template <typename E>
-E enum_from_name(const std::string& name, const std::vector<E>& values, const char* (*name_of)(E),
-                 const char* what) {
-  std::string known;
-  for (E v : values) {
-    if (name == name_of(v)) return v;
-    known += (known.empty() ? "" : ", ") + std::string(name_of(v));
-  }
-  throw std::invalid_argument("unknown " + std::string(what) + " '" + name + "' (known: " + known +
-                              ")");
-}
-
 template <typename E>
 std::vector<std::string> names_of(const std::vector<E>& values, const char* (*name_of)(E)) {
   std::vector<std::string> names;
@@ -158,41 +144,52 @@ const std::vector<monet::PlanningLimit> kPlanningLimits = {monet::PlanningLimit:
 const std::vector<monet::OptimizerUpdate> kOptimizerUpdates = {
     monet::OptimizerUpdate::kFused, monet::OptimizerUpdate::kAfterBackward};
 
+// The optimizer of optimizer_kind_name's `name` ("sgd-momentum"); throws
+// std::invalid_argument naming the known ones.
+monet::OptimizerKind optimizer_kind(const std::string& name) {
+  std::string known;
+  for (monet::OptimizerKind k : kOptimizers) {
+    if (name == monet::optimizer_kind_name(k)) return k;
+    known += (known.empty() ? "" : ", ") + std::string(monet::optimizer_kind_name(k));
+  }
+  throw std::invalid_argument("unknown optimizer '" + name + "' (known: " + known + ")");
+}
+
+// PlanOptions' enum field `member` as a property read and set by the enum's names.
+template <typename E>
+void def_enum_property(py::class_<monet::PlanOptions>& options, const char* field,
+                       E monet::PlanOptions::*member, const char* (*name_of)(E),
+                       E (*from_name)(const std::string&)) {
+  options.def_property(
+      field,
+      [member, name_of](const monet::PlanOptions& o) { return std::string(name_of(o.*member)); },
+      [member, from_name](monet::PlanOptions& o, const std::string& name) {
+        o.*member = from_name(name);
+      });
+}
+
 // PlanOptions under its C++ field names; its enums as their names (monet/_planning.py
 // checks the keywords and fills one in).
 void bind_plan_options(py::module_& m) {
   using O = monet::PlanOptions;
-  py::class_<O>(m, "PlanOptions", "How to plan (libmonet's PlanOptions; bytes, seconds).")
-      .def(py::init<>())
+  py::class_<O> options(m, "PlanOptions", "How to plan (libmonet's PlanOptions; bytes, seconds).");
+  options.def(py::init<>())
       .def_readwrite("planner", &O::planner)
       .def_readwrite("budget", &O::budget)
-      .def_property(
-          "optimizer",
-          [](const O& o) { return std::string(monet::optimizer_kind_name(o.optimizer)); },
-          [](O& o, const std::string& name) {
-            o.optimizer =
-                enum_from_name(name, kOptimizers, monet::optimizer_kind_name, "optimizer");
-          })
       .def_readwrite("weight_decay", &O::weight_decay)
-      .def_property(
-          "optimizer_update",
-          [](const O& o) { return std::string(monet::optimizer_update_name(o.optimizer_update)); },
-          [](O& o, const std::string& name) {
-            o.optimizer_update = monet::optimizer_update_from_name(name);
-          })
       .def_readwrite("reserved_bytes", &O::reserved_bytes)
       .def_readwrite("loss_bytes", &O::loss_bytes)
       .def_readwrite("time_limit_seconds", &O::time_limit_seconds)
-      .def_property(
-          "planning_limit",
-          [](const O& o) { return std::string(monet::planning_limit_name(o.planning_limit)); },
-          [](O& o, const std::string& name) {
-            o.planning_limit = monet::planning_limit_from_name(name);
-          })
       .def_readwrite("plan_file", &O::plan_file)
       .def_readwrite("cache_dir", &O::cache_dir)
       .def_readwrite("use_cache", &O::use_cache)
       .def_readwrite("progress", &O::progress);
+  def_enum_property(options, "optimizer", &O::optimizer, monet::optimizer_kind_name,
+                    optimizer_kind);
+  def_enum_property(options, "optimizer_update", &O::optimizer_update, monet::optimizer_update_name,
+                    monet::optimizer_update_from_name);
+  def_enum_property(options, "planning_limit", &O::planning_limit, monet::planning_limit_name,
+                    monet::planning_limit_from_name);
   m.attr("OPTIMIZERS") = names_of(kOptimizers, monet::optimizer_kind_name);
   m.attr("PLANNING_LIMITS") = names_of(kPlanningLimits, monet::planning_limit_name);
   m.attr("OPTIMIZER_UPDATES") = names_of(kOptimizerUpdates, monet::optimizer_update_name);
