@@ -73,6 +73,9 @@ void bind_report(py::module_& m) {
       .def_readonly("reserved_bytes", &R::reserved_bytes)
       .def_readonly("loss_bytes", &R::loss_bytes)
       .def_readonly("baseline_peak_bytes", &R::baseline_peak_bytes)
+      .def_property_readonly(
+          "budget_baseline",
+          [](const R& r) { return std::string(monet::budget_baseline_name(r.budget_baseline)); })
       .def_readonly("predicted_peak_bytes", &R::predicted_peak_bytes)
       .def_readonly("predicted_seconds", &R::predicted_seconds)
       .def_readonly("storeall_predicted_peak_bytes", &R::storeall_predicted_peak_bytes)

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -424,6 +425,49 @@ TEST(DataParallel, RankZerosPlanningErrorReachesEveryRank) {
   EXPECT_NE(messages[1].find("rank 0 could not plan"), std::string::npos) << messages[1];
 }
 
+// PyTorch DDP (gradient_as_bucket_view=False) holds one flat copy of every gradient in
+// its buckets, alive through the whole step: its per-rank step peak is autograd's plus the
+// parameters' bytes (tests/python/test_data_parallel.py measures PyTorch's own DDP).
+TEST(Budget, DdpStepPeakIsAutogradsPlusOneCopyOfTheGradients) {
+  MemoryTracker::install();
+  const Model model = plain_cnn(2);
+  int64_t parameter_bytes = 0;
+  for (const auto& p : model.parameters()) parameter_bytes += p.numel() * 4;  // float32
+  for (const OptimizerKind k : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
+    const int64_t autograd = measure_autograd_step_peak(model, k, 0, "");
+    const int64_t ddp = measure_ddp_step_peak(model, k, 0, "");
+    EXPECT_EQ(ddp - autograd, parameter_bytes) << optimizer_kind_name(k);
+  }
+}
+
+// Under DataParallel a ratio budget is of DDP's per-rank step: "1.0x" is DDP's peak in
+// bytes on every rank, and the plan holds the bucket buffers and the rest within it.
+// (Measured here first, into the cache rank 0 then reads: the rank threads share one
+// memory tracker.)
+TEST(DataParallel, ARatioBudgetIsOfDdpsPerRankStep) {
+  const std::string cache =
+      (std::filesystem::temp_directory_path() / ("monet-ddp-budget-" + std::to_string(getpid())))
+          .string();
+  std::vector<Model> models = {plain_cnn(2), plain_cnn(2)};
+  const int64_t ddp = measure_ddp_step_peak(models[0], OptimizerKind::kSGDMomentum, 0, cache);
+  std::vector<PlanReport> reports(2);
+  run_ranks(2, [&](int rank, ProcessGroup pg) {
+    PlanOptions o = quiet("monet", "1.0x");
+    o.use_cache = true;
+    o.cache_dir = cache;
+    DataParallel parallel(std::move(models[rank]), o, pg);
+    reports[rank] = parallel.planned().report();
+  });
+  std::filesystem::remove_all(cache);
+  for (const PlanReport& r : reports) {
+    EXPECT_EQ(r.budget_baseline, BudgetBaseline::kDataParallelStep);
+    ASSERT_TRUE(r.budget_bytes && r.baseline_peak_bytes);
+    EXPECT_EQ(*r.budget_bytes, ddp);
+    EXPECT_EQ(*r.baseline_peak_bytes, ddp);
+  }
+  EXPECT_STREQ(budget_baseline_name(reports[0].budget_baseline), "DDP's per-rank step");
+}
+
 TEST(GradientBuckets, GroupsParametersInOrderUpToTheBucketSize) {
   run_ranks(1, [](int, ProcessGroup pg) {
     std::vector<at::Tensor> params = {at::zeros({100}), at::zeros({100}), at::zeros({300}),
@@ -434,6 +478,14 @@ TEST(GradientBuckets, GroupsParametersInOrderUpToTheBucketSize) {
     EXPECT_EQ(buckets.bucket_count(), 3u);
     EXPECT_EQ(buckets.buffer_bytes(), 2 * 1200);
     EXPECT_LE(buckets.buffer_bytes(), GradientBuckets::buffer_bytes(params, o));
+    // All of them in one bucket: one buffer, as the estimate says (not for two owners,
+    // whose runs are two buckets).
+    BucketOptions whole = o;
+    whole.bucket_bytes = 4096;
+    GradientBuckets single(params, pg.group, whole);
+    EXPECT_EQ(single.bucket_count(), 1u);
+    EXPECT_EQ(GradientBuckets::buffer_bytes(params, whole), single.buffer_bytes());
+    EXPECT_EQ(GradientBuckets::buffer_bytes(params, whole, 2), 2 * single.buffer_bytes());
     for (auto& p : params) p.mutable_grad() = at::ones_like(p);
     buckets.begin_step();
     for (size_t i = 0; i < params.size(); ++i) buckets.gradient_ready(i);

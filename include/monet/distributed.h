@@ -115,10 +115,11 @@ bool is_rank_zero_planning_error(const std::exception& e);
 /// A model planned once (on rank 0) and trained data-parallel on every rank.
 class DataParallel {
  public:
-  /// Rank 0 plans `model` with `plan` (the bucket buffers added to its reserved bytes)
-  /// and broadcasts the plan and the budget; every rank then takes rank 0's parameters and
-  /// buffers. Collective: every rank must call it. Throws what PlannedModel throws (on
-  /// every rank: the others get rank 0's error).
+  /// Rank 0 plans `model` with `plan` (the bucket buffers added to its reserved bytes; a
+  /// ratio budget, "1.0x", of PyTorch DDP's per-rank step: BudgetBaseline::
+  /// kDataParallelStep) and broadcasts the plan and the budget; every rank then takes rank 0's
+  /// parameters and buffers. Collective: every rank must call it. Throws what PlannedModel throws
+  /// (on every rank: the others get rank 0's error).
   DataParallel(Model model, PlanOptions plan, ProcessGroup group,
                const DataParallelOptions& options = {});
   ~DataParallel();

@@ -216,6 +216,18 @@ const char* optimizer_update_name(OptimizerUpdate update);
 /// Throws std::invalid_argument naming the known values for any other name.
 OptimizerUpdate optimizer_update_from_name(const std::string& name);
 
+/// What a ratio budget ("0.4x") is a ratio of.
+enum class BudgetBaseline {
+  /// LibTorch autograd's whole training step in this process.
+  kAutogradStep,
+  /// PyTorch DistributedDataParallel's per-rank step for the same per-rank batch:
+  /// autograd's step beside DDP's gradient buckets (one flat copy of every gradient,
+  /// alive for the whole step). DataParallel sets it.
+  kDataParallelStep,
+};
+/// "autograd's step", "DDP's per-rank step": what the ratio is of, as messages say it.
+const char* budget_baseline_name(BudgetBaseline baseline);
+
 /// How to plan.
 /// What ends the planner's searches.
 enum class PlanningLimit {
@@ -235,9 +247,10 @@ PlanningLimit planning_limit_from_name(const std::string& name);
 struct PlanOptions {
   std::string planner = "monet";  // see monet::planner_names(); default MONeT's program
   /// Peak memory of a whole training step: bytes ("123456789"), "1.5GiB"/"800MiB", or a
-  /// ratio of autograd's measured peak for the same step ("0.4x"). Empty: no budget
-  /// (only planners that take none: storeall, chen, gist).
+  /// ratio of budget_baseline's measured peak for the same step ("0.4x"). Empty: no
+  /// budget (only planners that take none: storeall, chen, gist).
   std::string budget;
+  BudgetBaseline budget_baseline = BudgetBaseline::kAutogradStep;  // what "0.4x" is of
   OptimizerKind optimizer = OptimizerKind::kSGDMomentum;
   double weight_decay = 0;  // the optimizer's (its update then needs one more temporary)
   /// When the optimizer updates the parameters (kFused: call use_optimizer() before the
@@ -278,10 +291,11 @@ struct PlanReport {
   std::optional<int64_t> iteration_budget_bytes;  // forward + backward's share of it
   OptimizerMemory optimizer;                      // reserved for the optimizer
   OptimizerUpdate optimizer_update = OptimizerUpdate::kAfterBackward;  // the plan's
-  int64_t reserved_bytes = 0;                            // PlanOptions::reserved_bytes
-  int64_t loss_bytes = 0;                                // PlanOptions::loss_bytes
-  std::optional<int64_t> baseline_peak_bytes;            // autograd's measured step peak
-  std::optional<int64_t> predicted_peak_bytes;           // forward + backward, simulated
+  int64_t reserved_bytes = 0;                  // PlanOptions::reserved_bytes
+  int64_t loss_bytes = 0;                      // PlanOptions::loss_bytes
+  std::optional<int64_t> baseline_peak_bytes;  // budget_baseline's measured peak
+  BudgetBaseline budget_baseline = BudgetBaseline::kAutogradStep;  // PlanOptions'
+  std::optional<int64_t> predicted_peak_bytes;                     // forward + backward, simulated
   std::optional<double> predicted_seconds;               // profiled seconds of forward + backward
   std::optional<int64_t> storeall_predicted_peak_bytes;  // the same for store-all
   std::optional<double> storeall_predicted_seconds;
@@ -438,6 +452,18 @@ int64_t parse_budget(const std::string& text, const std::function<int64_t()>& ba
 /// `optimizer` (measured now on a copy of its state, second step: optimizer state
 /// allocated). Cached by fingerprint and optimizer unless `cache_dir` is empty.
 int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
+                                   const std::string& cache_dir);
+
+/// The same for PyTorch DistributedDataParallel's per-rank step (BudgetBaseline::
+/// kDataParallelStep): autograd's step with DDP's gradient buckets alive throughout. DDP
+/// (gradient_as_bucket_view=False, its default) holds one flat copy of every gradient in
+/// its buckets, whatever their size or the number of ranks: this peak exceeds autograd's
+/// by the parameters' bytes, as PyTorch's DDP measured in one process does.
+int64_t measure_ddp_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
+                              const std::string& cache_dir);
+
+/// measure_autograd_step_peak or measure_ddp_step_peak, as `options` asks.
+int64_t measure_baseline_step_peak(const Model& model, const PlanOptions& options,
                                    const std::string& cache_dir);
 
 /// Memory measured by monet's tracking allocator (the CPU analogue of

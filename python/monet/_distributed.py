@@ -51,7 +51,8 @@ def data_parallel(module, example_input, budget=None, *, shard="none", rank=None
                   world_size=None, master_addr=None, master_port=None, timeout=300.0,
                   **kwargs):
     """`module` as one rank of a data-parallel job under a plan for `budget` (the
-    per-rank step's peak, as monet.plan takes it): a drop-in nn.Module whose backward
+    per-rank step's peak, as monet.plan takes it; a ratio, "0.5x", is of PyTorch
+    DistributedDataParallel's per-rank step, which holds DDP's gradient buckets): a drop-in nn.Module whose backward
     averages the parameters' gradients over the ranks, as DistributedDataParallel's does.
     Every rank calls it with the same module, example input and keywords; rank 0 plans.
 

@@ -200,7 +200,8 @@ class Plan:
         self.store_all_seconds = r.storeall_predicted_seconds
         self.solver_gap = r.solver_gap
         self.optimizer_bytes = r.optimizer_state_bytes + r.optimizer_update_bytes
-        self.baseline_peak = r.baseline_peak_bytes
+        self.baseline_peak = r.baseline_peak_bytes  # what a ratio budget was a ratio of:
+        self.budget_baseline = r.budget_baseline  # "autograd's step", "DDP's per-rank step"
         self.from_cache = r.from_cache
         self.lossy_forwards = r.lossy_forwards  # > 0: gradients differ from autograd's
         self.optimizer_update = r.optimizer_update  # "fused" or "after-backward"

@@ -1,5 +1,5 @@
 // Budgets for a whole training step: parsing, the optimizer's share, and autograd's
-// measured step peak that ratio budgets refer to.
+// (or DDP's per-rank) measured step peak that ratio budgets refer to.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -143,14 +143,20 @@ int64_t parse_budget(const std::string& text, const std::function<int64_t()>& ba
   return static_cast<int64_t>(bytes);
 }
 
-int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
-                                   const std::string& cache_dir) {
+namespace {
+
+// Peak bytes of autograd's second training step of `model` with `optimizer` (the first
+// allocates its state), with DDP's gradient buckets alive throughout when `ddp`; cached by
+// fingerprint, optimizer, DDP and threads unless cache_dir is empty.
+int64_t measure_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
+                          bool ddp, const std::string& cache_dir) {
   const Model::Impl& m = *impl_of(model);
-  const std::string cache = cache_dir.empty() ? ""
-                                              : cache_dir + "/baseline-" + m.graph.fingerprint() +
-                                                    "-" + optimizer_kind_name(optimizer) +
-                                                    (weight_decay != 0 ? "-wd" : "") + "-t" +
-                                                    std::to_string(at::get_num_threads()) + ".json";
+  const std::string cache = cache_dir.empty()
+                                ? ""
+                                : cache_dir + "/baseline-" + m.graph.fingerprint() + "-" +
+                                      optimizer_kind_name(optimizer) +
+                                      (weight_decay != 0 ? "-wd" : "") + (ddp ? "-ddp" : "") +
+                                      "-t" + std::to_string(at::get_num_threads()) + ".json";
   if (!cache.empty()) {
     std::ifstream f(cache);
     try {
@@ -175,6 +181,13 @@ int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, 
     std::vector<torch::Tensor> params;
     for (int id : m.graph.parameters()) params.push_back(state.tensor(id));
     auto opt = make_optimizer(params, optimizer, weight_decay);
+    // DistributedDataParallel (gradient_as_bucket_view=False, its default) allocates its
+    // buckets when it is built: one flat copy of every parameter's gradient, whatever the
+    // bucket size or the number of ranks, into which each gradient is copied to be
+    // all-reduced. Only their bytes matter here.
+    std::vector<at::Tensor> ddp_buckets;
+    if (ddp)
+      for (const auto& p : params) ddp_buckets.push_back(at::empty_like(p));
     for (int step = 0; step < 2; ++step) {  // the second step has the optimizer's state
       baseline.release_gradients();
       MemoryTracker::reset_peak();
@@ -192,6 +205,29 @@ int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, 
     }
   }
   return peak;
+}
+
+}  // namespace
+
+const char* budget_baseline_name(BudgetBaseline baseline) {
+  return baseline == BudgetBaseline::kDataParallelStep ? "DDP's per-rank step" : "autograd's step";
+}
+
+int64_t measure_autograd_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
+                                   const std::string& cache_dir) {
+  return measure_step_peak(model, optimizer, weight_decay, false, cache_dir);
+}
+
+int64_t measure_ddp_step_peak(const Model& model, OptimizerKind optimizer, double weight_decay,
+                              const std::string& cache_dir) {
+  return measure_step_peak(model, optimizer, weight_decay, true, cache_dir);
+}
+
+int64_t measure_baseline_step_peak(const Model& model, const PlanOptions& options,
+                                   const std::string& cache_dir) {
+  if (options.budget_baseline == BudgetBaseline::kDataParallelStep)
+    return measure_ddp_step_peak(model, options.optimizer, options.weight_decay, cache_dir);
+  return measure_autograd_step_peak(model, options.optimizer, options.weight_decay, cache_dir);
 }
 
 }  // namespace monet

@@ -327,7 +327,10 @@ DataParallel::DataParallel(Model model, PlanOptions plan, ProcessGroup group,
   bo.buckets_in_flight = options.buckets_in_flight;
   bo.timing = timing_of(options.sync);
   bo.timeout = millis(options.timeout_seconds);
-  plan.reserved_bytes += GradientBuckets::buffer_bytes(model.parameters(), bo);
+  plan.reserved_bytes += GradientBuckets::buffer_bytes(model.parameters(), bo,
+                                                       d.sharded() ? d.pg.group->getSize() : 1);
+  // A ratio budget is of PyTorch DDP's per-rank step, which holds its own buckets.
+  plan.budget_baseline = BudgetBaseline::kDataParallelStep;
   if (d.sharded()) d.shard(model, &plan);
 
   const auto planning = millis(std::max(options.planning_timeout_seconds, options.timeout_seconds));

@@ -196,11 +196,14 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
   r.optimizer_update = o.optimizer_update;
   r.reserved_bytes = o.reserved_bytes;
   r.loss_bytes = o.loss_bytes;
+  r.budget_baseline = o.budget_baseline;
   if (!o.budget.empty()) {
     r.budget_bytes = parse_budget(o.budget, [&] {
-      if (o.progress) report_progress("baseline: measuring autograd's training step ...\n");
-      r.baseline_peak_bytes =
-          measure_autograd_step_peak(impl_->model, o.optimizer, o.weight_decay, cache_dir);
+      if (o.progress)
+        report_progress((std::string("baseline: measuring ") +
+                         budget_baseline_name(o.budget_baseline) + " ...\n")
+                            .c_str());
+      r.baseline_peak_bytes = measure_baseline_step_peak(impl_->model, o, cache_dir);
       return *r.baseline_peak_bytes;
     });
     r.iteration_budget_bytes = *r.budget_bytes - r.optimizer.total() - r.reserved_bytes;

@@ -96,7 +96,13 @@ Model load_model(const TrainOptions& o, DataSource& data) {
                      std::to_string(config.inputs.size()) +
                      " (plan, verify and run take several; train it from Python with "
                      "monet.optimize)");
-  ModelSpec spec{mo.model, config.batch, config.image, config.width, config.classes, {}, mo.output};
+  ModelSpec spec;
+  spec.model = mo.model;
+  spec.batch = config.batch;
+  spec.image = config.image;
+  spec.width = config.width;
+  spec.classes = config.classes;
+  spec.output = mo.output;
   if (!config.inputs.empty()) spec.input_shape = config.inputs[0].shape;
   if (!config.inputs.empty() && config.inputs[0].dtype) {
     spec.inputs = {{config.inputs[0].shape, config.inputs[0].dtype}};
@@ -193,7 +199,8 @@ void print_plan(const PlanReport& r, const DataSource& data, const RankContext& 
   std::cerr << "plan: " << r.planner << (r.from_cache ? " (cached)" : "");
   if (r.budget_bytes) std::cerr << ", budget " << format_bytes(*r.budget_bytes);
   if (r.baseline_peak_bytes)
-    std::cerr << " (autograd's step: " << format_bytes(*r.baseline_peak_bytes) << ")";
+    std::cerr << " (" << budget_baseline_name(r.budget_baseline) << ": "
+              << format_bytes(*r.baseline_peak_bytes) << ")";
   if (r.predicted_peak_bytes)
     std::cerr << ", forward+backward predicted " << format_bytes(*r.predicted_peak_bytes);
   std::cerr << ", optimizer updates " << optimizer_update_name(r.optimizer_update) << "\n";
@@ -314,7 +321,10 @@ void print_summary(const TrainOptions& o, const PlanReport& r, const TrainTotals
                         {"max_step_peak_bytes", t.max_peak},
                         {"mean_loss", done > 0 ? t.loss_sum / done : 0.0}};
     if (r.budget_bytes) j["budget_bytes"] = *r.budget_bytes;
-    if (r.baseline_peak_bytes) j["autograd_step_peak_bytes"] = *r.baseline_peak_bytes;
+    if (r.baseline_peak_bytes)
+      j[r.budget_baseline == BudgetBaseline::kDataParallelStep ? "ddp_step_peak_bytes"
+                                                               : "autograd_step_peak_bytes"] =
+          *r.baseline_peak_bytes;
     std::cout << j.dump() << std::endl;
     return;
   }
@@ -322,7 +332,8 @@ void print_summary(const TrainOptions& o, const PlanReport& r, const TrainTotals
               format_bytes(t.max_peak, true).c_str());
   if (r.budget_bytes) std::printf(", budget %s", format_bytes(*r.budget_bytes, true).c_str());
   if (r.baseline_peak_bytes)
-    std::printf(", %.3f of autograd's step peak %s", double(t.max_peak) / *r.baseline_peak_bytes,
+    std::printf(", %.3f of %s peak %s", double(t.max_peak) / *r.baseline_peak_bytes,
+                budget_baseline_name(r.budget_baseline),
                 format_bytes(*r.baseline_peak_bytes, true).c_str());
   std::printf("\n");
   if (!o.save.empty()) std::printf("saved the trained weights to %s\n", o.save.c_str());

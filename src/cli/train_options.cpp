@@ -56,7 +56,7 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_flag("--synthetic", o.synthetic, "random images and labels, no data");
   cmd->add_option("--budget", o.budget,
                   "peak memory of a whole training step: bytes, KiB/MiB/GiB, or a ratio of "
-                  "autograd's step peak (0.4x)");
+                  "autograd's step peak (0.4x; under --nproc, of PyTorch DDP's per-rank step)");
   cmd->add_option("--planner", o.planner, "planner (see monet plan --help)")->capture_default_str();
   cmd->add_option("--plan", o.plan_file, "run this plan file instead of planning");
   cmd->add_option("--time-limit", o.time_limit, "planner wall-clock limit (seconds)")

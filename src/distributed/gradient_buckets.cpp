@@ -64,14 +64,17 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
 }
 
 int64_t GradientBuckets::buffer_bytes(const std::vector<at::Tensor>& parameters,
-                                      const BucketOptions& options) {
+                                      const BucketOptions& options, int owners) {
   int64_t total = 0, largest = 0;
+  bool one_dtype = true;
   for (const auto& p : parameters) {
     total += gradient_bytes(p);
     largest = std::max(largest, gradient_bytes(p));
+    one_dtype = one_dtype && p.scalar_type() == parameters[0].scalar_type();
   }
   const int64_t bucket = std::min(total, std::max(options.bucket_bytes, largest));
-  return rounded(bucket) * std::max(1, options.buckets_in_flight);
+  const bool one_bucket = owners <= 1 && one_dtype && total <= options.bucket_bytes;
+  return rounded(bucket) * (one_bucket ? 1 : std::max(1, options.buckets_in_flight));
 }
 
 int64_t GradientBuckets::buffer_bytes() const {

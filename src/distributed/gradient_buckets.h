@@ -61,11 +61,12 @@ class GradientBuckets {
   GradientBuckets(std::vector<at::Tensor> parameters, c10::intrusive_ptr<c10d::ProcessGroup> group,
                   BucketOptions options);
 
-  /// Bytes of the flat buffers held for `parameters` under `options` (an upper bound
-  /// that does not depend on the order): buckets_in_flight buffers of the largest
-  /// possible bucket.
+  /// Bytes of the flat buffers held for `parameters` under `options` split among `owners`
+  /// ranks (an upper bound that does not depend on the order): buckets_in_flight buffers
+  /// of the largest possible bucket, or one when one owner's parameters, of one dtype, fit
+  /// one bucket (there is then one bucket).
   static int64_t buffer_bytes(const std::vector<at::Tensor>& parameters,
-                              const BucketOptions& options);
+                              const BucketOptions& options, int owners = 1);
   int64_t buffer_bytes() const;
   size_t bucket_count() const { return buckets_.size(); }
 

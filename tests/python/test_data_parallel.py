@@ -112,3 +112,49 @@ def test_one_rank_alone_trains_like_optimize(cache_dir):
         runs.append(fast.last_step()["peak_bytes"])
     for a, b in zip(model.parameters(), twin.parameters()):
         assert torch.equal(a, b)
+
+
+DDP_PEAKS = """
+import json, sys, torch, torch.distributed as dist, monet
+monet.install_memory_tracker()
+dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 5, (4,))
+peaks = []
+# The first, plain, run warms up what the first use of each operator allocates for good.
+for wrap in (lambda m: m, lambda m: m, torch.nn.parallel.DistributedDataParallel):
+    before = monet.current_memory()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(4 * 6 * 6, 5))
+    wrapped, opt = wrap(m), torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):  # the second step has the momentum
+        opt.zero_grad(set_to_none=True)
+        monet.reset_peak_memory()
+        torch.nn.functional.cross_entropy(wrapped(x), y).backward()
+        opt.step()
+    peaks.append(monet.peak_memory() - before)
+print(json.dumps({"autograd": peaks[1], "ddp": peaks[2],
+                  "parameter_bytes": sum(p.numel() * 4 for p in m.parameters())}))
+"""
+
+
+def test_a_ratio_budget_is_of_pytorch_ddps_per_rank_step(tmp_path, cache_dir):
+    """PyTorch's DDP (one rank, Gloo) peaks above plain autograd by one copy of the
+    gradients (its buckets); monet.data_parallel's "1.0x" is of that step: its baseline
+    exceeds monet.optimize's by the same bytes."""
+    out = subprocess.run([sys.executable, "-c", DDP_PEAKS, str(tmp_path / "rendezvous")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    pytorch = json.loads(out.stdout)
+    assert pytorch["ddp"] - pytorch["autograd"] == pytorch["parameter_bytes"], pytorch
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 5))
+    x = torch.randn(4, 3, 8, 8)
+    alone = monet.optimize(model, x, "1.0x", planner="storeall", cache_dir=cache_dir)
+    parallel = monet.data_parallel(model, x, "1.0x", planner="storeall", rank=0, world_size=1,
+                                   master_port=free_port(), cache_dir=cache_dir)
+    assert alone.plan.budget_baseline == "autograd's step"
+    assert parallel.plan.budget_baseline == "DDP's per-rank step"
+    assert parallel.plan.baseline_peak - alone.plan.baseline_peak == pytorch["parameter_bytes"]
+    assert parallel.plan.budget == parallel.plan.baseline_peak
