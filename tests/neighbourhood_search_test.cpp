@@ -101,10 +101,11 @@ TEST(RelaxationNeighbourhood, FixesWhatTheRelaxationSetsWholeAndSearchesTheRest)
 }
 
 // Large programs (over 20,000 columns): the planner's default search is the
-// neighbourhood search.
+// neighbourhood search. (ResNet-152, ResNet-101's blocks three times deeper, took 4 of the
+// suite's minutes for nothing ResNet-101 does not cover.)
 std::vector<testing::TinyModel> large_programs() {
   return testing::tiny_models_named(
-      {"resnet34", "resnet50", "resnet101", "resnet152", "googlenet", "mobilenet_v2"});
+      {"resnet34", "resnet50", "resnet101", "googlenet", "mobilenet_v2"});
 }
 
 class NeighbourhoodOnTinyModel : public ::testing::TestWithParam<testing::TinyModel> {
