@@ -1,6 +1,9 @@
 """torchvision 0.14 builders of the families the imported fixtures (tools/
 make_import_fixtures.py) do not cover, as a user builds them: SqueezeNet, MNASNet, LR-ASPP
-(segmentation, its "out" trained) and R3D-18 (video). Each is traced by monet.optimize,
+(segmentation, its "out" trained), R3D-18 (video) and MViT V2 (video: torchvision's MViT
+class in mvit_v2_s's configuration, with two small blocks; its relative positions and
+residual pooling written into slices of the attention, an in-place dropout on the class
+token). Each is traced by monet.optimize,
 planned at a budget halfway between the leanest plan and store-all and trained 3 steps of
 SGD with momentum in float64: losses and parameters equal PyTorch's (1e-9 relative).
 Dropout is off (its noise is not PyTorch's); the batches are large enough that no batch
@@ -26,6 +29,17 @@ def lraspp():
         num_classes=4, weights=None, weights_backbone=None)
 
 
+def mvit_v2_tiny():
+    """mvit_v2_s's architecture (torchvision.models.video.mvit) at two blocks of 16 and 32
+    channels, for 4 frames of 32x32."""
+    from torchvision.models.video.mvit import MSBlockConfig, MViT
+    blocks = [MSBlockConfig(1, 16, 16, [3, 3, 3], [3, 3, 3], [1, 1, 1], [1, 2, 2]),
+              MSBlockConfig(2, 16, 32, [3, 3, 3], [3, 3, 3], [1, 2, 2], [1, 1, 1])]
+    return MViT(spatial_size=(32, 32), temporal_size=4, block_setting=blocks,
+                residual_pool=True, residual_with_cls_embed=False, rel_pos_embed=True,
+                proj_after_attn=True, dropout=0.0, num_classes=CLASSES)
+
+
 # name: (builder, input shape, the output trained (None: the model's only output))
 CASES = {
     "squeezenet1_1": (lambda: without_dropout(torchvision.models.squeezenet1_1(
@@ -35,6 +49,7 @@ CASES = {
     "lraspp_mobilenet_v3_large": (lraspp, (2, 3, 64, 64), "out"),
     "r3d_18": (lambda: torchvision.models.video.r3d_18(num_classes=CLASSES), (2, 3, 4, 32, 32),
                None),
+    "mvit_v2_tiny": (mvit_v2_tiny, (2, 3, 4, 32, 32), None),
 }
 
 

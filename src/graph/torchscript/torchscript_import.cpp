@@ -25,7 +25,9 @@ Graph Importer::run() {
   }
   torch::jit::Inline(*jit);
   torch::jit::EliminateDeadCode(jit);
-  functionalize_view_writes(*jit);
+  // A write into a view nothing reads afterwards (torchvision MViT's in-place dropout on
+  // its class token, x[:, 0]) leaves scatters into a base no one reads: dropped.
+  if (functionalize_view_writes(*jit) > 0) torch::jit::EliminateDeadCode(jit);
   keep_trained_output(*jit);
   const auto inputs = jit->inputs();
   if (inputs.size() != inputs_.size() + 1)

@@ -13,7 +13,8 @@
 
 namespace monet::torchscript {
 
-/// Rewrites every such write in `jit` (an inlined forward graph). Returns how many.
+/// Rewrites every such write in `jit` (an inlined forward graph). Returns how many. A
+/// scatter into a base that nothing reads later is left unused (dead code to eliminate).
 int functionalize_view_writes(torch::jit::Graph& jit);
 
 }  // namespace monet::torchscript
