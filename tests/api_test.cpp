@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "api/model_impl.h"
+#include "model_specs.h"
 #include "runtime/data/batch_loader.h"
 #include "training_equivalence.h"
 
@@ -19,9 +20,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ModelSpec tiny_resnet() { return {"resnet18", 4, {32, 32}, 0.125, 4, {}, ""}; }
+ModelSpec tiny_resnet() { return testing::zoo_spec("resnet18", 4, {32, 32}, 0.125, 4); }
 // Large enough in batch and image for activations to dominate (budgets below 1x fit).
-ModelSpec activation_heavy_resnet() { return {"resnet18", 32, {64, 64}, 0.125, 4, {}, ""}; }
+ModelSpec activation_heavy_resnet() {
+  return testing::zoo_spec("resnet18", 32, {64, 64}, 0.125, 4);
+}
 
 std::string fresh_dir(const std::string& name) {
   const std::string d = ::testing::TempDir() + "/monet_api_" + name;

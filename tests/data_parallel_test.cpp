@@ -252,7 +252,9 @@ TEST(DataParallel, TwoHostsOverAVethLinkMatchPytorchDdp) {
                                   "10.233.0.1", &output);
     EXPECT_TRUE(ok) << output;
     expect_both_ranks_matched(output);
-    if (!env.empty()) EXPECT_NE(output.find("sharded gradients"), std::string::npos) << output;
+    if (!env.empty()) {
+      EXPECT_NE(output.find("sharded gradients"), std::string::npos) << output;
+    }
   }
   teardown();
 }

@@ -122,8 +122,9 @@ TEST(Executor, BatchNormWithoutAffineParametersMatchesAutograd) {
   Executor(g, mine, recompute).run(batch);
   AutogradBaseline(g, theirs).run_iteration(batch, IterationOptions{});
   for (const Value& v : g.values())
-    if (v.kind == ValueKind::kBuffer)
+    if (v.kind == ValueKind::kBuffer) {
       EXPECT_TRUE(at::allclose(mine.tensor(v.id), theirs.tensor(v.id), 1e-5, 1e-7)) << v.name;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ExecutorOnTinyModel, ::testing::ValuesIn(testing::tiny_models()),

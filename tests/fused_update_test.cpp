@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "cost/simulator.h"
+#include "model_specs.h"
 #include "planner/baselines/baseline_plans.h"
 #include "planner/memory_floor.h"
 #include "runtime/executor.h"
@@ -56,7 +57,7 @@ std::vector<OptimizerCase> optimizer_cases() {
 
 ModelSpec training_spec(const std::string& name) {
   for (const auto& t : testing::tiny_models_named({name}))
-    return {t.name, 8, t.config.image, t.config.width, t.config.classes, {}, ""};
+    return testing::zoo_spec(t.name, 8, t.config.image, t.config.width, t.config.classes);
   throw std::logic_error("no tiny model " + name);
 }
 

@@ -52,8 +52,9 @@ int plan_with_every_planner(const Graph& g, const ModelState& state, const Batch
       // The budget is above the lean plans' smallest peak: the planners that offer those
       // plans find one (Checkmate's model may not reach it: it does not choose
       // implementations).
-      if (planner == "monet" || planner == "lean")
+      if (planner == "monet" || planner == "lean") {
         EXPECT_TRUE(out.found) << where << ": " << planner << " at " << budget << " B";
+      }
       if (!out.found) continue;
       const SimulationResult sim = simulate(g, out.plan, costs);
       ModelState s = state.clone();
@@ -67,8 +68,9 @@ int plan_with_every_planner(const Graph& g, const ModelState& state, const Batch
         EXPECT_EQ(run.peak_bytes - run.start_bytes, sim.peak_above_start())
             << where << ": " << planner;
       // Gradients against autograd's for the plans that choose most (in float64).
-      if (planner == "random" || planner == "lean" || planner_requires_budget(planner))
+      if (planner == "random" || planner == "lean" || planner_requires_budget(planner)) {
         EXPECT_LE(testing::max_gradient_error(g, out.plan), 1e-9) << where << ": " << planner;
+      }
       ++ran;
     } catch (const std::exception& e) {
       ADD_FAILURE() << where << ": " << planner << ": " << e.what();

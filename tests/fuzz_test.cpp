@@ -14,6 +14,7 @@
 
 #include "cost/simulator.h"
 #include "graph/zoo/model_zoo.h"
+#include "model_specs.h"
 #include "plan/plan_validator.h"
 #include "planner/baselines/baseline_plans.h"
 #include "quick_profile.h"
@@ -207,7 +208,7 @@ TEST(Fuzz, DamagedCheckpointsAreLoadedOrRefusedLeavingTheModelUnchanged) {
   const std::string dir = ::testing::TempDir() + "/monet_fuzz_checkpoints";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const ModelSpec spec{"resnet18", 2, {16, 16}, 0.125, 4, {}, ""};
+  const ModelSpec spec = testing::zoo_spec("resnet18", 2, {16, 16}, 0.125, 4);
   Model model = Model::load(spec, 0);
   auto optimizer = testing::make_test_optimizer(OptimizerKind::kAdam, model.parameters());
   save_checkpoint(dir + "/c.pt", model, *optimizer, 5);

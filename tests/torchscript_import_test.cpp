@@ -11,6 +11,7 @@
 #include "gradient_check.h"
 #include "graph/torchscript/torchscript_import.h"
 #include "halfway_budget.h"
+#include "model_specs.h"
 #include "planner/baselines/baseline_plans.h"
 #include "planner/heuristics/lean_plans.h"
 #include "planner/monet_planner.h"
@@ -206,7 +207,7 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
 class ImportedTraining : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ImportedTraining, SgdMomentumAndAdamMatchAutogradInFloat64) {
-  const ModelSpec spec{kDir + "/" + GetParam() + ".pt", 8, {}, 1.0, 0, {8, 3, 64, 64}, ""};
+  const ModelSpec spec = testing::traced_spec(kDir + "/" + GetParam() + ".pt", {8, 3, 64, 64});
   const std::string plan = testing::write_monet_plan(Model::load(spec, 0), at::kDouble);
   for (OptimizerKind kind : {OptimizerKind::kSGDMomentum, OptimizerKind::kAdam}) {
     testing::NoiseCounts noise;
@@ -273,7 +274,7 @@ TEST(TorchscriptImport, FusedUpdatesOfTheTiedDecoderAndResnet18MatchTorchOptim) 
   gpt.model = kDir + "/gpt_tiny.pt";
   gpt.input_shape = {8, 16};
   gpt.loss = LossKind::kSequenceCrossEntropy;
-  const ModelSpec resnet{kDir + "/resnet18.pt", 8, {}, 1.0, 0, {8, 3, 64, 64}, ""};
+  const ModelSpec resnet = testing::traced_spec(kDir + "/resnet18.pt", {8, 3, 64, 64});
   const std::vector<std::pair<const char*, testing::MakeOptimizer>> optimizers = {
       {"sgd-nesterov-weight-decay",
        [](const auto& p) {
@@ -458,7 +459,7 @@ TEST(TorchscriptImport, OutputsAndLossesAreChosenByName) {
   read_plan_model(plan_to_json(g, plan), &model, &config);
   EXPECT_EQ(config.import.classes, ClassDim::kLast);
   EXPECT_EQ(config.import.lossy, LossyOffer::kOffered);
-  const ModelSpec spec{kDir + "/unet_gn.pt", 2, {}, 1.0, 0, {2, 3, 32, 32}, "", LossKind::kMSE};
+  const ModelSpec spec = testing::traced_spec(kDir + "/unet_gn.pt", {2, 3, 32, 32}, LossKind::kMSE);
   const Model m = Model::load(spec);
   EXPECT_EQ(m.target_dtype(), torch::kFloat);
   EXPECT_EQ(m.target_shape(), (std::vector<int64_t>{2, 3, 32, 32}));

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "api/model_impl.h"
+#include "model_specs.h"
 #include "runtime/data/batch_loader.h"
 
 namespace monet {
@@ -68,7 +69,7 @@ TEST(TrainCommand, LearnsShapesUnderHalfTheMemoryAndSavesForPython) {
               static_cast<long long>(summary.at("autograd_step_peak_bytes").get<int64_t>()));
 
   // Training accuracy of the saved model, computed by monet in eval mode.
-  Model saved = Model::load({trained, 0, {}, 1.0, 0, {32, 3, 32, 32}, ""}, 0);
+  Model saved = Model::load(testing::traced_spec(trained, {32, 3, 32, 32}), 0);
   PlanOptions po;
   po.planner = "storeall";
   po.use_cache = false;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "model_specs.h"
 #include "ops/op_impl.h"
 #include "tiny_models.h"
 #include "training_equivalence.h"
@@ -15,7 +16,8 @@ namespace {
 using testing::TinyModel;
 
 ModelSpec spec_of(const TinyModel& t) {
-  return {t.name, t.config.batch, t.config.image, t.config.width, t.config.classes, {}, ""};
+  return testing::zoo_spec(t.name, t.config.batch, t.config.image, t.config.width,
+                           t.config.classes);
 }
 
 // Training runs at batch 8: with the tiny models' batch of 2, the last stages' batch
