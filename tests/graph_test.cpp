@@ -116,6 +116,50 @@ TEST(Graph, RejectsDuplicateNames) {
   EXPECT_THROW(g.add_input("y", {2, 0}), GraphError);
 }
 
+TEST(Graph, EveryValueTakesTheModelsFloatingType) {
+  Graph g("double");
+  g.set_floating_dtype(at::kDouble);
+  const int x = g.add_input("input", {2, 3});
+  const int w = g.add_buffer("scale", {3}, InitSpec{InitKind::kOnes});
+  const int ids = g.add_input("ids", {2}, at::kLong);
+  const int y = g.add_node(OpKind::kReLU, "relu", {x});
+  for (int v : {x, w, y}) {
+    EXPECT_EQ(g.value(v).dtype, at::kDouble) << g.value(v).name;
+    EXPECT_EQ(g.value(v).bytes(), g.value(v).numel() * 8) << g.value(v).name;
+  }
+  EXPECT_EQ(g.value(ids).dtype, at::kLong);
+  EXPECT_NE(g.fingerprint(), [] {
+    Graph f("float");
+    const int x = f.add_input("input", {2, 3});
+    f.add_buffer("scale", {3}, InitSpec{InitKind::kOnes});
+    f.add_input("ids", {2}, at::kLong);
+    f.add_node(OpKind::kReLU, "relu", {x});
+    return f.fingerprint();
+  }());
+  // The type is the graph's from its first value on; float16 is not planned.
+  EXPECT_THROW(g.set_floating_dtype(at::kFloat), GraphError);
+  Graph h("half");
+  try {
+    h.set_floating_dtype(at::kHalf);
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("float32 and float64 models, not Half"), std::string::npos)
+        << e.what();
+  }
+  // A specialised operator reads the graph's floating type only.
+  Graph mixed("mixed");
+  const int single = mixed.add_input("input", {2, 3}, at::kFloat);
+  mixed.set_floating_dtype(at::kFloat);
+  EXPECT_NO_THROW(mixed.add_node(OpKind::kReLU, "relu", {single}));
+  try {
+    g.add_node(OpKind::kReLU, "relu_of_ids", {ids});
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("first input 'ids' must be Double"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Graph, FingerprintIsStableAndSensitive) {
   EXPECT_EQ(tiny_net().fingerprint(), tiny_net().fingerprint());
   EXPECT_EQ(tiny_net().fingerprint().size(), 16u);

@@ -3,13 +3,11 @@ library with the module's own parameters and buffers (shared, not copied), plan 
 training step under a memory budget (profiles and plans cached on disk), and run the
 forward and backward under the plan."""
 import contextlib
-import copy
 import itertools
 import json
 import math
 import os
 import tempfile
-import warnings
 
 import torch
 
@@ -142,21 +140,14 @@ def _refuse_untraceable(module):
                 "give it a momentum", "aten::batch_norm")
 
 
-def _float32_twin(module, inputs):
-    """What to trace: the module itself in float32, or a float32 copy of a float64 one
-    (monet's graph and memory model are float32; a float64 model then runs its own
-    tensors in float64 under a plan whose sizes are float32's: half its real ones)."""
+def _check_floating_dtype(module):
+    """Refuses a module whose floating tensors are not all float32 or all float64 (the
+    types monet plans; its memory model counts each tensor at its own type's size)."""
     dtypes = {t.dtype for t in itertools.chain(module.parameters(), module.buffers())
               if t.is_floating_point()}
-    if dtypes <= {torch.float32}:
-        return module, inputs
-    if dtypes != {torch.float64}:
-        raise TypeError("monet plans float32 models (and runs float64 ones); this one has "
+    if not dtypes <= {torch.float32} and dtypes != {torch.float64}:
+        raise TypeError("monet plans float32 and float64 models; this one has "
                         + ", ".join(sorted(str(d) for d in dtypes)))
-    warnings.warn("monet plans a float64 model with float32 sizes: its tensors take twice "
-                  "the bytes the plan and the budget count", stacklevel=4)
-    return copy.deepcopy(module).float(), tuple(
-        x.float() if x.is_floating_point() else x for x in inputs)
 
 
 def _import(module, example_input, output, lossy=False):
@@ -165,8 +156,8 @@ def _import(module, example_input, output, lossy=False):
     the planner."""
     inputs = _example_inputs(example_input)
     _refuse_untraceable(module)
-    twin, twin_inputs = _float32_twin(module, inputs)
-    traced = _traced(twin, twin_inputs[0] if len(twin_inputs) == 1 else twin_inputs)
+    _check_floating_dtype(module)
+    traced = _traced(module, inputs[0] if len(inputs) == 1 else inputs)
     fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")
     os.close(fd)
     try:

@@ -170,12 +170,6 @@ int64_t measure_step_peak(const Model& model, OptimizerKind optimizer, double we
   {
     const int64_t before = MemoryTracker::current();
     ModelState state = m.state.clone();
-    // Plans count float32 sizes (a float64 model runs at twice them): autograd's peak is
-    // measured in float32 too, as the batch is.
-    for (const Value& v : m.graph.values())
-      if ((v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer) &&
-          state.tensor(v.id).is_floating_point())
-        state.tensor(v.id) = state.tensor(v.id).to(at::kFloat);
     const Batch batch = make_batch(m.graph, 1);
     AutogradBaseline baseline(m.graph, state);
     std::vector<torch::Tensor> params;

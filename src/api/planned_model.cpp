@@ -345,11 +345,7 @@ AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
   Model::Impl& m = *impl_of(planned.model());
   MemoryTracker::install();
   ModelState copy = m.state.clone();
-  const auto params = m.graph.parameters();
-  const at::ScalarType dtype = params.empty() ? at::kFloat : copy.tensor(params[0]).scalar_type();
-  Batch batch = make_batch(m.graph, 1);
-  for (auto& [id, t] : batch)
-    if (t.is_floating_point()) t = t.to(dtype);
+  const Batch batch = make_batch(m.graph, 1);
   InterleavedOptions io;
   io.iters = std::max(1, iters);
   const InterleavedMeasurement r =

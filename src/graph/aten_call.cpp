@@ -181,7 +181,8 @@ namespace {
 
 // Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry:
 // a view's layout, an expanded one's zero strides included; integer ones as indices 0 or
-// 1), the same on every call.
+// 1; floating ones in their type, float32 where `dtypes` has no entry), the same on every
+// call.
 std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& shapes,
                                      const std::vector<std::vector<int64_t>>& strides,
                                      const std::vector<at::ScalarType>& dtypes) {
@@ -194,8 +195,10 @@ std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& sh
     for (size_t d = 0; strided && d < shapes[k].size(); ++d)
       extent += (shapes[k][d] - 1) * strides[k][d];
     const std::vector<int64_t> storage_shape = strided ? std::vector<int64_t>{extent} : shapes[k];
-    at::Tensor t = integral ? at::randint(0, 2, storage_shape, gen, at::dtype(dtypes[k]))
-                            : at::randn(storage_shape, gen);
+    const bool floating = k < dtypes.size() && at::isFloatingType(dtypes[k]);
+    at::Tensor t = integral   ? at::randint(0, 2, storage_shape, gen, at::dtype(dtypes[k]))
+                   : floating ? at::randn(storage_shape, gen, at::dtype(dtypes[k]))
+                              : at::randn(storage_shape, gen);
     in.push_back(strided ? t.as_strided(shapes[k], strides[k]) : t);
   }
   return in;

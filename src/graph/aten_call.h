@@ -100,7 +100,7 @@ at::Tensor storage_swappable(const at::Tensor& x, bool requires_grad);
 void point_storage_at(const at::Tensor& t, const c10::Storage& storage);
 
 /// A call of `name.overload` with `arguments` (None where `tensor_slots` puts the node's
-/// inputs), probed: run once under autograd on random float32 inputs of `input_shapes`
+/// inputs), probed: run once under autograd on random inputs of `input_shapes` and `input_dtypes`
 /// (strided as `input_strides` gives, where it gives a non-empty entry; else contiguous;
 /// those `differentiable` names require a gradient; an input whose `input_dtypes` entry is
 /// an integer type gets random indices 0 or 1 instead) for its output shape and type,

@@ -207,6 +207,7 @@ Graph fuse_attention(const Graph& g, const AttentionFusionOptions& options, int*
   std::set<std::string> names;  // node names are their outputs' names
   for (const Value& v : g.values()) names.insert(v.name);
   Graph out(g.name());
+  out.set_floating_dtype(g.floating_dtype());
   std::vector<int> map(g.values().size(), -1);
   for (const Value& v : g.values()) {
     switch (v.kind) {
@@ -234,7 +235,10 @@ Graph fuse_attention(const Graph& g, const AttentionFusionOptions& options, int*
       const int64_t t = q[q.size() - 2];
       const int64_t s = g.value(m.k).shape[q.size() - 2];
       spec->block_rows = std::clamp<int64_t>(
-          options.block_score_bytes / std::max<int64_t>(1, batch * s * 4), 1, t);
+          options.block_score_bytes /
+              std::max<int64_t>(
+                  1, batch * s * static_cast<int64_t>(c10::elementSize(g.floating_dtype()))),
+          1, t);
       OpAttrs a;
       a.p = m.p;
       a.attention = std::move(spec);

@@ -60,15 +60,24 @@ int Graph::add_value(Value v) {
   return values_.back().id;
 }
 
-int Graph::add_input(const std::string& name, std::vector<int64_t> shape, at::ScalarType dtype,
-                     ValueKind kind) {
+void Graph::set_floating_dtype(at::ScalarType dtype) {
+  if (dtype != at::kFloat && dtype != at::kDouble)
+    throw GraphError("graph '" + name_ + "': monet plans float32 and float64 models, not " +
+                     c10::toString(dtype));
+  if (!values_.empty() && dtype != floating_dtype_)
+    throw GraphError("graph '" + name_ + "': the floating type is set before any value");
+  floating_dtype_ = dtype;
+}
+
+int Graph::add_input(const std::string& name, std::vector<int64_t> shape,
+                     std::optional<at::ScalarType> dtype, ValueKind kind) {
   if (kind != ValueKind::kInput && kind != ValueKind::kTarget)
     throw GraphError("add_input('" + name + "'): kind must be input or target");
   Value v;
   v.name = name;
   v.kind = kind;
   v.shape = std::move(shape);
-  v.dtype = dtype;
+  v.dtype = dtype.value_or(floating_dtype_);
   return add_value(std::move(v));
 }
 
@@ -78,6 +87,7 @@ int Graph::add_state(ValueKind kind, const std::string& name, std::vector<int64_
   v.name = name;
   v.kind = kind;
   v.shape = std::move(shape);
+  v.dtype = floating_dtype_;
   v.init = init;
   return add_value(std::move(v));
 }
@@ -99,12 +109,14 @@ int Graph::add_node(OpKind op, const std::string& name, std::vector<int> inputs,
     in.push_back(&values_[id]);
   }
   // Generic operators read and make tensors of any type (a comparison's mask, indices);
-  // every other operator computes in float32.
-  if (!in.empty() && in[0]->dtype != at::kFloat && op != OpKind::kAten)
-    throw GraphError("node '" + name + "': first input '" + in[0]->name + "' must be float32");
+  // every other operator computes in the graph's floating type.
+  if (!in.empty() && in[0]->dtype != floating_dtype_ && op != OpKind::kAten)
+    throw GraphError("node '" + name + "': first input '" + in[0]->name + "' must be " +
+                     c10::toString(floating_dtype_));
   Value out;
   out.name = name;
   out.kind = ValueKind::kActivation;
+  out.dtype = floating_dtype_;
   out.shape = infer_shape(op, in, attrs, name);
   if (op == OpKind::kAten && attrs.aten) out.dtype = attrs.aten->output_dtype;
   out.producer = static_cast<int>(nodes_.size());

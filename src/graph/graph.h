@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,8 +78,17 @@ class Graph {
 
   const std::string& name() const { return name_; }
 
+  /// The model's floating type (float32 by default, or float64): the type of its
+  /// parameters, buffers and floating inputs and of every specialised operator's output,
+  /// so that each value's bytes() are what its tensor takes when the model runs. Set it
+  /// before adding any value; throws GraphError for another type or once values exist.
+  at::ScalarType floating_dtype() const { return floating_dtype_; }
+  void set_floating_dtype(at::ScalarType dtype);
+
+  /// An input or target of `dtype` (the graph's floating type when not given).
   int add_input(const std::string& name, std::vector<int64_t> shape,
-                at::ScalarType dtype = at::kFloat, ValueKind kind = ValueKind::kInput);
+                std::optional<at::ScalarType> dtype = std::nullopt,
+                ValueKind kind = ValueKind::kInput);
   int add_parameter(const std::string& name, std::vector<int64_t> shape, InitSpec init);
   int add_buffer(const std::string& name, std::vector<int64_t> shape, InitSpec init);
   /// Adds a node and its output value; returns the output value id. Throws GraphError
@@ -141,6 +151,7 @@ class Graph {
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   UpdateMode update_mode_ = UpdateMode::kAfterBackward;
+  at::ScalarType floating_dtype_ = at::kFloat;
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);

@@ -17,7 +17,7 @@ Graph GraphBuilder::finish() {
 }
 
 int GraphBuilder::input(const std::string& name, std::vector<int64_t> shape) {
-  return graph_.add_input(name, std::move(shape), at::kFloat, ValueKind::kInput);
+  return graph_.add_input(name, std::move(shape), std::nullopt, ValueKind::kInput);
 }
 
 int GraphBuilder::class_target(const std::string& name, int64_t batch) {
@@ -25,7 +25,7 @@ int GraphBuilder::class_target(const std::string& name, int64_t batch) {
 }
 
 int GraphBuilder::mask_target(const std::string& name, std::vector<int64_t> shape) {
-  return graph_.add_input(name, std::move(shape), at::kFloat, ValueKind::kTarget);
+  return graph_.add_input(name, std::move(shape), std::nullopt, ValueKind::kTarget);
 }
 
 void GraphBuilder::weight_and_bias(const std::string& name, std::vector<int64_t> wshape,

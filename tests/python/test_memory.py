@@ -125,3 +125,55 @@ def test_the_callers_loss_over_dominant_logits_fits_store_alls_budget(cache_dir)
     print(f"tiny GPT, logits [4, 64, 8192] ({logits:,} B): monet {peak:,} B at store-all's "
           f"budget {budget['bytes']:,} B")
     assert peak <= budget["bytes"]
+
+
+def small_cnn():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3, stride=2, padding=1), torch.nn.BatchNorm2d(32),
+        torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10))
+
+
+def test_a_float64_model_is_planned_at_its_own_sizes(cache_dir):
+    """A float64 model's tensors are counted at their own size (8 bytes an element): its
+    memory floor holds its state in float64, and a step under a plan at a budget between
+    its smallest and store-all peaks within that budget, below PyTorch's step."""
+    x = torch.randn(4, 3, 32, 32)
+    y = torch.randint(0, 10, (4,))
+    double = small_cnn().double()
+    r = monet.budget_range(double, x.double(), optimizer="sgd-momentum", cache_dir=cache_dir,
+                           time_limit=20, search_limit="work")
+    # The parameters, their gradients and momentum, in float64, and the batch.
+    state = 3 * sum(p.numel() * 8 for p in double.parameters()) + x.numel() * 8
+    assert r.floor >= state, (r, state)
+    budget = {}
+
+    def planned():
+        torch.manual_seed(0)
+        module = small_cnn().double()
+        budget["bytes"] = halfway_budget(module, x.double(), cache_dir, "sgd-momentum")
+        return monet.optimize(module, x.double(), budget=budget["bytes"], cache_dir=cache_dir,
+                              time_limit=20, search_limit="work"), module
+
+    def plain():
+        torch.manual_seed(0)
+        module = small_cnn().double()
+        return module, module
+
+    monet_peak = step_peak(planned, x.double(), y)
+    pytorch_peak = step_peak(plain, x.double(), y)
+    print(f"float64 CNN: monet {monet_peak:,} B (budget {budget['bytes']:,} B), "
+          f"PyTorch {pytorch_peak:,} B")
+    assert monet_peak <= budget["bytes"] < pytorch_peak
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float16,), (torch.float32, torch.float64)])
+def test_a_model_of_another_or_mixed_floating_types_is_refused(dtypes, cache_dir):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 2))
+    for layer, dtype in zip(model, dtypes * 2):
+        layer.to(dtype)
+    with pytest.raises(TypeError, match="monet plans float32 and float64 models; this one "
+                                        "has " + ", ".join(sorted(str(d) for d in dtypes))):
+        monet.plan(model, torch.randn(2, 8, dtype=dtypes[0]), budget="0.5x",
+                   cache_dir=cache_dir)

@@ -11,6 +11,7 @@ weights. Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
+import json
 import os
 import subprocess
 
@@ -424,3 +425,27 @@ def test_active_stochastic_depth_draws_the_same_noise_under_every_plan(cache_dir
     fast = monet.optimize(noiseless, xs[0], planner="storeall", **kw)
     without, _ = train(fast, noiseless, "sgd-momentum", xs, ys, loss_fn)
     assert all(abs(a - b) > 1e-6 * abs(b) for a, b in zip(losses, without)), (losses, without)
+
+
+def test_a_float64_traced_file_runs_at_its_predicted_peak(tmp_path):
+    """A model traced in float64 is planned in float64 by the CLI: `monet run` of the plan
+    peaks at exactly the predicted bytes, twice those of the same model in float32."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    peaks = {}
+    for dtype in (torch.float32, torch.float64):
+        traced = str(tmp_path / f"mlp_{dtype}.pt")
+        typed = copy.deepcopy(model).to(dtype)
+        torch.jit.trace(typed, torch.randn(8, 16, dtype=dtype)).save(traced)
+        plan = str(tmp_path / f"plan_{dtype}.json")
+        r = monet_cli("plan", "--model", traced, "--input-shape", "8,16", "--loss", "sum",
+                      "--planner", "chain", "--budget", "1.0x", "--search-limit", "work", "--cache-dir", str(tmp_path / "cache"),
+                      "-o", plan, "--json")
+        assert r.returncode == 0, r.stderr
+        predicted = json.loads(r.stdout)["predicted_peak_bytes"]
+        r = monet_cli("run", "--plan", plan, "--iters", "1", "--warmup", "0", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["peak_bytes"] == predicted, (dtype, r.stdout, predicted)
+        peaks[dtype] = predicted
+    assert peaks[torch.float64] == 2 * peaks[torch.float32], peaks

@@ -16,7 +16,27 @@
 namespace monet {
 namespace torchscript {
 
+at::ScalarType Importer::floating_dtype() const {
+  const std::pair<const std::string, std::pair<at::Tensor, bool>>* first = nullptr;
+  for (const auto& entry : state_) {
+    const at::Tensor& t = entry.second.first;
+    if (!t.is_floating_point()) continue;
+    if (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble)
+      throw ImportError("'" + path_ + "': tensor '" + entry.first + "' is " +
+                        c10::toString(t.scalar_type()) +
+                        "; monet plans float32 and float64 models (convert it with .float())");
+    if (!first) first = &entry;
+    if (t.scalar_type() != first->second.first.scalar_type())
+      throw ImportError("'" + path_ + "': tensor '" + entry.first + "' is " +
+                        c10::toString(t.scalar_type()) + " and '" + first->first + "' " +
+                        c10::toString(first->second.first.scalar_type()) +
+                        "; monet plans models of one floating type");
+  }
+  return first ? first->second.first.scalar_type() : at::kFloat;
+}
+
 Graph Importer::run() {
+  graph_.set_floating_dtype(floating_dtype());
   std::shared_ptr<torch::jit::Graph> jit;
   try {
     jit = module_.get_method("forward").graph()->copy();
@@ -44,7 +64,7 @@ Graph Importer::run() {
     // named after forward's arguments.
     const std::string name = inputs_.size() == 1 ? "input" : "input." + in->debugNameBase();
     const at::ScalarType dtype =
-        inputs_[i].dtype.value_or(input_is_token_ids(in) ? at::kLong : at::kFloat);
+        inputs_[i].dtype.value_or(input_is_token_ids(in) ? at::kLong : graph_.floating_dtype());
     x.value = graph_.add_input(name, inputs_[i].shape, dtype);
     entries_[in] = x;
   }
@@ -139,7 +159,7 @@ void Importer::add_loss(int output) {
   }
   if (options_.loss != OpKind::kMSELoss && options_.loss != OpKind::kBCEWithLogitsLoss)
     throw ImportError(std::string("'") + op_name(options_.loss) + "' is not a loss");
-  const int t = graph_.add_input("target", shape, at::kFloat, ValueKind::kTarget);
+  const int t = graph_.add_input("target", shape, std::nullopt, ValueKind::kTarget);
   graph_.add_node(options_.loss, "loss", {output, t});
 }
 

@@ -93,6 +93,11 @@ class Importer {
   Graph run();
 
  private:
+  /// The one floating type of the module's parameters and buffers (float32 when it has
+  /// none); throws ImportError naming two tensors of different floating types, or one of a
+  /// type monet does not plan.
+  at::ScalarType floating_dtype() const;
+
   static std::string module_name(const std::string& path) {
     auto slash = path.find_last_of('/');
     std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -205,9 +210,9 @@ class Importer {
   int state_value(const JitNode* node, const std::string& name) {
     if (auto it = state_ids_.find(name); it != state_ids_.end()) return it->second;
     const auto& [t, trainable] = state_.at(name);
-    if (t.scalar_type() != at::kFloat)
+    if (t.scalar_type() != graph_.floating_dtype())
       fail(node, "tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) +
-                     "; monet trains float32 models (trace the model before .double()/.half())");
+                     "; the model's parameters are " + c10::toString(graph_.floating_dtype()));
     if (auto same = state_by_tensor_.find(t.unsafeGetTensorImpl()); same != state_by_tensor_.end())
       return state_ids_[name] = same->second;  // a tied weight
     const std::vector<int64_t> shape = t.sizes().vec();
