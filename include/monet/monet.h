@@ -66,7 +66,7 @@ torch::Dtype input_dtype_from_name(const std::string& name);
 struct ModelInput {
   std::vector<int64_t> shape;  // batch first
   /// The element type fed; none: int64 token ids where an embedding reads the input,
-  /// float32 otherwise.
+  /// otherwise the model's floating type (its parameters': float32 or float64).
   std::optional<torch::Dtype> dtype;
 };
 
