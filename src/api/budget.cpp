@@ -170,6 +170,12 @@ int64_t measure_step_peak(const Model& model, OptimizerKind optimizer, double we
   {
     const int64_t before = MemoryTracker::current();
     ModelState state = m.state.clone();
+    // Autograd's step in the graph's floating type, as plans count it (a model's state
+    // may have been converted after it was built).
+    for (const Value& v : m.graph.values())
+      if ((v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer) &&
+          state.tensor(v.id).is_floating_point())
+        state.tensor(v.id) = state.tensor(v.id).to(m.graph.floating_dtype());
     const Batch batch = make_batch(m.graph, 1);
     AutogradBaseline baseline(m.graph, state);
     std::vector<torch::Tensor> params;
