@@ -345,7 +345,13 @@ AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
   Model::Impl& m = *impl_of(planned.model());
   MemoryTracker::install();
   ModelState copy = m.state.clone();
-  const Batch batch = make_batch(m.graph, 1);
+  // The batch in the state's floating type (a state converted after the model was built).
+  const auto params = m.graph.parameters();
+  const at::ScalarType dtype =
+      params.empty() ? m.graph.floating_dtype() : copy.tensor(params[0]).scalar_type();
+  Batch batch = make_batch(m.graph, 1);
+  for (auto& [id, t] : batch)
+    if (t.is_floating_point()) t = t.to(dtype);
   InterleavedOptions io;
   io.iters = std::max(1, iters);
   const InterleavedMeasurement r =

@@ -440,8 +440,8 @@ def test_a_float64_traced_file_runs_at_its_predicted_peak(tmp_path):
         torch.jit.trace(typed, torch.randn(8, 16, dtype=dtype)).save(traced)
         plan = str(tmp_path / f"plan_{dtype}.json")
         r = monet_cli("plan", "--model", traced, "--input-shape", "8,16", "--loss", "sum",
-                      "--planner", "chain", "--budget", "1.0x", "--search-limit", "work", "--cache-dir", str(tmp_path / "cache"),
-                      "-o", plan, "--json")
+                      "--planner", "chain", "--budget", "1.0x", "--search-limit", "work",
+                      "--cache-dir", str(tmp_path / "cache"), "-o", plan, "--json")
         assert r.returncode == 0, r.stderr
         predicted = json.loads(r.stdout)["predicted_peak_bytes"]
         r = monet_cli("run", "--plan", plan, "--iters", "1", "--warmup", "0", "--json")
