@@ -45,6 +45,7 @@ py::dict step_dict(const monet::StepResult& s) {
   py::dict d;
   d["loss"] = s.loss;
   d["peak_bytes"] = s.peak_bytes;
+  d["start_bytes"] = s.start_bytes;
   d["seconds"] = s.seconds;
   return d;
 }
@@ -77,6 +78,7 @@ void bind_report(py::module_& m) {
           "budget_baseline",
           [](const R& r) { return std::string(monet::budget_baseline_name(r.budget_baseline)); })
       .def_readonly("predicted_peak_bytes", &R::predicted_peak_bytes)
+      .def_readonly("predicted_start_bytes", &R::predicted_start_bytes)
       .def_readonly("predicted_seconds", &R::predicted_seconds)
       .def_readonly("storeall_predicted_peak_bytes", &R::storeall_predicted_peak_bytes)
       .def_readonly("storeall_predicted_seconds", &R::storeall_predicted_seconds)

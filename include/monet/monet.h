@@ -296,6 +296,10 @@ struct PlanReport {
   std::optional<int64_t> baseline_peak_bytes;  // budget_baseline's measured peak
   BudgetBaseline budget_baseline = BudgetBaseline::kAutogradStep;  // PlanOptions'
   std::optional<int64_t> predicted_peak_bytes;                     // forward + backward, simulated
+  /// What the simulation counts live when the forward begins (parameters, buffers, the
+  /// batch): predicted_peak_bytes - predicted_start_bytes is the rise a step's tracked
+  /// peak_bytes - start_bytes (StepResult) shows.
+  std::optional<int64_t> predicted_start_bytes;
   std::optional<double> predicted_seconds;               // profiled seconds of forward + backward
   std::optional<int64_t> storeall_predicted_peak_bytes;  // the same for store-all
   std::optional<double> storeall_predicted_seconds;
@@ -339,9 +343,10 @@ class BudgetError : public std::runtime_error {
 
 /// One training step's measurement.
 struct StepResult {
-  double loss = 0;         // NaN after forward(): the loss is the caller's
-  int64_t peak_bytes = 0;  // absolute peak during forward and backward (tracked allocator)
-  double seconds = 0;      // wall time of forward, loss and backward
+  double loss = 0;          // NaN after forward(): the loss is the caller's
+  int64_t peak_bytes = 0;   // absolute peak during forward and backward (tracked allocator)
+  int64_t start_bytes = 0;  // tracked bytes live when the forward began (peak_bytes' base)
+  double seconds = 0;       // wall time of forward, loss and backward
 };
 
 /// A model planned under a budget; runs training steps under its plan.

@@ -140,14 +140,16 @@ def _refuse_untraceable(module):
                 "give it a momentum", "aten::batch_norm")
 
 
-def _check_floating_dtype(module):
-    """Refuses a module whose floating tensors are not all float32 or all float64 (the
-    types monet plans; its memory model counts each tensor at its own type's size)."""
+def _floating_dtype(module):
+    """The module's floating type (float32 when it has no floating tensors); refuses a
+    module whose floating tensors are not all float32 or all float64 (the types monet
+    plans; its memory model counts each tensor at its own type's size)."""
     dtypes = {t.dtype for t in itertools.chain(module.parameters(), module.buffers())
               if t.is_floating_point()}
     if not dtypes <= {torch.float32} and dtypes != {torch.float64}:
         raise TypeError("monet plans float32 and float64 models; this one has "
                         + ", ".join(sorted(str(d) for d in dtypes)))
+    return dtypes.pop() if dtypes else torch.float32
 
 
 def _import(module, example_input, output, lossy=False):
@@ -156,7 +158,7 @@ def _import(module, example_input, output, lossy=False):
     the planner."""
     inputs = _example_inputs(example_input)
     _refuse_untraceable(module)
-    _check_floating_dtype(module)
+    _floating_dtype(module)
     traced = _traced(module, inputs[0] if len(inputs) == 1 else inputs)
     fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")
     os.close(fd)
@@ -186,11 +188,15 @@ class Plan:
         # Predictions need profiled costs: None where the planner ran without them (a
         # store-all or Chen plan and no cost cache).
         self.predicted_peak = r.predicted_peak_bytes  # forward + backward
+        # Live when the forward begins, as simulated (parameters, buffers, the batch): a
+        # step's rise, last_step()'s peak_bytes - start_bytes, is predicted_peak - this.
+        self.predicted_start = r.predicted_start_bytes
         self.predicted_seconds = r.predicted_seconds
         self.store_all_peak = r.storeall_predicted_peak_bytes
         self.store_all_seconds = r.storeall_predicted_seconds
         self.solver_gap = r.solver_gap
         self.optimizer_bytes = r.optimizer_state_bytes + r.optimizer_update_bytes
+        self.loss_bytes = r.loss_bytes  # room for the caller's loss: loss_copies outputs
         self.baseline_peak = r.baseline_peak_bytes  # what a ratio budget was a ratio of:
         self.budget_baseline = r.budget_baseline  # "autograd's step", "DDP's per-rank step"
         self.from_cache = r.from_cache
@@ -352,7 +358,7 @@ def _with_loss(module, example_input, output, loss_copies, loss, target):
 def _leave_room_beside(model, module, loss_copies, options):
     """Sets `options`' room for what runs beside the imported `model`: the caller's loss
     (loss_bytes) and the module's tensors the model does not share (reserved_bytes)."""
-    options.loss_bytes = _loss_bytes(model, loss_copies)
+    options.loss_bytes = _loss_bytes(model, loss_copies, _floating_dtype(module))
     options.reserved_bytes += _unshared_bytes(module, model)
 
 
@@ -371,11 +377,12 @@ def _unshared_bytes(module, model):
     return total
 
 
-def _loss_bytes(model, copies):
-    """Bytes of `copies` float32 tensors of the model's output (the caller's loss)."""
+def _loss_bytes(model, copies, dtype):
+    """Bytes of `copies` tensors of the model's output in `dtype` (the caller's loss)."""
     if copies < 0:
         raise ValueError(f"loss_copies must be >= 0, not {copies}")
-    return int(copies) * 4 * math.prod(model.output_shape)
+    element = torch.empty((), dtype=dtype).element_size()
+    return int(copies) * element * math.prod(model.output_shape)
 
 
 def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_decay=0.0,
@@ -432,8 +439,9 @@ class OptimizedModule(torch.nn.Module):
         return out
 
     def last_step(self):
-        """The last planned iteration whose backward ran: peak_bytes (tracked, absolute)
-        and seconds of its forward and backward."""
+        """The last planned iteration whose backward ran: peak_bytes (tracked, absolute),
+        start_bytes (tracked, live when its forward began) and seconds of its forward and
+        backward."""
         return self.plan._planned.last_step()
 
 

@@ -22,8 +22,11 @@ class WithLoss(torch.nn.Module):
     def forward(self, *args):
         *inputs, target = args
         out = self.module(*inputs)
-        if self.output is not None:
-            out = out[self.output]
+        if self.output is not None:  # "0": a tuple's first, as the importer reads it
+            key = self.output
+            if isinstance(out, (tuple, list)) and str(key).isdigit():
+                key = int(key)
+            out = out[key]
         elif isinstance(out, (tuple, list)):
             out = out[0]
         elif isinstance(out, dict):

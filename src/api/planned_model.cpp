@@ -34,6 +34,7 @@ StepResult step_result(const ExecutionResult& run) {
   StepResult r;
   r.loss = run.loss;
   r.peak_bytes = run.peak_bytes;
+  r.start_bytes = run.start_bytes;
   r.seconds = run.seconds;
   return r;
 }
@@ -230,6 +231,7 @@ PlannedModel::PlannedModel(Model model, const PlanOptions& o) : impl_(std::make_
   if (have_costs) {
     const SimulationResult sim = simulate(m.graph, impl_->plan, costs);
     r.predicted_peak_bytes = sim.peak_bytes;
+    r.predicted_start_bytes = sim.start_bytes;
     r.predicted_seconds = sim.seconds;
     const SimulationResult all = simulate(m.graph, store_all_plan(m.graph), costs);
     r.storeall_predicted_peak_bytes = all.peak_bytes;

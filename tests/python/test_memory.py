@@ -163,6 +163,9 @@ def test_a_float64_model_is_planned_at_its_own_sizes(cache_dir):
 
     monet_peak = step_peak(planned, x.double(), y)
     pytorch_peak = step_peak(plain, x.double(), y)
+    # The room left for the caller's loss (loss_copies=3 outputs of [4, 10]) in float64.
+    fast, _ = planned()
+    assert fast.plan.loss_bytes == 3 * 4 * 10 * 8, fast.plan.loss_bytes
     print(f"float64 CNN: monet {monet_peak:,} B (budget {budget['bytes']:,} B), "
           f"PyTorch {pytorch_peak:,} B")
     assert monet_peak <= budget["bytes"] < pytorch_peak

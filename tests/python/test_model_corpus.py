@@ -21,7 +21,7 @@ import torch
 import torchvision
 
 import monet
-from test_training import train, worst_state_error
+from test_training import make_optimizer, train, worst_state_error
 
 STEPS = 3
 TOLERANCE = 1e-9
@@ -328,21 +328,43 @@ def batches(kind, shape):
     return xs, ys, torch.nn.functional.cross_entropy
 
 
+def planned_steps(fast, module, xs, ys):
+    """Losses and tracked rises (the peak above the step's start, bytes) of STEPS steps of
+    `fast`, its loss inside the plan, with SGD with momentum as `train` runs it."""
+    opt = make_optimizer("sgd-momentum", module.parameters())
+    losses, rises = [], []
+    for x, y in zip(xs, ys):
+        opt.zero_grad(set_to_none=True)
+        loss = fast(*(x if isinstance(x, tuple) else (x,)), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        step = fast.last_step()
+        rises.append(step["peak_bytes"] - step["start_bytes"])
+    return losses, rises
+
+
 def check_trains_like_pytorch(model, xs, ys, loss_fn, output, cache_dir):
-    """Plans `model` (float64, training mode) at the budget halfway between its leanest plan
-    and store-all, trains it STEPS steps of SGD with momentum on (xs, ys) beside a copy
-    trained by PyTorch, and checks that losses and parameters agree to TOLERANCE."""
+    """Plans `model` (float64, training mode) with `loss_fn` inside the plan at the budget
+    halfway between its leanest plan and store-all, trains it STEPS steps of SGD with
+    momentum on (xs, ys) beside a copy trained by PyTorch, and checks that losses and
+    parameters agree to TOLERANCE and that every step's tracked rise is the predicted one
+    (the simulated peak above the start) to within two loss scalars: the simulation
+    replays the loss node's value and seed gradient where a planned forward() leaves the
+    caller's loss (held from the forward through loss.backward()) and autograd's seed."""
     reference = copy.deepcopy(model)
-    r = monet.budget_range(model, xs[0], optimizer="sgd-momentum", cache_dir=cache_dir,
-                           time_limit=20, output=output, search_limit="work")
-    assert r.floor <= r.smallest <= r.store_all
-    budget = (r.smallest + r.store_all) // 2
-    fast = monet.optimize(model, xs[0], budget=budget, optimizer="sgd-momentum",
-                          cache_dir=cache_dir, time_limit=20, output=output,
-                          search_limit="work")
-    assert fast.plan.predicted_peak <= fast.plan.store_all_peak
-    losses, _ = train(fast, model, "sgd-momentum", xs, ys, loss_fn)
     want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
+    inside = dict(loss=loss_fn, target=ys[0], output=output, optimizer="sgd-momentum",
+                  cache_dir=cache_dir, time_limit=20, search_limit="work")
+    r = monet.budget_range(model, xs[0], **inside)
+    assert r.floor <= r.smallest <= r.store_all
+    fast = monet.optimize(model, xs[0], budget=(r.smallest + r.store_all) // 2, **inside)
+    plan = fast.plan
+    assert plan.predicted_peak <= plan.store_all_peak
+    losses, rises = planned_steps(fast, model, xs, ys)
+    predicted = plan.predicted_peak - plan.predicted_start
+    scalars = 2 * torch.empty((), dtype=torch.float64).element_size()
+    assert all(abs(rise - predicted) <= scalars for rise in rises), (rises, predicted)
     for got, expected in zip(losses, want):
         assert abs(got - expected) <= TOLERANCE * abs(expected), (losses, want)
     assert worst_state_error(model, reference, rounding_level) <= TOLERANCE
