@@ -115,6 +115,10 @@ TEST(PlannedModel, PlansOnceThenReadsTheCacheAndStaysWithinTheBudget) {
     sgd.step();
     EXPECT_TRUE(std::isfinite(step.loss));
     EXPECT_LE(MemoryStats::peak_bytes() - before, r.budget_bytes.value()) << "step " << s;
+    // step() computes the loss in the plan: its rise is the simulated one, to the byte.
+    EXPECT_EQ(step.peak_bytes - step.start_bytes,
+              r.predicted_peak_bytes.value() - r.predicted_start_bytes.value())
+        << "step " << s;
   }
 
   PlannedModel again(Model::load(activation_heavy_resnet(), 0), po);
