@@ -4,20 +4,22 @@ budget halfway between its leanest plan and store-all, trained 3 steps of SGD wi
 momentum in float64 beside a copy trained by PyTorch, then timed against PyTorch on the
 same module, interleaved in this process (1 thread). One table row per builder:
 
-    model | parameters | store-all / autograd | monet / autograd | overhead | rise - predicted | worst error | verdict
+    model | parameters | generic nodes | store-all / autograd | monet / autograd | overhead | rise - predicted | worst error | verdict
 
-"store-all / autograd": store-all's predicted step (forward and backward, with the
+"generic nodes": operators on the generic ATen path of all those traced (the loss
+among them); "store-all / autograd": store-all's predicted step (forward and backward, with the
 optimizer's state) against PyTorch's measured step peak; "monet / autograd": the planned step's measured peak against PyTorch's (both above
 what was live before the model); "overhead": median step time against PyTorch's, minus
 one; "rise - predicted": a planned step's tracked rise less the simulated one (bytes);
 "worst error": the largest relative difference of a loss or a parameter from PyTorch's
 (a pass needs <= 1e-9). A builder with more parameters than --max-parameters is listed
-as not run (its float64 state, six copies, would not fit this machine).
+as not run (its float64 state, six copies, would not fit a 24 GiB machine).
 
 Usage: torchvision_builders.py [--max-parameters N] [--rounds R] [NAME ...]
 (run with bench/locate_monet.sh's PYTHONPATH, or an installed monet)."""
 import argparse
 import copy
+import gc
 import os
 import statistics
 import sys
@@ -38,10 +40,13 @@ from test_training import train, without_dropout, worst_state_error  # noqa: E40
 STEPS = 3
 CLASSES = 10
 M = torchvision.models
-# Builders whose stem needs a larger image than 64x64, and their keyword arguments.
-IMAGE = {"inception_v3": 96, "maxvit_t": 224, "vit_b_16": 224, "vit_b_32": 224,
-         "vit_l_16": 224, "vit_l_32": 224, "vit_h_14": 224, "alexnet": 96}
+# Builders whose stem needs another image side than 64, and their keyword arguments
+# (a ViT's image side is its constructor's; Inception V3's auxiliary head pools a 5x5
+# window of its 17x17 feature map (299 in); MaxViT's windows need 224).
+IMAGE = {"inception_v3": 299, "maxvit_t": 224, "vit_h_14": 56, "alexnet": 96}
 KWARGS = {"inception_v3": {"init_weights": False}, "googlenet": {"init_weights": False}}
+KWARGS.update({n: {"image_size": IMAGE.get(n, 64)}
+               for n in ("vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14")})
 
 
 def builders():
@@ -82,6 +87,7 @@ def loss_of(output):
 
 def run_one(name, family, rounds):
     torch.manual_seed(0)
+    gc.collect()  # the previous builder's cycles, lest they be freed inside a measured step
     before = monet.current_memory()
     model, shape, output, target = build(name, family)
     for m in model.modules():  # its noise is monet's, not PyTorch's: off, as dropout
@@ -122,39 +128,46 @@ def run_one(name, family, rounds):
             "store_all": (plan.store_all_peak + plan.optimizer_bytes) / peaks["pytorch"],
             "memory": peaks["monet"] / peaks["pytorch"],
             "overhead": statistics.median(seconds["monet"]) / pytorch_time - 1,
+            "generic": f"{fast.plan.generic_node_count} of {fast.plan.node_count}",
             "rise": max(rises, key=lambda v: abs(v - predicted)) - predicted,
             "error": error}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("names", nargs="*", help="builders (default: every one)")
-    ap.add_argument("--max-parameters", type=int, default=30_000_000)
+    ap.add_argument("names", nargs="*", help="builders, in this order (default: every one)")
+    ap.add_argument("--max-parameters", type=int, default=250_000_000)
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
     torch.set_num_threads(1)
     monet.install_memory_tracker()
-    chosen = [(n, f) for n, f in builders() if not a.names or n in a.names]
-    print("| model | parameters | store-all / autograd | monet / autograd | overhead | "
-          "rise - predicted (B) | worst error | verdict |")
-    print("|---|---|---|---|---|---|---|---|")
+    family = dict(builders())
+    unknown = [n for n in a.names if n not in family]
+    if unknown:
+        ap.error(f"unknown builder(s): {', '.join(unknown)}")
+    chosen = [(n, family[n]) for n in a.names] if a.names else list(family.items())
+    print("| model | parameters | generic nodes | store-all / autograd | monet / autograd | "
+          "overhead | rise - predicted (B) | worst error | verdict |")
+    print("|---|---|---|---|---|---|---|---|---|")
     passed = 0
     for name, family in chosen:
         start = time.perf_counter()
         count = sum(p.numel() for p in build(name, family)[0].parameters())
+        gc.collect()
         if count > a.max_parameters:
-            print(f"| {name} | {count / 1e6:.1f}M | | | | | | not run: over "
+            print(f"| {name} | {count / 1e6:.1f}M | | | | | | | not run: over "
                   f"{a.max_parameters / 1e6:.0f}M parameters |", flush=True)
             continue
         try:
             row = run_one(name, family, a.rounds)
         except Exception as e:  # the reason, in one line
-            print(f"| {name} | {count / 1e6:.1f}M | | | | | | fails: "
+            print(f"| {name} | {count / 1e6:.1f}M | | | | | | | fails: "
                   f"{str(e).splitlines()[0][:160]} |", flush=True)
             continue
         ok = row["error"] <= 1e-9 and abs(row["rise"]) <= 16
         passed += ok
-        print(f"| {name} | {row['parameters'] / 1e6:.2f}M | {row['store_all']:.2f} | "
+        print(f"| {name} | {row['parameters'] / 1e6:.2f}M | {row['generic']} | "
+              f"{row['store_all']:.2f} | "
               f"{row['memory']:.2f} | {row['overhead']:+.1%} | {row['rise']} | "
               f"{row['error']:.1e} | {'pass' if ok else 'FAIL'} "
               f"({time.perf_counter() - start:.0f} s) |", flush=True)

@@ -129,6 +129,8 @@ void bind_model(py::module_& m) {
       .def("named_parameters", &monet::Model::named_parameters)
       .def("named_buffers", &monet::Model::named_buffers)
       .def_property_readonly("fingerprint", &monet::Model::fingerprint)
+      .def_property_readonly("node_count", &monet::Model::node_count)
+      .def_property_readonly("generic_node_count", &monet::Model::generic_node_count)
       .def_property_readonly("input_shape", &monet::Model::input_shape)
       .def_property_readonly("input_shapes", &monet::Model::input_shapes)
       .def_property_readonly("output_shape", &monet::Model::output_shape);

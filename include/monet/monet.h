@@ -143,6 +143,10 @@ class Model {
   std::string fingerprint() const;
   /// Training steps taken (counts batch-norm updates; saved as num_batches_tracked).
   int64_t steps() const;
+  /// Operators in the graph (the loss among them), and of them those on the generic ATen
+  /// path: run by ATen with autograd's backward, no specialised implementation to choose.
+  int64_t node_count() const;
+  int64_t generic_node_count() const;
 
   /// Random inputs (in forward's order) and a target of the model's shapes and types, the
   /// same for the same `seed`: synthetic data (`monet train --synthetic`, benchmarks).

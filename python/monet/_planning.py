@@ -203,6 +203,10 @@ class Plan:
         self.lossy_forwards = r.lossy_forwards  # > 0: gradients differ from autograd's
         self.optimizer_update = r.optimizer_update  # "fused" or "after-backward"
         self.fingerprint = model.fingerprint
+        # Operators traced (the loss among them), and of them those on the generic ATen
+        # path (autograd's backward, no specialised implementation).
+        self.node_count = model.node_count
+        self.generic_node_count = model.generic_node_count
         self.input_shape = tuple(model.input_shape)  # the first input's
         self.input_shapes = [tuple(shape) for shape in model.input_shapes]
 

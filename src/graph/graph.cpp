@@ -243,8 +243,12 @@ void Graph::validate() const {
   }
   const int loss = loss_value();
   if (!values_[loss].shape.empty()) throw GraphError("the loss must be a scalar");
+  // A result nothing reads is computed only for what its operator updates: a batch norm's
+  // running statistics (a traced model's auxiliary head that the trained output does not
+  // read, kept for its statistics as PyTorch's forward keeps it).
   for (const auto& v : values_)
-    if (v.kind == ValueKind::kActivation && v.consumers.empty() && v.id != loss)
+    if (v.kind == ValueKind::kActivation && v.consumers.empty() && v.id != loss &&
+        nodes_[v.producer].op != OpKind::kBatchNorm)
       throw GraphError("value '" + v.name + "' is computed but never used");
   for (const auto& n : nodes_) {
     if (!n.attrs.inplace) continue;

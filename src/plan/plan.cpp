@@ -172,12 +172,23 @@ Plan plan_from_json(const Graph& g, const nlohmann::json& j) {
 std::vector<bool> values_needing_grad(const Graph& g) {
   std::vector<bool> needs(g.values().size(), false);
   for (const auto& v : g.values()) needs[v.id] = v.kind == ValueKind::kParameter;
-  for (int id : g.topological_order()) {
+  const auto order = g.topological_order();
+  for (int id : order) {
     const Node& n = g.node(id);
     // Integer and boolean results (indices, masks) have no gradient.
     if (!at::isFloatingType(g.value(n.output).dtype)) continue;
     for (int in : n.inputs) needs[n.output] = needs[n.output] || needs[in];
   }
+  // As autograd: only what the loss is computed from gets a gradient (a batch norm's
+  // result that nothing reads, kept for its running statistics, gets none).
+  std::vector<bool> reaches_loss(g.values().size(), false);
+  reaches_loss[g.loss_value()] = true;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Node& n = g.node(*it);
+    if (!reaches_loss[n.output]) continue;
+    for (int in : n.inputs) reaches_loss[in] = true;
+  }
+  for (size_t v = 0; v < needs.size(); ++v) needs[v] = needs[v] && reaches_loss[v];
   return needs;
 }
 
