@@ -127,6 +127,38 @@ TEST(Executor, BatchNormWithoutAffineParametersMatchesAutograd) {
     }
 }
 
+// A side branch that ends in a batch norm nothing reads (an auxiliary head the trained
+// output does not use, as GoogLeNet's in training mode): its running statistics update as
+// autograd's do, and neither it nor the convolution before it gets a gradient.
+TEST(Executor, ABatchNormNothingReadsUpdatesItsStatisticsAndGetsNoGradient) {
+  MemoryTracker::install();
+  GraphBuilder b("unread_batch_norm");
+  ConvSpec spec;
+  spec.out_channels = 4;
+  spec.kernel = {3};
+  spec.padding = 1;
+  const int h = b.relu(b.batch_norm(b.conv(b.input("input", {4, 3, 6, 6}), "conv", spec), "bn"),
+                       "relu", false);
+  const int aux = b.batch_norm(b.conv(h, "aux.conv", spec), "aux.bn");
+  b.cross_entropy(b.linear(b.flatten(h, "flatten"), "fc", 10), b.class_target("labels", 4));
+  const Graph g = b.finish();
+  const auto needs = values_needing_grad(g);
+  EXPECT_FALSE(needs[aux]);
+  for (const Value& v : g.values())
+    if (v.kind == ValueKind::kParameter)
+      EXPECT_EQ(needs[v.id], v.name.rfind("aux.", 0) != 0) << v.name;
+  for (const Plan& plan : {store_all_plan(g), chen_plan(g), random_plan(g, 3)}) {
+    EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
+    const Batch batch = make_batch(g, 1);
+    ModelState mine = ModelState::initialize(g, 0), theirs = mine.clone();
+    Executor(g, mine, plan).run(batch);
+    AutogradBaseline(g, theirs).run_iteration(batch, IterationOptions{});
+    for (const Value& v : g.values())
+      if (v.kind == ValueKind::kBuffer)
+        EXPECT_TRUE(at::allclose(mine.tensor(v.id), theirs.tensor(v.id), 1e-5, 1e-7)) << v.name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, ExecutorOnTinyModel, ::testing::ValuesIn(testing::tiny_models()),
                          [](const auto& info) { return info.param.name; });
 

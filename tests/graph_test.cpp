@@ -67,6 +67,22 @@ TEST(Graph, RejectsShapeMismatch) {
   EXPECT_THROW(b.conv(x, "conv", {4, {9}, 1, 0, 1, false, {}}), GraphError);  // kernel > input
 }
 
+// A result nothing reads is refused, unless a batch norm computes it (for its running
+// statistics: an auxiliary head the trained output does not read).
+TEST(Graph, RefusesAnUnreadResultExceptABatchNorms) {
+  GraphBuilder b("unread");
+  int x = b.input("input", {2, 3, 8, 8});
+  b.batch_norm(x, "side_bn");
+  b.relu(x, "side_relu", false);
+  b.cross_entropy(b.linear(b.flatten(x, "flatten"), "fc", 5), b.class_target("target", 2));
+  try {
+    b.finish();
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_EQ(std::string(e.what()), "value 'side_relu' is computed but never used");
+  }
+}
+
 TEST(Graph, RejectsDanglingInput) {
   Graph g("g");
   g.add_input("input", {2, 3});

@@ -7,7 +7,9 @@
 
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
+#include "api/impl_access.h"
 #include "base/memory_tracker.h"
+#include "plan/plan.h"
 #include "runtime/autograd_baseline.h"
 
 namespace monet {
@@ -69,10 +71,14 @@ OptimizerUpdate optimizer_update_from_name(const std::string& name) {
 }
 
 OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay) {
+  // A parameter the loss is not computed from gets no gradient, hence no state.
+  const Graph& g = impl_of(model)->graph;
+  const std::vector<bool> needs = values_needing_grad(g);
   int64_t total = 0, largest = 0;
-  for (const auto& p : model.parameters()) {
-    total += p.nbytes();
-    largest = std::max<int64_t>(largest, p.nbytes());
+  for (int p : g.parameters()) {
+    if (!needs[p]) continue;
+    total += g.value(p).bytes();
+    largest = std::max<int64_t>(largest, g.value(p).bytes());
   }
   OptimizerMemory m;
   // LibTorch 1.13's updates, per parameter: SGD's weight decay makes grad + wd * p (one

@@ -13,13 +13,13 @@ namespace {
 // Per node: bytes of the parameter gradients alive whenever its backward runs: its own
 // and those of every node downstream of it (whose backward must have run before); under
 // fused updates only its own (the others' may be updated already).
-std::vector<int64_t> gradients_at_backward(const Graph& g) {
+std::vector<int64_t> gradients_at_backward(const Graph& g, const std::vector<bool>& needs_grad) {
   std::vector<int64_t> out(g.nodes().size(), 0);
   for (const Node& n : g.nodes()) {
     std::set<int> seen = {n.id}, parameters;
     if (g.update_mode() == UpdateMode::kFused) {
       for (int v : n.inputs)
-        if (g.value(v).kind == ValueKind::kParameter) parameters.insert(v);
+        if (g.value(v).kind == ValueKind::kParameter && needs_grad[v]) parameters.insert(v);
       for (int v : parameters) out[n.id] += g.value(v).bytes();
       continue;
     }
@@ -28,7 +28,7 @@ std::vector<int64_t> gradients_at_backward(const Graph& g) {
       const Node& m = g.node(stack.back());
       stack.pop_back();
       for (int v : m.inputs)
-        if (g.value(v).kind == ValueKind::kParameter) parameters.insert(v);
+        if (g.value(v).kind == ValueKind::kParameter && needs_grad[v]) parameters.insert(v);
       for (int c : g.value(m.output).consumers)
         if (seen.insert(c).second) stack.push_back(c);
     }
@@ -71,10 +71,12 @@ int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const Node& 
 
 int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
   const auto needs_backward = nodes_needing_backward(g);
-  const std::vector<int64_t> gradients = gradients_at_backward(g);
+  const std::vector<bool> needs_grad = values_needing_grad(g);
+  const std::vector<int64_t> gradients = gradients_at_backward(g, needs_grad);
   int64_t all_gradients = 0;  // all alive at once unless each is freed at its update
   if (g.update_mode() == UpdateMode::kAfterBackward)
-    for (int v : g.parameters()) all_gradients += g.value(v).bytes();
+    for (int v : g.parameters())
+      if (needs_grad[v]) all_gradients += g.value(v).bytes();
   int64_t above_start = all_gradients;
   for (const Node& n : g.nodes()) {
     int64_t inputs = 0;

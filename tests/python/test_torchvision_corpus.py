@@ -1,6 +1,7 @@
 """torchvision 0.14 builders of the families the imported fixtures (tools/
 make_import_fixtures.py) do not cover, as a user builds them: SqueezeNet, MNASNet, LR-ASPP
-(segmentation, its "out" trained), R3D-18 (video) and MViT V2 (video: torchvision's MViT
+(segmentation, its "out" trained), GoogLeNet in training mode (its main output "0" trained,
+its auxiliary heads' batch norms still updating their statistics), R3D-18 (video) and MViT V2 (video: torchvision's MViT
 class in mvit_v2_s's configuration, with two small blocks; its relative positions and
 residual pooling written into slices of the attention, an in-place dropout on the class
 token). Each is traced by monet.optimize,
@@ -47,6 +48,8 @@ CASES = {
     "mnasnet0_5": (lambda: torchvision.models.mnasnet0_5(num_classes=CLASSES, dropout=0.0),
                    (4, 3, 64, 64), None),
     "lraspp_mobilenet_v3_large": (lraspp, (2, 3, 64, 64), "out"),
+    "googlenet": (lambda: without_dropout(torchvision.models.googlenet(
+        num_classes=CLASSES, aux_logits=True, init_weights=False)), (4, 3, 64, 64), "0"),
     "r3d_18": (lambda: torchvision.models.video.r3d_18(num_classes=CLASSES), (2, 3, 4, 32, 32),
                None),
     "mvit_v2_tiny": (mvit_v2_tiny, (2, 3, 4, 32, 32), None),
@@ -56,9 +59,13 @@ CASES = {
 def batches(shape, output):
     g = torch.Generator().manual_seed(1)
     xs = [torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(STEPS)]
-    if output is None:
+    if output is None or output.isdigit():  # classification: the logits, or a tuple's
         ys = [torch.randint(0, CLASSES, (shape[0],), generator=g) for _ in range(STEPS)]
-        return xs, ys, torch.nn.functional.cross_entropy
+
+        def logits_loss(out, y):
+            logits = out if torch.is_tensor(out) else out[int(output)]
+            return torch.nn.functional.cross_entropy(logits, y)
+        return xs, ys, logits_loss
     ys = [torch.randint(0, 4, (shape[0],) + shape[2:], generator=g) for _ in range(STEPS)]
 
     def loss(out, y):  # the reference returns the dict; monet its trained output
