@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "api/atomic_file.h"
-#include "api/model_impl.h"
 #include "api/impl_access.h"
+#include "api/model_impl.h"
 #include "base/memory_tracker.h"
 #include "plan/plan.h"
 #include "runtime/autograd_baseline.h"

@@ -242,9 +242,7 @@ torch::ScalarType Model::target_dtype() const {
 }
 std::string Model::fingerprint() const { return impl_->graph.fingerprint(); }
 int64_t Model::steps() const { return impl_->steps; }
-int64_t Model::node_count() const {
-  return static_cast<int64_t>(impl_->graph.nodes().size());
-}
+int64_t Model::node_count() const { return static_cast<int64_t>(impl_->graph.nodes().size()); }
 int64_t Model::generic_node_count() const {
   const auto& nodes = impl_->graph.nodes();
   return std::count_if(nodes.begin(), nodes.end(),

@@ -146,7 +146,8 @@ void measure(const Graph& g, const CostModel& costs, const ScheduleChoices& c,
   for (int i = 0; i < size; ++i) {
     const Node& n = g.node(s->nodes[i]);
     for (int v : n.inputs)
-      if (g.value(v).kind == ValueKind::kParameter && needs_grad[v]) s->gradient_bytes += g.value(v).bytes();
+      if (g.value(v).kind == ValueKind::kParameter && needs_grad[v])
+        s->gradient_bytes += g.value(v).bytes();
     const ForwardImplInfo f = find_forward_impl(forward_impls(g, n), n, c.forward[n.id]);
     const ImplCost& fc = costs.forward(g, n.id, f.name);
     s->forward_seconds += fc.seconds;
