@@ -412,6 +412,24 @@ def test_several_inputs_from_the_cli(tmp_path):
     assert r.returncode == 2 and "monet train feeds models of one input" in r.stderr, r.stderr
 
 
+def test_a_plan_counts_the_operators_on_the_generic_path(cache_dir, tmp_path):
+    cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(8 * 6 * 6, 10))
+    plan = monet.plan(cnn, torch.randn(2, 3, 8, 8), planner="storeall", cache_dir=cache_dir)
+    assert (plan.node_count, plan.generic_node_count) == (5, 0)  # the loss among the five
+    # Linear, chunk's three slices, two einsums, the division, softmax, mean, Linear, loss:
+    # the einsums, the division, softmax over the last axis of a 3-D tensor and the mean
+    # run on the generic path.
+    plan = monet.plan(EinsumAttention(), torch.randn(4, 8, 16), planner="storeall",
+                      cache_dir=cache_dir)
+    assert (plan.node_count, plan.generic_node_count) == (11, 5)
+    path = str(tmp_path / "einsum_attention.pt")
+    torch.jit.trace(EinsumAttention(), torch.randn(4, 8, 16)).save(path)
+    shown = monet_cli("show", "--model", path, "--input-shape", "4,8,16")
+    assert shown.returncode == 0, shown.stderr
+    assert "operators: 11 (5 on the generic ATen path)" in shown.stdout, shown.stdout
+
+
 def test_batch_norm_a_trace_cannot_train_is_refused_in_one_line(cache_dir):
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8, momentum=None),
                                 torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 10))
