@@ -65,10 +65,12 @@ def build(name, family):
                                                                        generator=g)
     if family == "video":
         model = M.get_model(name, num_classes=CLASSES)
-        frames, side = (16, 224) if name.startswith("mvit") else (4, 32)
+        # MViT's builders fix 16 frames of 224x224 (one clip: layer norms only, no batch
+        # statistics); S3D's temporal pooling needs 16 frames.
+        batch, frames, side = (1, 16, 224) if name.startswith("mvit") else (2, 4, 32)
         if name == "s3d":
             frames, side = 16, 64
-        shape = (2, 3, frames, side, side)
+        shape = (batch, 3, frames, side, side)
     else:
         model = M.get_model(name, num_classes=CLASSES, **KWARGS.get(name, {}))
         side = IMAGE.get(name, 64)

@@ -356,7 +356,7 @@ def _with_loss(module, example_input, output, loss_copies, loss, target):
     if not isinstance(target, torch.Tensor):
         raise TypeError("loss= needs target=, an example target tensor (the batch's labels)")
     inputs = (example_input,) if isinstance(example_input, torch.Tensor) else tuple(example_input)
-    return WithLoss(module, loss, output), inputs + (target,), None, 0
+    return WithLoss(module, loss, output), inputs + (target,), "0", 0
 
 
 def _leave_room_beside(model, module, loss_copies, options):

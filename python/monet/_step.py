@@ -11,7 +11,10 @@ class WithLoss(torch.nn.Module):
     """`module` followed by `loss(output, target)`, the target its last argument: what
     monet traces for a loss inside the plan, so that the plan frees the output (a language
     model's logits) where its own backward is done with it. `output` picks the output of
-    a module returning a tuple or dict (an index or key; default the first)."""
+    a module returning a tuple or dict (an index or key; default the first). It returns
+    the loss first, then the module's other output tensors: the trace keeps what computes
+    them, and the import drops it again except where it updates state (a batch norm's
+    running statistics on an auxiliary head), as PyTorch's forward updates it."""
 
     def __init__(self, module, loss, output=None):
         super().__init__()
@@ -21,7 +24,8 @@ class WithLoss(torch.nn.Module):
 
     def forward(self, *args):
         *inputs, target = args
-        out = self.module(*inputs)
+        outputs = self.module(*inputs)
+        out = outputs
         if self.output is not None:  # "0": a tuple's first, as the importer reads it
             key = self.output
             if isinstance(out, (tuple, list)) and str(key).isdigit():
@@ -31,7 +35,19 @@ class WithLoss(torch.nn.Module):
             out = out[0]
         elif isinstance(out, dict):
             out = next(iter(out.values()))
-        return self.loss(out, target)
+        others = [t for t in _tensors_of(outputs) if t is not out]
+        return (self.loss(out, target), *others)
+
+
+def _tensors_of(value):
+    """The tensors of a module's output (a tensor, or tuples, lists and dicts of them)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors_of(v)]
+    return []
 
 
 def optimizer_memory(optimizer, weight_decay, optimizer_update):

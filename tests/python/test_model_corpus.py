@@ -3,7 +3,8 @@ fallback of specialised operators: an einsum attention block, LSTM and GRU langu
 models (a recurrent layer is one generic node over its weight list), a registered buffer
 fed to a Linear, a 1-D convolutional audio classifier (1-D pooling), dilated max pooling
 and max pooling with indices undone by max_unpool2d, a model of two inputs (token ids and
-a bool padding mask into nn.MultiheadAttention), multi-head attention whose query, key and
+a bool padding mask into nn.MultiheadAttention), an auxiliary head whose batch norm
+updates its statistics though its logits are not trained, multi-head attention whose query, key and
 value come from one projection by unbind (as timm's ViT), and operators whose result is a
 list of tensors (tensor_split, hsplit, meshgrid), batch norm with running statistics and
 no affine parameters, writes into slices of computed tensors, layers with computed
@@ -135,6 +136,34 @@ class TwoHeads(torch.nn.Module):
         h = self.body(x).flatten(1)
         logits, aux = self.head(h), self.aux(h)
         return {"out": logits, "aux": aux} if self.as_dict else (logits, aux)
+
+
+class AuxiliaryHead(torch.nn.Module):
+    """Inception V3's pattern: a body of two results (a submodule's tuple, unpacked) and
+    torchvision's InceptionAux head (pooling, two conv + batch norm + in-place ReLU,
+    pooling, Linear), whose logits the model returns beside its own; trained on "0", the
+    head's batch norms still update their running statistics in PyTorch's forward, and so
+    in monet's."""
+
+    class Body(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            h = self.bn(self.conv(x)).relu()
+            return h, h.mean((2, 3))
+
+    def __init__(self):
+        super().__init__()
+        self.body = AuxiliaryHead.Body()
+        self.aux = torchvision.models.inception.InceptionAux(8, 10)
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, x):  # x: [N, 3, 17, 17], as InceptionAux's input in Inception V3
+        h, pooled = self.body(x)
+        return self.head(pooled), self.aux(h)
 
 
 class MaskedEncoder(torch.nn.Module):
@@ -290,6 +319,7 @@ CASES = {
     "pooling_variants": (PoolingVariants, "features", (2, 3, 8, 8)),
     "tuple_output": (lambda: TwoHeads(as_dict=False), "features", (2, 3, 8, 8)),
     "dict_output": (lambda: TwoHeads(as_dict=True), "features", (2, 3, 8, 8)),
+    "auxiliary_head": (AuxiliaryHead, "features", (4, 3, 17, 17)),
     "two_inputs": (MaskedEncoder, "tokens_and_mask", (4, 12)),
     "generic_fallbacks": (FallbackLayers, "features", (2, 3, 8, 8)),
     "list_results": (ListResults, "features", (2, 3, 8, 8)),
@@ -298,7 +328,7 @@ CASES = {
     "computed_weights": (ComputedWeights, "features", (2, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
-OUTPUT = {"tuple_output": "0", "dict_output": "out"}
+OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
 
 
 def trained_output(case, loss_fn):

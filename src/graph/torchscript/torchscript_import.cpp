@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -44,10 +45,13 @@ Graph Importer::run() {
     throw ImportError("'" + path_ + "' has no forward method: " + e.what_without_backtrace());
   }
   torch::jit::Inline(*jit);
-  torch::jit::EliminateDeadCode(jit);
+  // A tuple built and then unpacked (a submodule returning two results, one of them
+  // unread) becomes its elements, so that what only the unread one needs is dropped.
+  torch::jit::LowerSimpleTuples(jit);
+  eliminate_dead_code(*jit);
   // A write into a view nothing reads afterwards (torchvision MViT's in-place dropout on
   // its class token, x[:, 0]) leaves scatters into a base no one reads: dropped.
-  if (functionalize_view_writes(*jit) > 0) torch::jit::EliminateDeadCode(jit);
+  if (functionalize_view_writes(*jit) > 0) eliminate_dead_code(*jit);
   keep_trained_output(*jit);
   const auto inputs = jit->inputs();
   if (inputs.size() != inputs_.size() + 1)
@@ -97,6 +101,45 @@ std::set<const JitValue*> Importer::norm_arguments(const torch::jit::Graph& jit)
   return args;
 }
 
+std::vector<JitNode*> Importer::norms_updating_statistics(torch::jit::Graph& jit) {
+  static const std::set<std::string> norms = {"aten::batch_norm", "aten::_batch_norm_impl_index",
+                                              "aten::native_batch_norm"};
+  std::vector<JitNode*> out;
+  for (JitNode* node : jit.nodes()) {
+    if (!norms.count(node->kind().toQualString()) || node->inputs().size() < 6) continue;
+    const auto training = torch::jit::toIValue(node->inputs()[5]);
+    const bool has_statistics = !node->inputs()[3]->type()->cast<c10::NoneType>();
+    if (training && training->isBool() && training->toBool() && has_statistics) out.push_back(node);
+  }
+  return out;
+}
+
+void Importer::eliminate_dead_code(torch::jit::Graph& jit) {
+  const size_t outputs = jit.outputs().size();
+  const std::vector<JitNode*> norms = norms_updating_statistics(jit);
+  for (JitNode* norm : norms) jit.registerOutput(norm->output(0));
+  torch::jit::EliminateDeadCode(jit.block());
+  while (jit.outputs().size() > outputs) jit.eraseOutput(outputs);
+  drop_unread_in_place_results(norms);
+}
+
+void Importer::drop_unread_in_place_results(const std::vector<JitNode*>& norms) {
+  for (JitNode* norm : norms) {
+    std::vector<JitNode*> unread;  // in-place operators on its result whose results no one reads
+    for (const auto& use : norm->output(0)->uses()) {
+      const std::string kind = use.user->kind().toQualString();
+      const bool in_place = use.offset == 0 && !kind.empty() && kind.back() == '_';
+      const auto& outs = use.user->outputs();
+      if (in_place && std::all_of(outs.begin(), outs.end(),
+                                  [](const JitValue* v) { return v->uses().empty(); }))
+        unread.push_back(use.user);
+    }
+    // Only where nothing else reads the result they write into (else the write is read).
+    if (unread.size() != norm->output(0)->uses().size()) continue;
+    for (JitNode* node : unread) node->destroy();
+  }
+}
+
 void Importer::keep_trained_output(torch::jit::Graph& jit) const {
   if (jit.outputs().size() != 1)
     throw ImportError("'" + path_ + "': the traced forward returns " +
@@ -125,10 +168,11 @@ void Importer::keep_trained_output(torch::jit::Graph& jit) const {
     if (!options_.output.empty() && name != options_.output) continue;
     if (!value->type()->cast<c10::TensorType>())
       throw ImportError("'" + path_ + "': the output '" + name + "' is not a tensor");
-    // The other outputs, and what only they read, are not computed.
+    // The other outputs, and what only they read, are not computed; a batch norm on the way
+    // to one still updates its running statistics, as PyTorch's forward does.
     jit.eraseOutput(0);
     jit.registerOutput(value);
-    torch::jit::EliminateDeadCode(jit.block());
+    eliminate_dead_code(jit);
     return;
   }
   throw ImportError("'" + path_ + "': no output '" + options_.output + "' (the model returns " +
