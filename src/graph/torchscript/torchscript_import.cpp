@@ -114,30 +114,55 @@ std::vector<JitNode*> Importer::norms_updating_statistics(torch::jit::Graph& jit
   return out;
 }
 
-void Importer::eliminate_dead_code(torch::jit::Graph& jit) {
-  const size_t outputs = jit.outputs().size();
-  const std::vector<JitNode*> norms = norms_updating_statistics(jit);
-  for (JitNode* norm : norms) jit.registerOutput(norm->output(0));
-  torch::jit::EliminateDeadCode(jit.block());
-  while (jit.outputs().size() > outputs) jit.eraseOutput(outputs);
-  drop_unread_in_place_results(norms);
+namespace {
+
+// Whether `v` is a tensor of its own: the result of an operator whose schema says it
+// writes nothing and its result aliases none of its arguments (not a view, not in place).
+bool is_fresh(const JitValue* v) {
+  const c10::FunctionSchema* schema = v->node()->maybeSchema();
+  return schema && !schema->is_mutable() && v->offset() < schema->returns().size() &&
+         schema->returns()[v->offset()].alias_info() == nullptr;
 }
 
-void Importer::drop_unread_in_place_results(const std::vector<JitNode*>& norms) {
-  for (JitNode* norm : norms) {
-    std::vector<JitNode*> unread;  // in-place operators on its result whose results no one reads
-    for (const auto& use : norm->output(0)->uses()) {
-      const std::string kind = use.user->kind().toQualString();
-      const bool in_place = use.offset == 0 && !kind.empty() && kind.back() == '_';
-      const auto& outs = use.user->outputs();
-      if (in_place && std::all_of(outs.begin(), outs.end(),
-                                  [](const JitValue* v) { return v->uses().empty(); }))
-        unread.push_back(use.user);
-    }
-    // Only where nothing else reads the result they write into (else the write is read).
-    if (unread.size() != norm->output(0)->uses().size()) continue;
-    for (JitNode* node : unread) node->destroy();
+// Whether `node` writes into its first argument only, a tensor of its own that nothing
+// else reads (the keepers aside), and its results are unread: the write is unread too.
+bool unread_write(const JitNode* node, const std::set<const JitNode*>& keepers) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!schema || !schema->is_mutable() || node->inputs().empty()) return false;
+  const auto& args = schema->arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool writes = args[i].alias_info() && args[i].alias_info()->isWrite();
+    if (writes != (i == 0)) return false;
   }
+  for (const JitValue* out : node->outputs())
+    if (!out->uses().empty()) return false;
+  const JitValue* target = node->inputs()[0];
+  for (const auto& use : target->uses())
+    if (use.user != node && !keepers.count(use.user)) return false;
+  return is_fresh(target);
+}
+
+}  // namespace
+
+void Importer::eliminate_dead_code(torch::jit::Graph& jit) {
+  // Each norm's result is read by a node with a side effect (prim::Print, removed at the
+  // end). JIT's pass keeps in-place writes into tensors it cannot prove unread (a ReLU
+  // after the norm, or after a Linear of the head): those whose write no one reads go too.
+  std::set<const JitNode*> keepers;
+  for (JitNode* norm : norms_updating_statistics(jit)) {
+    JitNode* keeper = jit.create(c10::prim::Print, {norm->output(0)}, 0);
+    keeper->insertAfter(norm);
+    keepers.insert(keeper);
+  }
+  for (bool dropped = true; dropped;) {
+    torch::jit::EliminateDeadCode(jit.block());
+    std::vector<JitNode*> unread;
+    for (JitNode* node : jit.nodes())
+      if (unread_write(node, keepers)) unread.push_back(node);
+    for (JitNode* node : unread) node->destroy();
+    dropped = !unread.empty();
+  }
+  for (const JitNode* keeper : keepers) const_cast<JitNode*>(keeper)->destroy();
 }
 
 void Importer::keep_trained_output(torch::jit::Graph& jit) const {

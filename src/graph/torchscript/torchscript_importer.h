@@ -294,14 +294,11 @@ class Importer {
   void keep_trained_output(torch::jit::Graph& jit) const;
   // torch::jit::EliminateDeadCode, except that a batch norm updating running statistics
   // stays, with what it reads, where nothing reads its result (a branch to an output not
-  // trained, or to none: an auxiliary head), as PyTorch's forward updates them.
+  // trained, or to none: an auxiliary head), as PyTorch's forward updates them; and that
+  // in-place writes whose results and targets no one reads go too.
   static void eliminate_dead_code(torch::jit::Graph& jit);
   // The batch norms that update running statistics (training mode, with statistics).
   static std::vector<JitNode*> norms_updating_statistics(torch::jit::Graph& jit);
-  // Destroys the in-place operators on these norms' results whose own results no one
-  // reads (BasicConv2d's relu_ after an auxiliary head's batch norm): only the statistics
-  // are wanted of them.
-  static void drop_unread_in_place_results(const std::vector<JitNode*>& norms);
   // Appends options_.loss and its target.
   void add_loss(int output);
   // [N, T, C] logits as [N, C, T] (a transposed view node), for cross-entropy.
