@@ -66,10 +66,10 @@ def build(name, family):
     if family == "video":
         model = M.get_model(name, num_classes=CLASSES)
         # MViT's builders fix 16 frames of 224x224 (one clip: layer norms only, no batch
-        # statistics); S3D's temporal pooling needs 16 frames.
-        batch, frames, side = (1, 16, 224) if name.startswith("mvit") else (2, 4, 32)
-        if name == "s3d":
-            frames, side = 16, 64
+        # statistics); S3D's last pooling window is 2x7x7 of a 1/8 x 1/32 feature map
+        # (one clip of 16x224x224: its batch norms normalise over frames and pixels).
+        big = name.startswith("mvit") or name == "s3d"
+        batch, frames, side = (1, 16, 224) if big else (2, 4, 32)
         shape = (batch, 3, frames, side, side)
     else:
         model = M.get_model(name, num_classes=CLASSES, **KWARGS.get(name, {}))
