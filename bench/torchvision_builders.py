@@ -59,9 +59,9 @@ def builders():
 
 def build(name, family):
     """(model, input shape, output trained, target maker)."""
-    if family == "segmentation":
+    if family == "segmentation":  # batch 4: DeepLabV3's pooled branch normalises N values
         model = M.get_model(name, num_classes=4, weights=None, weights_backbone=None)
-        return model, (2, 3, 64, 64), "out", lambda g: torch.randint(0, 4, (2, 64, 64),
+        return model, (4, 3, 64, 64), "out", lambda g: torch.randint(0, 4, (4, 64, 64),
                                                                        generator=g)
     if family == "video":
         model = M.get_model(name, num_classes=CLASSES)
