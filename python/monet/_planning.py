@@ -427,7 +427,8 @@ class OptimizedModule(torch.nn.Module):
 
     def forward(self, *inputs):
         if not (self.training and torch.is_grad_enabled()):
-            return self.plan._traced_module(*inputs)
+            out = self.plan._traced_module(*inputs)
+            return out[0] if self.plan.loss_inside else out  # WithLoss: the loss first
         if any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             raise ValueError("monet computes the parameters' gradients, not the input's: pass "
                              "an input that does not require grad")
