@@ -85,20 +85,36 @@ TEST_P(ExecutorOnTinyModel, EveryImplementationMatchesAutograd) {
             << worst32 << " (float32), " << worst64 << " (float64)\n";
 }
 
+// A 3x3 convolution with padding 1 (its output the size of its input).
+ConvSpec same_size_conv(int64_t out_channels) {
+  ConvSpec spec;
+  spec.out_channels = out_channels;
+  spec.kernel = {3};
+  spec.padding = 1;
+  return spec;
+}
+
+// One iteration of `plan` leaves the buffers (running statistics) as autograd's does.
+void expect_buffers_as_autograds(const Graph& g, const Plan& plan) {
+  const Batch batch = make_batch(g, 1);
+  ModelState mine = ModelState::initialize(g, 0), theirs = mine.clone();
+  Executor(g, mine, plan).run(batch);
+  AutogradBaseline(g, theirs).run_iteration(batch, IterationOptions{});
+  for (const Value& v : g.values())
+    if (v.kind == ValueKind::kBuffer)
+      EXPECT_TRUE(at::allclose(mine.tensor(v.id), theirs.tensor(v.id), 1e-5, 1e-7)) << v.name;
+}
+
 // Batch norm without affine parameters (affine=False: x and the running statistics as
 // its inputs): every backward implementation and a recomputing plan match autograd, and
 // the running statistics are updated once per iteration, as autograd updates them.
 TEST(Executor, BatchNormWithoutAffineParametersMatchesAutograd) {
   MemoryTracker::install();
   GraphBuilder b("batch_norm_without_affine");
-  ConvSpec spec;
-  spec.out_channels = 8;
-  spec.kernel = {3};
-  spec.padding = 1;
-  int h = b.conv(b.input("input", {4, 3, 6, 6}), "conv1", spec);
+  int h = b.conv(b.input("input", {4, 3, 6, 6}), "conv1", same_size_conv(8));
   h = b.relu(b.batch_norm_without_affine(h, "bn1"), "relu1", false);
-  spec.out_channels = 4;
-  h = b.relu(b.batch_norm_without_affine(b.conv(h, "conv2", spec), "bn2"), "relu2", false);
+  h = b.relu(b.batch_norm_without_affine(b.conv(h, "conv2", same_size_conv(4)), "bn2"), "relu2",
+             false);
   b.cross_entropy(b.linear(b.flatten(h, "flatten"), "fc", 10), b.class_target("labels", 4));
   const Graph g = b.finish();
   std::set<std::string> used;
@@ -117,14 +133,7 @@ TEST(Executor, BatchNormWithoutAffineParametersMatchesAutograd) {
   }
   recompute.program = program;
   EXPECT_LT(testing::max_gradient_error(g, recompute), 1e-9);
-  const Batch batch = make_batch(g, 1);
-  ModelState mine = ModelState::initialize(g, 0), theirs = mine.clone();
-  Executor(g, mine, recompute).run(batch);
-  AutogradBaseline(g, theirs).run_iteration(batch, IterationOptions{});
-  for (const Value& v : g.values())
-    if (v.kind == ValueKind::kBuffer) {
-      EXPECT_TRUE(at::allclose(mine.tensor(v.id), theirs.tensor(v.id), 1e-5, 1e-7)) << v.name;
-    }
+  expect_buffers_as_autograds(g, recompute);
 }
 
 // A side branch that ends in a batch norm nothing reads (an auxiliary head the trained
@@ -133,10 +142,7 @@ TEST(Executor, BatchNormWithoutAffineParametersMatchesAutograd) {
 TEST(Executor, ABatchNormNothingReadsUpdatesItsStatisticsAndGetsNoGradient) {
   MemoryTracker::install();
   GraphBuilder b("unread_batch_norm");
-  ConvSpec spec;
-  spec.out_channels = 4;
-  spec.kernel = {3};
-  spec.padding = 1;
+  const ConvSpec spec = same_size_conv(4);
   const int h = b.relu(b.batch_norm(b.conv(b.input("input", {4, 3, 6, 6}), "conv", spec), "bn"),
                        "relu", false);
   const int aux = b.batch_norm(b.conv(h, "aux.conv", spec), "aux.bn");
@@ -149,13 +155,7 @@ TEST(Executor, ABatchNormNothingReadsUpdatesItsStatisticsAndGetsNoGradient) {
       EXPECT_EQ(needs[v.id], v.name.rfind("aux.", 0) != 0) << v.name;
   for (const Plan& plan : {store_all_plan(g), chen_plan(g), random_plan(g, 3)}) {
     EXPECT_LT(testing::max_gradient_error(g, plan), 1e-9);
-    const Batch batch = make_batch(g, 1);
-    ModelState mine = ModelState::initialize(g, 0), theirs = mine.clone();
-    Executor(g, mine, plan).run(batch);
-    AutogradBaseline(g, theirs).run_iteration(batch, IterationOptions{});
-    for (const Value& v : g.values())
-      if (v.kind == ValueKind::kBuffer)
-        EXPECT_TRUE(at::allclose(mine.tensor(v.id), theirs.tensor(v.id), 1e-5, 1e-7)) << v.name;
+    expect_buffers_as_autograds(g, plan);
   }
 }
 
