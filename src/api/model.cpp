@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -243,11 +242,7 @@ torch::ScalarType Model::target_dtype() const {
 std::string Model::fingerprint() const { return impl_->graph.fingerprint(); }
 int64_t Model::steps() const { return impl_->steps; }
 int64_t Model::node_count() const { return static_cast<int64_t>(impl_->graph.nodes().size()); }
-int64_t Model::generic_node_count() const {
-  const auto& nodes = impl_->graph.nodes();
-  return std::count_if(nodes.begin(), nodes.end(),
-                       [](const Node& n) { return n.op == OpKind::kAten; });
-}
+int64_t Model::generic_node_count() const { return impl_->graph.generic_node_count(); }
 
 std::pair<std::vector<torch::Tensor>, torch::Tensor> Model::synthetic_batch(uint64_t seed) const {
   const Batch b = make_batch(impl_->graph, seed);

@@ -1,6 +1,5 @@
 // `monet show`: a model's operators, output shapes, activation bytes, parameter count;
 // with --plan, what a plan does with each operator (its implementations, recomputations).
-#include <algorithm>
 #include <cstdio>
 
 #include "cli/cli_common.h"
@@ -109,12 +108,10 @@ int run_show(const ShowOptions& o) {
                   choices[n.id].backward.empty() ? "-" : choices[n.id].backward.c_str());
     std::printf("\n");
   }
-  const auto generic = std::count_if(g.nodes().begin(), g.nodes().end(),
-                                     [](const Node& n) { return n.op == OpKind::kAten; });
   std::printf(
       "operators: %zu (%lld on the generic ATen path)\nparameters: %lld (%s)\n"
       "activations: %s\n",
-      g.nodes().size(), static_cast<long long>(generic),
+      g.nodes().size(), static_cast<long long>(g.generic_node_count()),
       static_cast<long long>(g.parameter_count()), format_bytes(g.parameter_bytes()).c_str(),
       format_bytes(g.activation_bytes(), true).c_str());
   return 0;

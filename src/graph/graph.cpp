@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <queue>
@@ -260,6 +261,11 @@ void Graph::validate() const {
       throw GraphError("node '" + n.name + "' runs in place on '" + target.name +
                        "', which other nodes also read");
   }
+}
+
+int64_t Graph::generic_node_count() const {
+  return std::count_if(nodes_.begin(), nodes_.end(),
+                       [](const Node& n) { return n.op == OpKind::kAten; });
 }
 
 int64_t Graph::parameter_count() const {

@@ -127,6 +127,8 @@ class Graph {
   void set_update_mode(UpdateMode mode) { update_mode_ = mode; }
 
   int64_t parameter_count() const;
+  /// Nodes on the generic ATen path (OpKind::kAten).
+  int64_t generic_node_count() const;
   /// Total bytes of all activation values (every node output, nothing freed).
   int64_t activation_bytes() const;
   int64_t parameter_bytes() const;
