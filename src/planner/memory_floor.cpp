@@ -37,6 +37,34 @@ std::vector<int64_t> gradients_at_backward(const Graph& g, const std::vector<boo
   return out;
 }
 
+// Per value: the value whose storage it shares (itself unless its node's every forward
+// implementation returns a view of its first input, then that input's), or -1 for a view
+// of a parameter, buffer or input (bytes counted in the iteration's start). A view's
+// bytes() (an expand's) can be far more than its storage's.
+std::vector<int> storage_roots(const Graph& g) {
+  std::vector<int> root(g.values().size());
+  for (const Value& v : g.values()) root[v.id] = v.kind == ValueKind::kActivation ? v.id : -1;
+  for (const Node& n : g.nodes()) {
+    const auto impls = forward_impls(g, n);
+    const bool view = !impls.empty() && !n.inputs.empty() &&
+                      std::all_of(impls.begin(), impls.end(),
+                                  [](const ForwardImplInfo& f) { return f.output_aliases_input; });
+    if (view) root[n.output] = root[n.inputs[0]];
+  }
+  return root;
+}
+
+// Bytes of the distinct activation storages behind `values`.
+int64_t storage_bytes(const Graph& g, const std::vector<int>& root,
+                      const std::vector<int>& values) {
+  std::set<int> storages;
+  for (int v : values)
+    if (root[v] >= 0) storages.insert(root[v]);
+  int64_t bytes = 0;
+  for (int s : storages) bytes += g.value(s).bytes();
+  return bytes;
+}
+
 // The least working set of one forward call of `n` over its implementations (bytes).
 int64_t forward_call_bytes(const Graph& g, const CostModel& costs, const Node& n, int64_t inputs) {
   int64_t least = std::numeric_limits<int64_t>::max();
@@ -50,18 +78,19 @@ int64_t forward_call_bytes(const Graph& g, const CostModel& costs, const Node& n
 }
 
 // The least working set of one backward part of `n` over its implementations (bytes):
-// what it reads, the output's gradient, the input gradients it returns and its workspace.
-int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const Node& n,
-                            BackwardPart part, int64_t inputs) {
+// the storages it reads, the output's gradient, the input gradients it returns
+// (`input_gradients` bytes) and its workspace.
+int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const std::vector<int>& root,
+                            const Node& n, BackwardPart part, int64_t input_gradients) {
   int64_t least = std::numeric_limits<int64_t>::max();
   for (const BackwardImplInfo& b : backward_impls(g, n)) {
     if (b.part != part || b.gist_encoding) continue;
     int64_t bytes = costs.backward(g, n.id, part, b.name).workspace_bytes;
-    for (int i : b.reads_inputs)  // the batch and the parameters are alive from the start
-      if (g.value(n.inputs[i]).kind == ValueKind::kActivation)
-        bytes += g.value(n.inputs[i]).bytes();
-    if (b.reads_output) bytes += g.value(n.output).bytes();
-    if (!b.grads_alias_output && part != BackwardPart::kWeight) bytes += inputs;
+    std::vector<int> read;  // the batch and the parameters are alive from the start
+    for (int i : b.reads_inputs) read.push_back(n.inputs[i]);
+    if (b.reads_output) read.push_back(n.output);
+    bytes += storage_bytes(g, root, read);
+    if (!b.grads_alias_output && part != BackwardPart::kWeight) bytes += input_gradients;
     least = std::min(least, bytes);  // an intermediate read counts as nothing: a lower bound
   }
   return g.value(n.output).bytes() + (least == std::numeric_limits<int64_t>::max() ? 0 : least);
@@ -77,20 +106,24 @@ int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
   if (g.update_mode() == UpdateMode::kAfterBackward)
     for (int v : g.parameters())
       if (needs_grad[v]) all_gradients += g.value(v).bytes();
+  const std::vector<int> root = storage_roots(g);
   int64_t above_start = all_gradients;
   for (const Node& n : g.nodes()) {
-    int64_t inputs = 0;
-    for (int v : n.inputs)
-      if (g.value(v).kind == ValueKind::kActivation) inputs += g.value(v).bytes();
-    above_start = std::max(above_start, forward_call_bytes(g, costs, n, inputs));
+    above_start =
+        std::max(above_start, forward_call_bytes(g, costs, n, storage_bytes(g, root, n.inputs)));
     if (!needs_backward[n.id]) continue;
+    int64_t input_gradients = 0;  // dense tensors of their inputs' shapes
+    for (int v : std::set<int>(n.inputs.begin(), n.inputs.end()))
+      if (g.value(v).kind == ValueKind::kActivation && needs_grad[v])
+        input_gradients += g.value(v).bytes();
     // A part that adds to no parameter's gradient and runs before any that does (an
     // input part first) has none of the node's own parameter gradients alive.
     bool parameter_gradients = g.update_mode() == UpdateMode::kAfterBackward;
     for (BackwardPart part : backward_parts(g, n)) {
       parameter_gradients = parameter_gradients || part != BackwardPart::kInput;
-      above_start = std::max(above_start, (parameter_gradients ? gradients[n.id] : 0) +
-                                              backward_call_bytes(g, costs, n, part, inputs));
+      above_start =
+          std::max(above_start, (parameter_gradients ? gradients[n.id] : 0) +
+                                    backward_call_bytes(g, costs, root, n, part, input_gradients));
     }
   }
   return iteration_start_bytes(g) + above_start;

@@ -8,7 +8,8 @@ updates its statistics though its logits are not trained, multi-head attention w
 value come from one projection by unbind (as timm's ViT), and operators whose result is a
 list of tensors (tensor_split, hsplit, meshgrid), batch norm with running statistics and
 no affine parameters, writes into slices of computed tensors, layers with computed
-weights. Each is planned at a budget
+weights, integer tensors through operators that have floating specialisations (cat,
+reshape), and nn.EmbeddingBag with expanded logits. Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
@@ -284,6 +285,37 @@ class ComputedWeights(torch.nn.Module):
         return torch.nn.functional.linear(h.flatten(1), self.fc.weight, self.fc.bias * 1.5)
 
 
+class IntegerTensorOps(torch.nn.Module):
+    """Token ids concatenated, shifted and reshaped before their embedding (operators with
+    specialised floating implementations, here on int64 tensors): [N, T] ids to
+    [N, T, V] logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 8)
+        self.head = torch.nn.Linear(16, VOCAB)
+
+    def forward(self, tokens):
+        n, t = tokens.shape
+        both = (torch.cat([tokens, tokens.flip(1)], 1) + 1) % VOCAB
+        e = self.embed(both.reshape(-1)).view(n, 2 * t, 8)
+        return self.head(torch.cat([e[:, :t], e[:, t:]], -1))
+
+
+class ExpandedBag(torch.nn.Module):
+    """nn.EmbeddingBag over [N, T] ids (it flattens them) and a head whose [N, V] logits
+    are expanded over the T positions: the loss reads a view of 12 times its storage's
+    bytes."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag = torch.nn.EmbeddingBag(VOCAB, 8, mode="mean")
+        self.head = torch.nn.Linear(8, VOCAB)
+
+    def forward(self, tokens):
+        return self.head(self.bag(tokens)).unsqueeze(1).expand(-1, tokens.shape[1], -1)
+
+
 class StochasticDepthNet(torch.nn.Module):
     """Two residual blocks whose branch torchvision's StochasticDepth drops per sample
     (p = 0.5, active: the module in training mode), on [N, 3, 8, 8]."""
@@ -326,6 +358,8 @@ CASES = {
     "batch_norm_without_affine": (BatchNormWithoutAffine, "features", (4, 3, 8, 8)),
     "view_writes": (ViewWrites, "features", (3, 2, 5, 8)),
     "computed_weights": (ComputedWeights, "features", (2, 3, 8, 8)),
+    "integer_tensor_ops": (IntegerTensorOps, "tokens", (4, 12)),
+    "expanded_bag": (ExpandedBag, "tokens", (4, 12)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}

@@ -83,9 +83,17 @@ Graph Importer::run() {
 }
 
 bool Importer::input_is_token_ids(const JitValue* input) {
-  for (const auto& use : input->uses())
-    if (use.user->kind().toQualString() == std::string("aten::embedding") && use.offset == 1)
+  // Indices of an embedding or an embedding bag, or reshaped into them (EmbeddingBag
+  // flattens [N, T] ids).
+  static const std::set<std::string> reshapes = {"aten::reshape", "aten::view", "aten::flatten",
+                                                 "aten::contiguous"};
+  for (const auto& use : input->uses()) {
+    const std::string kind = use.user->kind().toQualString();
+    if ((kind == "aten::embedding" || kind == "aten::embedding_bag") && use.offset == 1)
       return true;
+    if (reshapes.count(kind) && use.offset == 0 && input_is_token_ids(use.user->output()))
+      return true;
+  }
   return false;
 }
 

@@ -246,6 +246,12 @@ class Importer {
   void emit(JitNode* node, OpKind op, std::vector<int> inputs, OpAttrs attrs,
             const std::string& module = "", const JitValue* output = nullptr,
             const char* label = nullptr) {
+    // A specialised operator computes in the graph's floating type; the same ATen
+    // operator on integer or boolean tensors (token ids concatenated or reshaped) is a
+    // generic node.
+    if (op != OpKind::kAten && !inputs.empty() &&
+        graph_.value(inputs[0]).dtype != graph_.floating_dtype() && node->kind().is_aten())
+      return translate_aten(node, node->kind().toQualString());
     const std::string name = node_name(module, label ? label : op_name(op));
     Entry e;
     e.kind = Entry::kTensor;
