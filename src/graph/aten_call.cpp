@@ -262,8 +262,7 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
                         " failed on inputs of the traced shapes: " + e.what_without_backtrace());
   }
   c->output_dtype = out.scalar_type();
-  if (any && out.is_floating_point() && !out.requires_grad())
-    throw AtenCallError(qualified(*c) + " has no derivative in PyTorch for its tensor inputs");
+  c->no_gradient = any && out.is_floating_point() && !out.requires_grad();
   c->output_shape = out.sizes().vec();
   bool alias = false;
   for (const at::Tensor& t : in) alias = alias || out.is_alias_of(t);
@@ -313,7 +312,8 @@ std::shared_ptr<const AtenCall> make_aten_call(
   }
   call->result_index = result_index;
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
-  if (!call->output_aliases_input && !call->saves_output && at::isFloatingType(call->output_dtype))
+  if (!call->output_aliases_input && !call->saves_output && !call->no_gradient &&
+      at::isFloatingType(call->output_dtype))
     probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   // A derivative that keeps a tensor of its own made from the inputs (matmul's contiguous
   // copy of a strided operand) needs their values, though it keeps none of them itself.
@@ -323,6 +323,14 @@ std::shared_ptr<const AtenCall> make_aten_call(
 
 bool is_view_node(const Node& n) {
   return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
+}
+
+bool takes_gradient(const Graph& g, int value) {
+  const Value& v = g.value(value);
+  if (!at::isFloatingType(v.dtype)) return false;
+  if (v.producer < 0) return true;
+  const Node& n = g.node(v.producer);
+  return n.op != OpKind::kAten || !n.attrs.aten->no_gradient;
 }
 
 std::vector<int64_t> view_strides(const Graph& g, int value) {
@@ -475,6 +483,7 @@ std::string describe_aten_call(const AtenCall& c) {
   s << ']' << (c.saves_output ? " saves_output" : "") << (c.output_aliases_input ? " view" : "");
   if (c.several_results) s << " result=" << c.result_index;
   if (c.copies_result) s << " copied";
+  if (c.no_gradient) s << " no_gradient";
   if (!at::isFloatingType(c.output_dtype)) s << " -> " << c10::toString(c.output_dtype);
   return s.str();
 }

@@ -67,6 +67,9 @@ struct AtenCall {
   /// The result is a view of an input other than the first (meshgrid's later pieces):
   /// the node returns a contiguous copy of it, which it owns.
   bool copies_result = false;
+  /// PyTorch records no derivative for the floating result (detach): like an integer
+  /// result it takes no gradient, and nothing flows back through it.
+  bool no_gradient = false;
   /// The operator draws random numbers from a generator the trace left at None
   /// (bernoulli, rand, normal: stochastic depth's noise): each call draws from a generator
   /// seeded with call_aten's `random_seed`, so that a recomputation, a re-running backward
@@ -120,6 +123,9 @@ std::shared_ptr<const AtenCall> make_aten_call(
 /// Whether `node` always returns a view of its first input's storage (flatten, a generic
 /// operator probed as a view).
 bool is_view_node(const Node& node);
+/// Whether the value takes a gradient where what it is computed from does: a floating
+/// result of an operator PyTorch records a derivative for.
+bool takes_gradient(const Graph& g, int value);
 
 /// The strides of `value` when it is a non-contiguous view (its generic producer's
 /// AtenCall::output_strides), else empty (contiguous).

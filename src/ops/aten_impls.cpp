@@ -60,7 +60,7 @@ bool is_plain_softmax(const Node& n) {
 bool is_plain_cross_entropy(const Graph& g, const Node& n) {
   if (op_of(n) != "aten::cross_entropy_loss" || n.inputs.size() != 2) return false;
   const auto& args = n.attrs.aten->arguments;  // (input, target, weight, reduction,
-  if (args.size() != 6 || !args[2].isNone() || !args[3].isInt() ||  // ignore_index,
+  if (args.size() != 6 || !args[2].isNone() || !args[3].isInt() ||   // ignore_index,
       args[3].toInt() != at::Reduction::Mean || !args[4].isInt() ||  // label_smoothing)
       !args[5].isDouble() || args[5].toDouble() != 0.0)
     return false;
@@ -149,8 +149,9 @@ std::vector<ForwardImplInfo> aten_forward_impls(const Graph& g, const Node& n) {
 }
 
 std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n) {
-  // An integer or boolean result (a mask, indices) has no gradient: no backward.
-  if (!at::isFloatingType(g.value(n.output).dtype)) return {};
+  // An integer or boolean result (a mask, indices) or a detached one has no gradient: no
+  // backward.
+  if (!takes_gradient(g, n.output)) return {};
   if (!has_specialised_backward(g, n)) {
     if (!offers_autograd_node(g, n)) return {rerun(g, n)};
     return {rerun(g, n),

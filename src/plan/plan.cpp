@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include "graph/aten_call.h"
+
 namespace monet {
 namespace {
 
@@ -175,8 +177,8 @@ std::vector<bool> values_needing_grad(const Graph& g) {
   const auto order = g.topological_order();
   for (int id : order) {
     const Node& n = g.node(id);
-    // Integer and boolean results (indices, masks) have no gradient.
-    if (!at::isFloatingType(g.value(n.output).dtype)) continue;
+    // Integer and boolean results (indices, masks) and detached ones have no gradient.
+    if (!takes_gradient(g, n.output)) continue;
     for (int in : n.inputs) needs[n.output] = needs[n.output] || needs[in];
   }
   // As autograd: only what the loss is computed from gets a gradient (a batch norm's

@@ -9,7 +9,8 @@ value come from one projection by unbind (as timm's ViT), and operators whose re
 list of tensors (tensor_split, hsplit, meshgrid), batch norm with running statistics and
 no affine parameters, writes into slices of computed tensors, layers with computed
 weights, integer tensors through operators that have floating specialisations (cat,
-reshape), and nn.EmbeddingBag with expanded logits. Each is planned at a budget
+reshape), nn.EmbeddingBag with expanded logits, a detached branch, LSTM and GRU cells
+unrolled over positions, and a spatial transformer (affine_grid, grid_sample). Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
@@ -316,6 +317,62 @@ class ExpandedBag(torch.nn.Module):
         return self.head(self.bag(tokens)).unsqueeze(1).expand(-1, tokens.shape[1], -1)
 
 
+class DetachedFeatures(torch.nn.Module):
+    """A branch of detached features (a stop-gradient, as target networks and truncated
+    backpropagation use): no gradient flows back through h.detach(), on [N, 16]."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 16)
+        self.b = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return self.b(h + 0.5 * h.detach() ** 2)
+
+
+class CellLoop(torch.nn.Module):
+    """nn.LSTMCell and nn.GRUCell unrolled over the positions (the trace decomposes each
+    cell; the states start as zeros made by new_zeros, constants of the trace): [N, T]
+    ids to [N, T, V] logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 8)
+        self.lstm = torch.nn.LSTMCell(8, 12)
+        self.gru = torch.nn.GRUCell(12, 12)
+        self.head = torch.nn.Linear(12, VOCAB)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        h, c, g = (x.new_zeros(tokens.shape[0], 12) for _ in range(3))
+        outs = []
+        for i in range(tokens.shape[1]):
+            h, c = self.lstm(x[:, i], (h, c))
+            g = self.gru(h, g)
+            outs.append(g)
+        return self.head(torch.stack(outs, 1))
+
+
+class SpatialTransformer(torch.nn.Module):
+    """A spatial transformer: a Linear's [N, 6] output viewed as [N, 2, 3] affine matrices
+    (a view that splits the channels but is no channel shuffle), affine_grid and
+    grid_sample, on [N, 3, 8, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        self.loc = torch.nn.Linear(3 * 8 * 8, 6)
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.fc = torch.nn.Linear(4 * 6 * 6, 10)
+
+    def forward(self, x):
+        identity = torch.tensor([[1.0, 0, 0], [0, 1.0, 0]], dtype=x.dtype)
+        theta = self.loc(x.flatten(1)).view(-1, 2, 3) * 0.1 + identity
+        grid = torch.nn.functional.affine_grid(theta, list(x.shape), align_corners=False)
+        y = torch.nn.functional.grid_sample(x, grid, align_corners=False)
+        return self.fc(self.conv(y).flatten(1))
+
+
 class StochasticDepthNet(torch.nn.Module):
     """Two residual blocks whose branch torchvision's StochasticDepth drops per sample
     (p = 0.5, active: the module in training mode), on [N, 3, 8, 8]."""
@@ -360,6 +417,9 @@ CASES = {
     "computed_weights": (ComputedWeights, "features", (2, 3, 8, 8)),
     "integer_tensor_ops": (IntegerTensorOps, "tokens", (4, 12)),
     "expanded_bag": (ExpandedBag, "tokens", (4, 12)),
+    "detached_features": (DetachedFeatures, "features", (4, 16)),
+    "cell_loop": (CellLoop, "tokens", (4, 5)),
+    "spatial_transformer": (SpatialTransformer, "features", (2, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
@@ -500,6 +560,35 @@ def test_batch_norm_a_trace_cannot_train_is_refused_in_one_line(cache_dir):
     with pytest.raises(monet.UnsupportedOperator, match="momentum=None") as e:
         monet.optimize(model, torch.randn(2, 3, 8, 8), budget="0.9x", cache_dir=cache_dir,
                        search_limit="work")
+    assert "\n" not in str(e.value).split("\n  at ")[0]
+
+
+class PackedLSTM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 8)
+        self.rnn = torch.nn.LSTM(8, 12, batch_first=True)
+        self.head = torch.nn.Linear(12, VOCAB)
+
+    def forward(self, tokens):
+        lengths = torch.tensor([12, 10, 7, 5])
+        packed = torch.nn.utils.rnn.pack_padded_sequence(self.embed(tokens), lengths,
+                                                         batch_first=True)
+        h, _ = torch.nn.utils.rnn.pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
+        return self.head(h)
+
+
+@pytest.mark.parametrize("make, reason", [
+    (PackedLSTM, "packed sequences"),
+    (lambda: torch.nn.Sequential(torch.nn.Embedding(VOCAB, 8, max_norm=1.0),
+                                 torch.nn.Linear(8, VOCAB)), "on a view of '0.weight'"),
+])
+def test_what_a_trace_cannot_train_is_refused_in_one_line(make, reason, cache_dir):
+    """Packed sequences (their shapes follow the lengths' values) and an embedding with
+    max_norm (it renormalises its weight in place in the forward, through a detached view)."""
+    with pytest.raises(monet.UnsupportedOperator, match=reason) as e:
+        monet.plan(make(), torch.randint(0, VOCAB, (4, 12)), planner="storeall",
+                   cache_dir=cache_dir)
     assert "\n" not in str(e.value).split("\n  at ")[0]
 
 

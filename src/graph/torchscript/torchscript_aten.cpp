@@ -137,6 +137,17 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     if (written.kind != Entry::kTensor &&
         (written.kind != Entry::kConstant || !written.path.empty()))
       fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
+    if (written.kind == Entry::kTensor) {  // nor into a view of one (weight.detach())
+      int base = written.value;
+      while (graph_.value(base).producer >= 0 &&
+             is_view_node(graph_.node(graph_.value(base).producer)))
+        base = graph_.node(graph_.value(base).producer).inputs[0];
+      const Value& b = graph_.value(base);
+      if (b.kind == ValueKind::kParameter || b.kind == ValueKind::kBuffer)
+        fail(node, "in-place '" + kind + "' on a view of '" + b.name +
+                       "' is not supported: it would update the model's state in the forward "
+                       "(nn.Embedding's max_norm renormalises its weight so)");
+    }
     if (read_after(node, node->inputs()[0]))
       fail(node, "in-place '" + kind +
                      "' on a tensor that is read again afterwards is not supported; trace "

@@ -280,6 +280,22 @@ void Importer::translate_size(JitNode* node, const std::string& kind) {
 void Importer::translate(JitNode* node) {
   const std::string kind = node->kind().toQualString();
   if (translate_structure(node, kind)) return;
+  try {
+    translate_specialised(node, kind);
+  } catch (const ConstantArgument&) {
+    try {
+      translate_aten(node, kind);
+    } catch (const ConstantArgument& e) {
+      throw ImportError(e);
+    }
+  }
+}
+
+void Importer::translate_specialised(JitNode* node, const std::string& kind) {
+  if (kind == "aten::_pack_padded_sequence")
+    fail(node,
+         "packed sequences (pack_padded_sequence) are not supported: their shapes depend on "
+         "the lengths' values, which a trace fixes; pad the batch and mask it instead");
   if (kind == "aten::transpose" || kind == "aten::permute") {
     translate_transpose(node, kind);
   } else if (kind == "aten::chunk" || kind == "aten::unsafe_chunk" || kind == "aten::split" ||

@@ -43,11 +43,14 @@ struct Entry {
   } kind = kIgnored;
   /// kModule: module path ("" = root); kState, and kConstant made of a buffer: tensor path
   std::string path;
-  int value = -1;                // kTensor, kGroupedChannels, kPieces: graph value id
-  c10::IValue constant;          // kConstant
-  std::vector<int> values;       // kTensorList
-  int64_t groups = 1;            // kGroupedChannels
-  bool transposed = false;       // kGroupedChannels: dims 1 and 2 swapped
+  int value = -1;           // kTensor, kGroupedChannels, kPieces: graph value id
+  c10::IValue constant;     // kConstant
+  std::vector<int> values;  // kTensorList
+  int64_t groups = 1;       // kGroupedChannels
+  bool transposed = false;  // kGroupedChannels: dims 1 and 2 swapped
+  /// kGroupedChannels: the view and transposes that made it, translated as generic nodes
+  /// where something other than a channel shuffle reads it.
+  std::vector<JitNode*> steps;
   int64_t dim = 0;               // kPieces
   std::vector<int64_t> lengths;  // kPieces: along dim, in order
 };
@@ -120,12 +123,23 @@ class Importer {
   }
 
   [[noreturn]] void fail(const JitNode* node, const std::string& what) const {
+    throw failure(node, what);
+  }
+
+  ImportError failure(const JitNode* node, const std::string& what) const {
     std::ostringstream s;
     s << "'" << path_ << "': " << what << "\n  at " << location(node) << "\n  in: " << *node;
     std::string text = s.str();
     while (!text.empty() && text.back() == '\n') text.pop_back();
-    throw ImportError(text, node->kind().toQualString(), location(node));
+    return ImportError(text, node->kind().toQualString(), location(node));
   }
+
+  // A constant of the trace (zeros from new_zeros) where a specialised translation needs
+  // a tensor of the model: translate() makes the operator a generic node instead, the
+  // constant inside its call.
+  struct ConstantArgument : ImportError {
+    explicit ConstantArgument(const ImportError& e) : ImportError(e) {}
+  };
 
   // The Python source line that produced the node (a saved module records it behind the
   // serialized code's own range), else the serialized code's line.
@@ -198,13 +212,13 @@ class Importer {
     if (e.kind == Entry::kConstant && !e.path.empty() && e.constant.isTensor() &&
         e.constant.toTensor().is_floating_point())
       return state_value(node, e.path);  // a buffer kept as a constant elsewhere
-    if (e.kind == Entry::kGroupedChannels)
-      fail(node,
-           "a view of the channels in groups is supported only as a channel shuffle "
-           "(view to [N, groups, C / groups, ...], transpose(1, 2), view back)");
+    if (e.kind == Entry::kGroupedChannels) return grouped_channels_value(e);
     if (e.kind == Entry::kPieces)
       fail(node, "the pieces of chunk/split are supported only when unpacked into tensors");
-    fail(node, "argument " + std::to_string(i) + " must be a tensor");
+    const std::string what = "argument " + std::to_string(i) + " must be a tensor";
+    if (e.kind == Entry::kConstant && e.constant.isTensor())
+      throw ConstantArgument(failure(node, what));
+    fail(node, what);
   }
 
   int state_value(const JitNode* node, const std::string& name) {
@@ -289,6 +303,8 @@ class Importer {
   const std::vector<int64_t>& shape_of(int v) const { return graph_.value(v).shape; }
 
   void translate(JitNode* node);
+  // An operator with a specialised translation where one applies, else a generic node.
+  void translate_specialised(JitNode* node, const std::string& kind);
   bool translate_structure(JitNode* node, const std::string& kind);
   // prim::GetAttr: a submodule, a parameter or buffer (state), or a buffer as a constant.
   void translate_attribute(JitNode* node);
@@ -325,6 +341,8 @@ class Importer {
   void translate_transpose(JitNode* node, const std::string& kind);
   // view / reshape / flatten / contiguous of channels viewed in groups.
   void ungroup_channels(JitNode* node, const std::string& kind);
+  // The tensor a view of channels in groups stands for, its steps made generic nodes.
+  int grouped_channels_value(const Entry& grouped);
   // A view's target shape (argument 1) with -1 resolved for `numel` entries.
   std::vector<int64_t> target_shape(const JitNode* node, int64_t numel) const;
   void translate_batch_norm(JitNode* node);

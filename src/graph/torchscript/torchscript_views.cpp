@@ -32,6 +32,7 @@ void Importer::translate_reshape(JitNode* node, const std::string& kind) {
       e.kind = Entry::kGroupedChannels;
       e.value = x;
       e.groups = want[1];
+      e.steps = {node};
       entries_[node->output()] = e;
       return;
     }
@@ -70,9 +71,7 @@ void Importer::ungroup_channels(JitNode* node, const std::string& kind) {
   } else {
     back = target_shape(node, graph_.value(x).numel()) == shape_of(x);
   }
-  if (!back)
-    fail(node, "channels viewed in groups must be reshaped back to " + shape_string(shape_of(x)) +
-                   " (a channel shuffle)");
+  if (!back) return translate_aten(node, kind);  // not a channel shuffle: generic views
   if (!grouped.transposed) return alias(node, x);
   OpAttrs a;
   a.groups = grouped.groups;
@@ -97,13 +96,19 @@ void Importer::translate_transpose(JitNode* node, const std::string& kind) {
     for (size_t i = 3; swaps_groups && i < perm.size(); ++i)
       swaps_groups = perm[i] == static_cast<int64_t>(i);
   }
-  if (in.kind != Entry::kGroupedChannels || !swaps_groups)
-    fail(node, kind +
-                   " is supported only within a channel shuffle (view to [N, groups, "
-                   "C / groups, ...], transpose(1, 2), view back)");
+  if (in.kind != Entry::kGroupedChannels || !swaps_groups) return translate_aten(node, kind);
   Entry out = in;
   out.transposed = !in.transposed;
+  out.steps.push_back(node);
   entries_[node->output()] = out;
+}
+
+int Importer::grouped_channels_value(const Entry& grouped) {
+  const std::vector<JitNode*> steps = grouped.steps;  // `grouped` may move as entries are added
+  for (JitNode* step : steps)
+    if (entries_.at(step->output()).kind != Entry::kTensor)
+      translate_aten(step, step->kind().toQualString());
+  return entries_.at(steps.back()->output()).value;
 }
 
 void Importer::translate_split(JitNode* node, const std::string& kind) {
