@@ -6,8 +6,9 @@
 // set (what it reads, the output's gradient, the input gradients, workspace) beside the
 // parameter gradients that exist whenever it runs (its node's and those of every node
 // downstream; under fused updates its node's only, and no moment has every gradient).
-// Planners report it next to the budget, so a user sees how far a budget
-// can go.
+// What a call reads is counted by storage: views of one storage once, at the storage's
+// bytes (an expanded view's own bytes can be many times more). Planners report it next
+// to the budget, so a user sees how far a budget can go.
 #pragma once
 
 #include <cstdint>
