@@ -107,11 +107,12 @@ void point_storage_at(const at::Tensor& t, const c10::Storage& storage);
 /// (strided as `input_strides` gives, where it gives a non-empty entry; else contiguous;
 /// those `differentiable` names require a gradient; an input whose `input_dtypes` entry is
 /// an integer type gets random indices 0 or 1 instead) for its output shape and type,
-/// what its derivative keeps and whether its output is a view. Throws AtenCallError when
-/// the call fails, its result is not a tensor, or a floating-point result has no
-/// derivative. An operator with several results (torch.max(x, dim): values, indices) is
-/// called for its result `result_index` (AtenCall::several_results). `list_indices`: as
-/// AtenCall::list_indices (the slot's argument in `arguments` is then ignored).
+/// what its derivative keeps, whether its output is a view and whether PyTorch records a
+/// derivative for it (AtenCall::no_gradient). Throws AtenCallError when the call fails or
+/// its result is not a tensor. An operator with several results (torch.max(x, dim):
+/// values, indices) is called for its result `result_index` (AtenCall::several_results).
+/// `list_indices`: as AtenCall::list_indices (the slot's argument in `arguments` is then
+/// ignored).
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,
