@@ -46,17 +46,45 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   return grads;
 }
 
+// The class dimension of cross-entropy's logits: 1, or the last where the logits are a
+// view whose classes are adjacent in memory (a language model's [N, T, V] logits read as
+// [N, V, T] through transpose(1, 2)), so that (log-)softmax over them copies nothing.
+struct ClassesAt {
+  at::Tensor logits;  // moved so that `dim` holds the classes
+  int64_t dim = 1;
+};
+ClassesAt classes_at(const at::Tensor& logits) {
+  if (logits.dim() > 2 && logits.stride(1) == 1 && !logits.is_contiguous())
+    return {logits.movedim(1, -1), -1};
+  return {logits, 1};
+}
+
 // d mean(cross_entropy(logits, target)) / d logits, times `go`: softmax over the class
-// dimension (1), minus one at each target class, zero where the target is ignore_index,
-// divided by the number of targets not ignored; one tensor of the logits' size.
+// dimension, minus one at each target class, zero where the target is ignore_index,
+// divided by the number of targets not ignored; one tensor of the logits' size (laid out
+// as the logits).
 at::Tensor cross_entropy_backward(const at::Tensor& go, const at::Tensor& logits,
                                   const at::Tensor& target, int64_t ignore_index) {
-  at::Tensor grad = at::softmax(logits, 1);
-  const at::Tensor kept = target.ne(ignore_index).unsqueeze(1);
-  const at::Tensor classes = target.masked_fill(target.eq(ignore_index), 0).unsqueeze(1);
-  grad.scatter_add_(1, classes, kept.to(grad.scalar_type()).neg());
+  const ClassesAt c = classes_at(logits);
+  at::Tensor grad = at::softmax(c.logits, c.dim);
+  const at::Tensor kept = target.ne(ignore_index).unsqueeze(c.dim);
+  const at::Tensor classes = target.masked_fill(target.eq(ignore_index), 0).unsqueeze(c.dim);
+  grad.scatter_add_(c.dim, classes, kept.to(grad.scalar_type()).neg());
   const at::Tensor scale = go / kept.sum().to(grad.scalar_type());
-  return grad.mul_(kept).mul_(scale);
+  grad.mul_(kept).mul_(scale);
+  return c.dim == 1 ? grad : grad.movedim(-1, 1);
+}
+
+// mean(cross_entropy(logits, target)) with the classes where classes_at puts them: its
+// log-probabilities take one tensor of the logits' size, where ATen's on a strided view
+// first copies the logits.
+at::Tensor cross_entropy_forward(const Node& n, const at::Tensor& logits,
+                                 const at::Tensor& target) {
+  const ClassesAt c = classes_at(logits);
+  if (c.dim == 1) return call_aten(*n.attrs.aten, {logits, target});
+  const int64_t classes = c.logits.size(-1);
+  return at::cross_entropy_loss(c.logits.reshape({-1, classes}), target.reshape({-1}), {},
+                                at::Reduction::Mean, n.attrs.aten->arguments.at(4).toInt());
 }
 
 // The specialised backwards (aten_impls.h) of an operator with one activation input.
@@ -119,7 +147,9 @@ ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo&
   if (impl.name == "mask") out.intermediate = pack_bits(in[0] > 0);
   if (impl.name == "lossy_4bit") out.intermediate = few_bit_gelu_codes(in[0]);
   // Activations other than views are contiguous, as the probes of views assume.
-  out.output = own_storage(call_aten(*n.attrs.aten, in, state.seed), in).contiguous();
+  const at::Tensor result = is_plain_cross_entropy(g, n) ? cross_entropy_forward(n, in[0], in[1])
+                                                         : call_aten(*n.attrs.aten, in, state.seed);
+  out.output = own_storage(result, in).contiguous();
   return out;
 }
 

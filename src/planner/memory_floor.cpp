@@ -98,7 +98,7 @@ int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const std::v
 
 }  // namespace
 
-int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
+MemoryFloor memory_floor(const Graph& g, const CostModel& costs) {
   const auto needs_backward = nodes_needing_backward(g);
   const std::vector<bool> needs_grad = values_needing_grad(g);
   const std::vector<int64_t> gradients = gradients_at_backward(g, needs_grad);
@@ -108,9 +108,14 @@ int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
       if (needs_grad[v]) all_gradients += g.value(v).bytes();
   const std::vector<int> root = storage_roots(g);
   int64_t above_start = all_gradients;
+  std::string cause = "every parameter gradient";
+  const auto consider = [&](int64_t bytes, const char* pass, const Node& n) {
+    if (bytes <= above_start) return;
+    above_start = bytes;
+    cause = std::string("the ") + pass + " of '" + n.name + "'";
+  };
   for (const Node& n : g.nodes()) {
-    above_start =
-        std::max(above_start, forward_call_bytes(g, costs, n, storage_bytes(g, root, n.inputs)));
+    consider(forward_call_bytes(g, costs, n, storage_bytes(g, root, n.inputs)), "forward", n);
     if (!needs_backward[n.id]) continue;
     int64_t input_gradients = 0;  // dense tensors of their inputs' shapes
     for (int v : std::set<int>(n.inputs.begin(), n.inputs.end()))
@@ -121,12 +126,16 @@ int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
     bool parameter_gradients = g.update_mode() == UpdateMode::kAfterBackward;
     for (BackwardPart part : backward_parts(g, n)) {
       parameter_gradients = parameter_gradients || part != BackwardPart::kInput;
-      above_start =
-          std::max(above_start, (parameter_gradients ? gradients[n.id] : 0) +
-                                    backward_call_bytes(g, costs, root, n, part, input_gradients));
+      consider((parameter_gradients ? gradients[n.id] : 0) +
+                   backward_call_bytes(g, costs, root, n, part, input_gradients),
+               "backward", n);
     }
   }
-  return iteration_start_bytes(g) + above_start;
+  return {iteration_start_bytes(g) + above_start, cause};
+}
+
+int64_t memory_floor_bytes(const Graph& g, const CostModel& costs) {
+  return memory_floor(g, costs).bytes;
 }
 
 }  // namespace monet

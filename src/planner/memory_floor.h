@@ -12,13 +12,24 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "cost/cost_model.h"
 #include "graph/graph.h"
 
 namespace monet {
 
-/// The floor (bytes) for `graph` with profiled `costs`.
+/// The floor and what sets it.
+struct MemoryFloor {
+  int64_t bytes = 0;  // the floor (bytes)
+  /// What lies above the iteration's start at the floor: "every parameter gradient", or
+  /// the call, "the backward of 'rnn'" (its node's name).
+  std::string cause;
+};
+
+/// The floor for `graph` with profiled `costs`.
+MemoryFloor memory_floor(const Graph& graph, const CostModel& costs);
+/// memory_floor(graph, costs).bytes.
 int64_t memory_floor_bytes(const Graph& graph, const CostModel& costs);
 
 }  // namespace monet

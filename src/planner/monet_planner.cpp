@@ -379,12 +379,13 @@ int64_t decode_and_check(const Graph& g, const CostModel& costs, const MonetOpti
 // below it: no plan can fit, which the floor proves (status kInfeasible).
 bool below_the_floor(const Graph& g, const CostModel& costs, const MonetOptions& o,
                      MonetResult* result) {
-  result->floor_bytes = memory_floor_bytes(g, costs);
+  const MemoryFloor floor = memory_floor(g, costs);
+  result->floor_bytes = floor.bytes;
   if (o.solver.progress)
     report_progress(
-        "planner: budget %.1f MiB, floor %.1f MiB (parameters, gradients, the "
-        "largest operator call)\n",
-        o.budget_bytes / 1048576.0, result->floor_bytes / 1048576.0);
+        "planner: budget %.1f MiB, floor %.1f MiB (the parameters, the batch and "
+        "%s)\n",
+        o.budget_bytes / 1048576.0, floor.bytes / 1048576.0, floor.cause.c_str());
   if (o.budget_bytes >= result->floor_bytes) return false;
   if (o.solver.progress) report_progress("planner: the budget is below the floor: no plan\n");
   result->solve.status = MilpStatus::kInfeasible;

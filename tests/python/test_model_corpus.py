@@ -554,6 +554,21 @@ def test_a_plan_counts_the_operators_on_the_generic_path(cache_dir, tmp_path):
     assert "operators: 11 (5 on the generic ATen path)" in shown.stdout, shown.stdout
 
 
+def test_a_stacked_recurrent_layer_is_one_node_per_layer(cache_dir):
+    """A stacked LSTM is one generic node per layer (a backward re-runs or keeps one layer,
+    not the stack), but one node where dropout between its layers is active in training
+    (the noise is inside the operator)."""
+    counts = {}
+    for layers, dropout in ((2, 0.0), (3, 0.0), (3, 0.5)):
+        model = RecurrentLM("LSTM")
+        model.rnn = torch.nn.LSTM(16, 24, num_layers=layers, dropout=dropout, batch_first=True)
+        plan = monet.plan(model, torch.randint(0, VOCAB, (4, 12)), planner="storeall",
+                          cache_dir=cache_dir)
+        counts[layers, dropout] = plan.node_count
+    assert counts[3, 0.0] == counts[2, 0.0] + 1
+    assert counts[3, 0.5] == counts[2, 0.0] - 1
+
+
 def test_batch_norm_a_trace_cannot_train_is_refused_in_one_line(cache_dir):
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8, momentum=None),
                                 torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 10))

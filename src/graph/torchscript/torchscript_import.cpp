@@ -296,6 +296,7 @@ void Importer::translate_specialised(JitNode* node, const std::string& kind) {
     fail(node,
          "packed sequences (pack_padded_sequence) are not supported: their shapes depend on "
          "the lengths' values, which a trace fixes; pad the batch and mask it instead");
+  if (translate_recurrent_layers(node, kind)) return;
   if (kind == "aten::transpose" || kind == "aten::permute") {
     translate_transpose(node, kind);
   } else if (kind == "aten::chunk" || kind == "aten::unsafe_chunk" || kind == "aten::split" ||

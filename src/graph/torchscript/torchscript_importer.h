@@ -305,6 +305,9 @@ class Importer {
   void translate(JitNode* node);
   // An operator with a specialised translation where one applies, else a generic node.
   void translate_specialised(JitNode* node, const std::string& kind);
+  // A stacked LSTM, GRU or RNN as one generic node per layer where its layers form a plain
+  // chain (torchscript_recurrent.cpp); false where they do not.
+  bool translate_recurrent_layers(JitNode* node, const std::string& kind);
   bool translate_structure(JitNode* node, const std::string& kind);
   // prim::GetAttr: a submodule, a parameter or buffer (state), or a buffer as a constant.
   void translate_attribute(JitNode* node);
