@@ -119,6 +119,30 @@ bool Importer::fold_constants(JitNode* node, const std::string& kind) {
   return true;
 }
 
+void Importer::check_in_place_target(JitNode* node, const std::string& kind) {
+  // Into a tensor the model computes, or into a constant of the trace (MultiheadAttention
+  // fills a zeros_like(mask) in place): the out-of-place operator, its result in the
+  // written tensor's place. Not into the model's state.
+  const Entry& written = arg(node, 0);
+  if (written.kind != Entry::kTensor && (written.kind != Entry::kConstant || !written.path.empty()))
+    fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
+  if (written.kind == Entry::kTensor) {  // nor into a view of one (weight.detach())
+    int base = written.value;
+    while (graph_.value(base).producer >= 0 &&
+           is_view_node(graph_.node(graph_.value(base).producer)))
+      base = graph_.node(graph_.value(base).producer).inputs[0];
+    const Value& b = graph_.value(base);
+    if (b.kind == ValueKind::kParameter || b.kind == ValueKind::kBuffer)
+      fail(node, "in-place '" + kind + "' on a view of '" + b.name +
+                     "' is not supported: it would update the model's state in the forward "
+                     "(nn.Embedding's max_norm renormalises its weight so)");
+  }
+  if (read_after(node, node->inputs()[0]))
+    fail(node, "in-place '" + kind +
+                   "' on a tensor that is read again afterwards is not supported; trace "
+                   "the model with the out-of-place operator");
+}
+
 void Importer::translate_aten(JitNode* node, const std::string& kind,
                               const std::map<size_t, c10::IValue>& overrides) {
   const c10::FunctionSchema* schema = node->maybeSchema();
@@ -130,28 +154,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   if (schema->is_mutable()) {
     if (name.back() != '_')
       fail(node, "unsupported operator '" + kind + "': it writes into an argument");
-    // Into a tensor the model computes, or into a constant of the trace (MultiheadAttention
-    // fills a zeros_like(mask) in place): the out-of-place operator, its result in the
-    // written tensor's place. Not into the model's state.
-    const Entry& written = arg(node, 0);
-    if (written.kind != Entry::kTensor &&
-        (written.kind != Entry::kConstant || !written.path.empty()))
-      fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
-    if (written.kind == Entry::kTensor) {  // nor into a view of one (weight.detach())
-      int base = written.value;
-      while (graph_.value(base).producer >= 0 &&
-             is_view_node(graph_.node(graph_.value(base).producer)))
-        base = graph_.node(graph_.value(base).producer).inputs[0];
-      const Value& b = graph_.value(base);
-      if (b.kind == ValueKind::kParameter || b.kind == ValueKind::kBuffer)
-        fail(node, "in-place '" + kind + "' on a view of '" + b.name +
-                       "' is not supported: it would update the model's state in the forward "
-                       "(nn.Embedding's max_norm renormalises its weight so)");
-    }
-    if (read_after(node, node->inputs()[0]))
-      fail(node, "in-place '" + kind +
-                     "' on a tensor that is read again afterwards is not supported; trace "
-                     "the model with the out-of-place operator");
+    check_in_place_target(node, kind);
     name.pop_back();
     const std::optional<std::string> out_of_place = out_of_place_overload(name, *schema);
     if (!out_of_place)

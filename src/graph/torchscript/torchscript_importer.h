@@ -354,6 +354,10 @@ class Importer {
   bool fold_arithmetic(JitNode* node, const std::string& kind);
   // Any other operator with a schema and a derivative, as a generic node (aten_call.h).
   // `overrides`: arguments given other values than the trace's, by position.
+  // Refuses an in-place operator whose out-of-place form with its result in the written
+  // tensor's place would not compute what the trace does (a write into the model's state,
+  // or into a tensor read again afterwards).
+  void check_in_place_target(JitNode* node, const std::string& kind);
   void translate_aten(JitNode* node, const std::string& kind,
                       const std::map<size_t, c10::IValue>& overrides = {});
   // A result of a generic operator that becomes a node: its index among the operator's
