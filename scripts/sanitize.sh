@@ -71,12 +71,14 @@ cat "$fuzz_log" >&2
 
 # The Python tests that load the extension, with the sanitizer runtimes loaded first;
 # of the model corpus, the cases whose import paths no other part covers (lists of
-# tensors into einsum and LSTM weights, a dict output); of the fused updates, the Python
+# tensors into einsum and LSTM weights, a stacked LSTM split per layer, a dict output,
+# integer tensors and views through generic fallbacks, a detached branch, a spatial
+# transformer's channel view, the one-line refusals); of the fused updates, the Python
 # update called from inside the backward (its errors included, then a step that succeeds;
 # the state_dict continuation plans under the work limit, which takes over 20 min with
 # the sanitizers, and runs in the main suite).
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output" \
+for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output or integer_tensor_ops or expanded_bag or detached_features or spatial_transformer or cannot_train" \
             "fused_updates -k refused or error_in_the_update"; do
   read -r name filter <<<"$part"
   run "python_$name" env LD_PRELOAD="$preload" PYTHONPATH="$build/python" \
