@@ -325,6 +325,12 @@ bool is_view_node(const Node& n) {
   return n.op == OpKind::kFlatten || (n.op == OpKind::kAten && n.attrs.aten->output_aliases_input);
 }
 
+int storage_base(const Graph& g, int value) {
+  while (g.value(value).producer >= 0 && is_view_node(g.node(g.value(value).producer)))
+    value = g.node(g.value(value).producer).inputs[0];
+  return value;
+}
+
 bool takes_gradient(const Graph& g, int value) {
   const Value& v = g.value(value);
   if (!at::isFloatingType(v.dtype)) return false;

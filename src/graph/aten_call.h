@@ -124,6 +124,9 @@ std::shared_ptr<const AtenCall> make_aten_call(
 /// Whether `node` always returns a view of its first input's storage (flatten, a generic
 /// operator probed as a view).
 bool is_view_node(const Node& node);
+/// The value whose storage `value` shares: its view nodes' first inputs followed back to
+/// a value no view node produced (`value` itself when it is no view).
+int storage_base(const Graph& g, int value);
 /// Whether the value takes a gradient where what it is computed from does: a floating
 /// result of an operator PyTorch records a derivative for.
 bool takes_gradient(const Graph& g, int value);

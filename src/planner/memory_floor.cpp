@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cost/simulator.h"
+#include "graph/aten_call.h"
 
 namespace monet {
 namespace {
@@ -37,29 +38,15 @@ std::vector<int64_t> gradients_at_backward(const Graph& g, const std::vector<boo
   return out;
 }
 
-// Per value: the value whose storage it shares (itself unless its node's every forward
-// implementation returns a view of its first input, then that input's), or -1 for a view
-// of a parameter, buffer or input (bytes counted in the iteration's start). A view's
-// bytes() (an expand's) can be far more than its storage's.
-std::vector<int> storage_roots(const Graph& g) {
-  std::vector<int> root(g.values().size());
-  for (const Value& v : g.values()) root[v.id] = v.kind == ValueKind::kActivation ? v.id : -1;
-  for (const Node& n : g.nodes()) {
-    const auto impls = forward_impls(g, n);
-    const bool view = !impls.empty() && !n.inputs.empty() &&
-                      std::all_of(impls.begin(), impls.end(),
-                                  [](const ForwardImplInfo& f) { return f.output_aliases_input; });
-    if (view) root[n.output] = root[n.inputs[0]];
-  }
-  return root;
-}
-
-// Bytes of the distinct activation storages behind `values`.
-int64_t storage_bytes(const Graph& g, const std::vector<int>& root,
-                      const std::vector<int>& values) {
+// Bytes of the distinct activation storages behind `values` (storage_base: a view's
+// bytes() (an expand's) can be far more than its storage's; a view of a parameter, buffer
+// or input is counted in the iteration's start).
+int64_t storage_bytes(const Graph& g, const std::vector<int>& values) {
   std::set<int> storages;
-  for (int v : values)
-    if (root[v] >= 0) storages.insert(root[v]);
+  for (int v : values) {
+    const int base = storage_base(g, v);
+    if (g.value(base).kind == ValueKind::kActivation) storages.insert(base);
+  }
   int64_t bytes = 0;
   for (int s : storages) bytes += g.value(s).bytes();
   return bytes;
@@ -80,8 +67,8 @@ int64_t forward_call_bytes(const Graph& g, const CostModel& costs, const Node& n
 // The least working set of one backward part of `n` over its implementations (bytes):
 // the storages it reads, the output's gradient, the input gradients it returns
 // (`input_gradients` bytes) and its workspace.
-int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const std::vector<int>& root,
-                            const Node& n, BackwardPart part, int64_t input_gradients) {
+int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const Node& n,
+                            BackwardPart part, int64_t input_gradients) {
   int64_t least = std::numeric_limits<int64_t>::max();
   for (const BackwardImplInfo& b : backward_impls(g, n)) {
     if (b.part != part || b.gist_encoding) continue;
@@ -89,7 +76,7 @@ int64_t backward_call_bytes(const Graph& g, const CostModel& costs, const std::v
     std::vector<int> read;  // the batch and the parameters are alive from the start
     for (int i : b.reads_inputs) read.push_back(n.inputs[i]);
     if (b.reads_output) read.push_back(n.output);
-    bytes += storage_bytes(g, root, read);
+    bytes += storage_bytes(g, read);
     if (!b.grads_alias_output && part != BackwardPart::kWeight) bytes += input_gradients;
     least = std::min(least, bytes);  // an intermediate read counts as nothing: a lower bound
   }
@@ -106,7 +93,6 @@ MemoryFloor memory_floor(const Graph& g, const CostModel& costs) {
   if (g.update_mode() == UpdateMode::kAfterBackward)
     for (int v : g.parameters())
       if (needs_grad[v]) all_gradients += g.value(v).bytes();
-  const std::vector<int> root = storage_roots(g);
   int64_t above_start = all_gradients;
   std::string cause = "every parameter gradient";
   const auto consider = [&](int64_t bytes, const char* pass, const Node& n) {
@@ -115,7 +101,7 @@ MemoryFloor memory_floor(const Graph& g, const CostModel& costs) {
     cause = std::string("the ") + pass + " of '" + n.name + "'";
   };
   for (const Node& n : g.nodes()) {
-    consider(forward_call_bytes(g, costs, n, storage_bytes(g, root, n.inputs)), "forward", n);
+    consider(forward_call_bytes(g, costs, n, storage_bytes(g, n.inputs)), "forward", n);
     if (!needs_backward[n.id]) continue;
     int64_t input_gradients = 0;  // dense tensors of their inputs' shapes
     for (int v : std::set<int>(n.inputs.begin(), n.inputs.end()))
@@ -127,7 +113,7 @@ MemoryFloor memory_floor(const Graph& g, const CostModel& costs) {
     for (BackwardPart part : backward_parts(g, n)) {
       parameter_gradients = parameter_gradients || part != BackwardPart::kInput;
       consider((parameter_gradients ? gradients[n.id] : 0) +
-                   backward_call_bytes(g, costs, root, n, part, input_gradients),
+                   backward_call_bytes(g, costs, n, part, input_gradients),
                "backward", n);
     }
   }

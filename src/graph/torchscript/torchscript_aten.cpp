@@ -127,11 +127,7 @@ void Importer::check_in_place_target(JitNode* node, const std::string& kind) {
   if (written.kind != Entry::kTensor && (written.kind != Entry::kConstant || !written.path.empty()))
     fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
   if (written.kind == Entry::kTensor) {  // nor into a view of one (weight.detach())
-    int base = written.value;
-    while (graph_.value(base).producer >= 0 &&
-           is_view_node(graph_.node(graph_.value(base).producer)))
-      base = graph_.node(graph_.value(base).producer).inputs[0];
-    const Value& b = graph_.value(base);
+    const Value& b = graph_.value(storage_base(graph_, written.value));
     if (b.kind == ValueKind::kParameter || b.kind == ValueKind::kBuffer)
       fail(node, "in-place '" + kind + "' on a view of '" + b.name +
                      "' is not supported: it would update the model's state in the forward "

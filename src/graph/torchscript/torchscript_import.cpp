@@ -282,12 +282,8 @@ void Importer::translate(JitNode* node) {
   if (translate_structure(node, kind)) return;
   try {
     translate_specialised(node, kind);
-  } catch (const ConstantArgument&) {
-    try {
-      translate_aten(node, kind);
-    } catch (const ConstantArgument& e) {
-      throw ImportError(e);
-    }
+  } catch (const NotSpecialised&) {
+    translate_aten(node, kind);  // takes constants as they are, any element type
   }
 }
 

@@ -134,11 +134,12 @@ class Importer {
     return ImportError(text, node->kind().toQualString(), location(node));
   }
 
-  // A constant of the trace (zeros from new_zeros) where a specialised translation needs
-  // a tensor of the model: translate() makes the operator a generic node instead, the
-  // constant inside its call.
-  struct ConstantArgument : ImportError {
-    explicit ConstantArgument(const ImportError& e) : ImportError(e) {}
+  // Thrown where a specialised translation does not apply: it reads a constant of the
+  // trace (zeros from new_zeros) where it needs a tensor of the model, or integer or
+  // boolean tensors where it computes in the graph's floating type. translate() then makes
+  // the operator a generic node (constants inside its call).
+  struct NotSpecialised : ImportError {
+    explicit NotSpecialised(const ImportError& e) : ImportError(e) {}
   };
 
   // The Python source line that produced the node (a saved module records it behind the
@@ -217,7 +218,7 @@ class Importer {
       fail(node, "the pieces of chunk/split are supported only when unpacked into tensors");
     const std::string what = "argument " + std::to_string(i) + " must be a tensor";
     if (e.kind == Entry::kConstant && e.constant.isTensor())
-      throw ConstantArgument(failure(node, what));
+      throw NotSpecialised(failure(node, what));
     fail(node, what);
   }
 
@@ -260,12 +261,10 @@ class Importer {
   void emit(JitNode* node, OpKind op, std::vector<int> inputs, OpAttrs attrs,
             const std::string& module = "", const JitValue* output = nullptr,
             const char* label = nullptr) {
-    // A specialised operator computes in the graph's floating type; the same ATen
-    // operator on integer or boolean tensors (token ids concatenated or reshaped) is a
-    // generic node.
+    // Token ids concatenated or reshaped: not for the specialised operators (NotSpecialised).
     if (op != OpKind::kAten && !inputs.empty() &&
         graph_.value(inputs[0]).dtype != graph_.floating_dtype() && node->kind().is_aten())
-      return translate_aten(node, node->kind().toQualString());
+      throw NotSpecialised(failure(node, "first input is not of the model's floating type"));
     const std::string name = node_name(module, label ? label : op_name(op));
     Entry e;
     e.kind = Entry::kTensor;
