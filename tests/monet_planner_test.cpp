@@ -13,6 +13,7 @@
 #include "graph/zoo/model_zoo.h"
 #include "planner/baselines/baseline_plans.h"
 #include "planner/chain/chain_checkpointing.h"
+#include "planner/heuristics/lean_plans.h"
 #include "planner/memory_floor.h"
 #include "planner/minimum_budget.h"
 #include "planner/monet_planner.h"
@@ -260,10 +261,12 @@ TEST(MonetPlanner, FindsTheSmallestBudgetOfSmallProgramsByNeighbourhoods) {
   EXPECT_GE(smallest.bytes, smallest.bound_bytes);
   EXPECT_LE(simulate(m.g, smallest.plan, m.costs).peak_bytes, smallest.bytes);
   EXPECT_LT(testing::max_gradient_error(m.g, smallest.plan), 1e-9);
-  // Never above chain checkpointing's leanest schedule (here not lowered any further).
+  // Never above the lean planner's smallest plan, nor chain checkpointing's leanest schedule
+  // (here not lowered any further).
+  EXPECT_LE(smallest.bytes, simulate(m.g, best_lean_plan(m.g, m.costs, -1), m.costs).peak_bytes);
   ChainCheckpointingOptions chain;
   chain.budget_bytes = 1;
-  chain.time_limit_seconds = kMinimumBudgetChainShare.fraction * solver.time_limit_seconds;
+  chain.time_limit_seconds = kMinimumBudgetHeuristicsShare.fraction * solver.time_limit_seconds;
   chain.search_limit = SearchLimit::kWork;
   chain.first_fit_time_limit_seconds = 0;
   chain.rematerialized_plans = 0;

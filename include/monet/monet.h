@@ -323,17 +323,18 @@ struct PlanReport {
 /// cache): anything from smallest_bytes up has a plan, store-all needs storeall_bytes,
 /// and no plan of any planner exists below floor_bytes.
 struct BudgetRange {
-  int64_t smallest_bytes = 0;  // the leanest plan monet finds (simulated peak) + the rest
+  /// The smallest budget the planner finds a plan for (`monet plan`'s, the same function:
+  /// the MONeT program with the budget minimised, or a heuristic's leaner plan) + the rest.
+  int64_t smallest_bytes = 0;
   int64_t storeall_bytes = 0;  // store-all's simulated peak + the rest
   int64_t floor_bytes = 0;     // the iteration's memory floor + the rest
 };
 BudgetRange budget_range(const Model& model, const PlanOptions& options);
 
 /// A budget no plan fits. smallest_bytes: the smallest whole-step budget for which the
-/// planner finds a plan (its leanest plan's simulated peak, plus the optimizer's and the
-/// reserved bytes); proven_bound_bytes: a whole-step budget below which no plan of any
-/// planner can exist (the iteration's memory floor plus the same). Each is none where it
-/// was not computed (no costs).
+/// planner finds a plan (BudgetRange::smallest_bytes); proven_bound_bytes: a whole-step budget
+/// below which no plan of any planner can exist (the iteration's memory floor plus the same). Each
+/// is none where it was not computed (no costs).
 class BudgetError : public std::runtime_error {
  public:
   BudgetError(const std::string& what, std::optional<int64_t> smallest_bytes,

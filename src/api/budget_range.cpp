@@ -8,10 +8,8 @@
 #include "cost/profiler.h"
 #include "cost/simulator.h"
 #include "planner/baselines/baseline_plans.h"
-#include "planner/chain/chain_checkpointing.h"
-#include "planner/heuristics/lean_plans.h"
 #include "planner/memory_floor.h"
-#include "planner/minimum_budget.h"
+#include "planner/named_planner.h"
 
 namespace monet {
 
@@ -38,18 +36,16 @@ std::string cache_dir_of(const PlanOptions& o) {
 }
 
 BudgetRange budget_range_of(const Graph& g, const CostModel& costs, const PlanOptions& o,
-                            int64_t optimizer_bytes) {
-  // The leanest plan: of the lean checkpointing plans, and of chain checkpointing's
-  // schedules lowered towards nothing (as the MONeT planner lowers them when none fits).
-  int64_t smallest = simulate(g, best_lean_plan(g, costs, -1), costs).peak_bytes;
-  const SimulatedPlan chain =
-      leanest_chain_schedule(g, costs, kMinimumBudgetChainShare.fraction * o.time_limit_seconds,
-                             search_limit_of(o.planning_limit));
-  if (!chain.plan.program.empty()) smallest = std::min(smallest, chain.simulated.peak_bytes);
+                            int64_t optimizer_bytes, std::optional<int64_t> infeasible_bytes) {
+  // The smallest budget as `monet plan` finds it (smallest_budget).
+  const MinimumBudget m =
+      smallest_budget(o.planner, g, costs, search_options_of(o), infeasible_bytes);
+  const int64_t storeall = simulate(g, store_all_plan(g), costs).peak_bytes;
   const int64_t others = optimizer_bytes + o.reserved_bytes;
   BudgetRange r;
-  r.smallest_bytes = smallest + others;
-  r.storeall_bytes = simulate(g, store_all_plan(g), costs).peak_bytes + others;
+  // Store-all always has a plan: the smallest budget where the search found none smaller.
+  r.smallest_bytes = (m.bytes > 0 ? std::min(m.bytes, storeall) : storeall) + others;
+  r.storeall_bytes = storeall + others;
   r.floor_bytes = memory_floor_bytes(g, costs) + others;
   return r;
 }

@@ -2,6 +2,8 @@
 // from), shared by the API's translation units.
 #pragma once
 
+#include <optional>
+
 #include <monet/monet.h>
 
 #include "api/impl_access.h"
@@ -45,9 +47,11 @@ CostModel model_costs(const Graph& graph, const PlanOptions& options, const std:
 bool cached_model_costs(const Graph& graph, const PlanOptions& options,
                         const std::string& cache_dir, CostModel* costs);
 /// budget_range() for profiled `costs`, with `optimizer_bytes` (state and update) and
-/// options.reserved_bytes beside each iteration peak.
+/// options.reserved_bytes beside each iteration peak. `infeasible_bytes`: an iteration
+/// budget already proven to have no plan, which spares the search (smallest_budget()).
 BudgetRange budget_range_of(const Graph& graph, const CostModel& costs, const PlanOptions& options,
-                            int64_t optimizer_bytes);
+                            int64_t optimizer_bytes,
+                            std::optional<int64_t> infeasible_bytes = std::nullopt);
 /// The graph's update mode for `update` (the public enum's twin in graph/).
 UpdateMode update_mode_of(OptimizerUpdate update);
 /// The cache directory `options` name: "" when caching is off.

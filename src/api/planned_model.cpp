@@ -116,9 +116,10 @@ Plan read_plan(const Graph& g, const std::string& path) {
 }
 
 // The error for a budget no plan fits, with the budgets that do.
+// `infeasible`: an iteration budget the planner proved to have no plan.
 BudgetError no_plan_error(const Model::Impl& m, const CostModel& costs, const PlanOptions& o,
-                          const PlanReport& r) {
-  const BudgetRange range = budget_range_of(m.graph, costs, o, r.optimizer.total());
+                          const PlanReport& r, std::optional<int64_t> infeasible) {
+  const BudgetRange range = budget_range_of(m.graph, costs, o, r.optimizer.total(), infeasible);
   return BudgetError("no " + o.planner + " plan fits a budget of " + format_bytes(*r.budget_bytes) +
                          " (forward and backward get " + format_bytes(*r.iteration_budget_bytes) +
                          " of it after the optimizer's " + format_bytes(r.optimizer.total()) +
@@ -154,13 +155,11 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
   PlannerRequest request;
   request.planner = o.planner;
   request.budget_bytes = planner_uses_budget(o.planner) ? budget : -1;
-  request.solver.time_limit_seconds = o.time_limit_seconds;
-  request.solver.search_limit = search_limit_of(o.planning_limit);
-  request.solver.relative_gap = 0.01;
-  request.solver.progress = o.progress;
+  request.solver = search_options_of(o);
   const PlannerOutcome outcome = make_plan(g, *have_costs ? costs : nullptr, request);
   if (!outcome.found) {
-    if (*have_costs && report->budget_bytes) throw no_plan_error(m, *costs, o, *report);
+    if (*have_costs && report->budget_bytes)
+      throw no_plan_error(m, *costs, o, *report, proven_infeasible_budget(outcome, budget));
     throw BudgetError(report->budget_bytes ? "no " + o.planner + " plan fits a budget of " +
                                                  format_bytes(*report->budget_bytes)
                                            : "the " + o.planner + " planner found no plan",

@@ -39,10 +39,11 @@ SearchOptions plan_search_options(const PlanOptions& o) {
 }
 
 // Throws the error for a budget no plan of a program-based planner fits: the solver ran
-// out of time, or the smallest budget with a plan (computed by the same program with the
-// budget as its objective).
+// out of time, or the smallest budget with a plan (smallest_budget, as the API finds it).
 [[noreturn]] void explain_infeasible(const Graph& g, const CostModel& costs, const PlanOptions& o,
-                                     int64_t budget, const MonetResult& r, int64_t baseline_peak) {
+                                     int64_t budget, const PlannerOutcome& outcome,
+                                     int64_t baseline_peak) {
+  const MonetResult& r = outcome.solve;
   if (r.solve.status == MilpStatus::kNoSolution) {
     std::ostringstream why;
     why << "the solver found no plan within " << o.solver.time_limit << " s for a budget of "
@@ -51,16 +52,9 @@ SearchOptions plan_search_options(const PlanOptions& o) {
   }
   std::cerr << "planner: no plan fits " << format_bytes(budget, true)
             << "; computing the smallest budget that has one ...\n";
-  const SearchOptions so = plan_search_options(o);
-  // The program at this very budget proven infeasible (its LP relaxation has no solution,
-  // or the search proved none): no budget up to this one has a plan. (Not so when the
-  // simulator made the planner lower the program's budget first.)
-  const std::optional<int64_t> infeasible =
-      r.solve.status == MilpStatus::kInfeasible && r.program_budget == budget
-          ? std::optional<int64_t>(budget)
-          : std::nullopt;
+  const std::optional<int64_t> infeasible = proven_infeasible_budget(outcome, budget);
   // In the planner's own memory model (Checkmate's has no workspace).
-  const MinimumBudget m = find_planner(o.planner).smallest_budget(g, costs, so, infeasible);
+  const MinimumBudget m = smallest_budget(o.planner, g, costs, plan_search_options(o), infeasible);
   std::string smallest =
       m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
   if (m.bytes > 0 && !m.proven) {
@@ -200,7 +194,7 @@ int run_plan(PlanOptions o) {
   const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
   // (The lean and chain planners return their smallest plan instead, refused below.)
   if (!outcome.found && planner_requires_budget(o.planner))
-    explain_infeasible(g, costs, o, budget, outcome.solve, baseline_peak);
+    explain_infeasible(g, costs, o, budget, outcome, baseline_peak);
   Plan plan = outcome.plan;
   // A traced model's plan names its file absolutely, so `monet run --plan` works from
   // any directory.

@@ -6,7 +6,10 @@
 #include <memory>
 #include <utility>
 
+#include "cost/simulator.h"
 #include "planner/chain/chain_checkpointing.h"
+#include "planner/heuristics/lean_plans.h"
+#include "planner/memory_floor.h"
 #include "planner/program/monet_program.h"
 #include "planner/search/program_warm_start.h"
 
@@ -25,6 +28,20 @@ std::unique_ptr<MonetProgram> minimum_budget_program(const Graph& g, const CostM
   return std::make_unique<MonetProgram>(g, costs, po);
 }
 
+// The leanest plan the heuristics find within `seconds`: chain checkpointing's leanest
+// schedule or the lean planner's smallest plan, whichever peaks lower (simulated).
+SimulatedPlan leanest_heuristic_plan(const Graph& g, const CostModel& costs, double seconds,
+                                     SearchLimit limit) {
+  SimulatedPlan leanest = leanest_chain_schedule(g, costs, seconds, limit);
+  Plan lean = best_lean_plan(g, costs, -1);
+  const SimulationResult sim = simulate(g, lean, costs);
+  if (leanest.plan.program.empty() || sim.peak_bytes < leanest.simulated.peak_bytes) {
+    leanest.plan = std::move(lean);
+    leanest.simulated = sim;
+  }
+  return leanest;
+}
+
 }  // namespace
 
 MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode mode,
@@ -33,22 +50,29 @@ MinimumBudget minimum_budget(const Graph& g, const CostModel& costs, MonetMode m
   po.mode = mode;
   po.budget_rows = BudgetRows::kMinimised;
   po.span_max_columns = solver.neighbourhood_min_columns;
-  const std::unique_ptr<MonetProgram> built = minimum_budget_program(g, costs, po, solver);
-  const MonetProgram& program = *built;
-  // Decided on the whole limit, before chain checkpointing takes its share.
-  const SearchPolicy policy = search_policy(program.milp().columns(), solver);
-  SearchOptions o = solver;
-  o.neighbourhood.column_positions = program.column_positions();
-  // Chain checkpointing's leanest schedule, lowered towards nothing (every implementation:
-  // MonetMode::kAll only): a warm start where the program accepts it, and the answer where
-  // the search ends above it.
+  // The heuristics' leanest plan (every implementation: MonetMode::kAll only): a warm start
+  // where the program accepts it, and the answer where the search ends above it, or where it
+  // peaks at the floor (no plan peaks lower: the program is not searched).
   const TimeBudget time(solver.search_limit, solver.time_limit_seconds);
   SimulatedPlan leanest;
   if (mode == MonetMode::kAll) {
-    leanest =
-        leanest_chain_schedule(g, costs, time.of(kMinimumBudgetChainShare), solver.search_limit);
-    o.time_limit_seconds = stage_seconds(time.left());
+    leanest = leanest_heuristic_plan(g, costs, time.of(kMinimumBudgetHeuristicsShare),
+                                     solver.search_limit);
+    const int64_t floor = memory_floor_bytes(g, costs);
+    if (!leanest.plan.program.empty() && leanest.simulated.peak_bytes <= floor) {
+      MinimumBudget m{leanest.simulated.peak_bytes, leanest.simulated.peak_bytes, true,
+                      std::move(leanest.plan)};
+      m.plan.planner = monet_mode_name(mode);
+      return m;
+    }
   }
+  const std::unique_ptr<MonetProgram> built = minimum_budget_program(g, costs, po, solver);
+  const MonetProgram& program = *built;
+  // Decided on the whole limit, before the heuristics took their share.
+  const SearchPolicy policy = search_policy(program.milp().columns(), solver);
+  SearchOptions o = solver;
+  o.neighbourhood.column_positions = program.column_positions();
+  if (mode == MonetMode::kAll) o.time_limit_seconds = stage_seconds(time.left());
   std::vector<Plan> extra;
   if (!leanest.plan.program.empty()) extra.push_back(leanest.plan);
   warm_start(program, g, costs, &o, extra);

@@ -22,18 +22,21 @@ struct MinimumBudget {
   bool proven = false;      // bytes == bound (solved to optimality)
   Plan plan;                // a plan with that peak
 };
-/// minimum_budget's share of its time limit (SearchOptions::time_limit_seconds) for chain
-/// checkpointing's leanest schedule; the program's search takes what is left.
-inline constexpr TimeShare kMinimumBudgetChainShare{0.25, ShareBase::kWholeLimit};
+/// minimum_budget's share of its time limit (SearchOptions::time_limit_seconds) for the
+/// heuristics' leanest plan (chain checkpointing's leanest schedule, the lean planner's
+/// smallest plan); the program's search takes what is left.
+inline constexpr TimeShare kMinimumBudgetHeuristicsShare{0.25, ShareBase::kWholeLimit};
 
 /// The smallest budget for which the program (in `mode`) has a plan: the same program
 /// with the budget as the variable to minimise (on programs of at most
 /// solver.neighbourhood_min_columns columns, recomputing in place where possible, as the
 /// planner searches them where the out-of-place program has no plan), in MonetMode::kAll started
-/// from chain checkpointing's leanest schedule where the program accepts it, and that schedule (its
-/// simulated peak, the program's bound dropped where it lies above it) where the search
+/// from the heuristics' leanest plan (chain checkpointing's leanest schedule or the lean
+/// planner's smallest plan, whichever peaks lower) where the program accepts it, and that plan
+/// (its simulated peak, the program's bound dropped where it lies above it) where the search
 /// ends above it (the search alone can end well above it; docs/PLANNER.md, "Why the
-/// defaults").
+/// defaults"), or at once where it peaks at the memory floor (memory_floor.h; proven).
+/// Reached through smallest_budget() (named_planner.h).
 /// `infeasible_bytes`: a budget (bytes) already proven to have no plan, e.g. by the LP relaxation
 /// of the program at that budget; the proven lower bound is then at least one byte above it, where
 /// the search's own bound is lower or missing (its relaxation can take longer than the time limit

@@ -163,6 +163,22 @@ bool planner_uses_budget(const std::string& p) {
 bool planner_needs_costs(const std::string& p) { return find_planner(p).needs_costs; }
 void check_planner_name(const std::string& p) { find_planner(p); }
 
+MinimumBudget smallest_budget(const std::string& planner, const Graph& g, const CostModel& costs,
+                              const SearchOptions& solver, std::optional<int64_t> infeasible) {
+  const PlannerEntry& entry = find_planner(planner);
+  if (entry.smallest_budget) return entry.smallest_budget(g, costs, solver, infeasible);
+  return minimum_budget(g, costs, MonetMode::kAll, solver, infeasible);
+}
+
+std::optional<int64_t> proven_infeasible_budget(const PlannerOutcome& outcome,
+                                                int64_t budget_bytes) {
+  if (!outcome.solved || outcome.found) return std::nullopt;
+  const MonetResult& r = outcome.solve;
+  if (r.solve.status == MilpStatus::kInfeasible && r.program_budget == budget_bytes)
+    return budget_bytes;
+  return std::nullopt;
+}
+
 PlannerOutcome make_plan(const Graph& g, const CostModel* costs, const PlannerRequest& r) {
   const PlannerEntry& planner = find_planner(r.planner);
   if (planner.needs_costs && !costs)

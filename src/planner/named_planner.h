@@ -79,6 +79,20 @@ bool planner_needs_costs(const std::string& planner);
 /// Throws std::invalid_argument naming the known planners when `planner` is not one.
 void check_planner_name(const std::string& planner);
 
+/// The smallest budget with a plan (bytes, MinimumBudget) as `planner` sees it: its
+/// smallest_budget, the MONeT program's (minimum_budget, MonetMode::kAll) for a planner
+/// without one. The one smallest-budget function of `monet plan`, budget_range() and the
+/// API's BudgetError.
+MinimumBudget smallest_budget(const std::string& planner, const Graph& graph,
+                              const CostModel& costs, const SearchOptions& solver,
+                              std::optional<int64_t> infeasible_bytes = std::nullopt);
+/// The budget (bytes) `outcome` proves to have no plan: `budget_bytes` where the program
+/// at that very budget was proven infeasible (its LP relaxation has no solution, or the
+/// search proved none); none where the simulator made the planner lower the program's
+/// budget first, or the search ran out of time.
+std::optional<int64_t> proven_infeasible_budget(const PlannerOutcome& outcome,
+                                                int64_t budget_bytes);
+
 /// Makes the plan. `costs` may be null for planners that do not need costs.
 PlannerOutcome make_plan(const Graph& graph, const CostModel* costs, const PlannerRequest& request);
 
