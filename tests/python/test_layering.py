@@ -3,6 +3,7 @@ include/monet/ and python/ follows docs/DESIGN.md's layer order, and none makes 
 The checker is also shown to fail on a planted upward include (between layers, and between
 the planner's sub-folders), a planted cycle and a private header used outside its layer."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,3 +57,42 @@ def test_a_planted_violation_fails(kind, tmp_path):
     r = check(str(root))
     assert r.returncode == 1
     assert expected in r.stdout and path in r.stdout, r.stdout
+
+
+def public_names():
+    """Every class, struct and function name the public headers declare (comments dropped)."""
+    names = set()
+    folder = os.path.join(SOURCE, "include", "monet")
+    for header in os.listdir(folder):
+        with open(os.path.join(folder, header)) as f:
+            for line in f:
+                code = line.split("//")[0]
+                names.update(re.findall(r"\b(?:class|struct)\s+(\w+)", code))
+                names.update(re.findall(r"\b(\w+)\(", code))
+    return names
+
+
+def test_the_library_exports_only_the_public_api():
+    """libmonet.so (src/libmonet.map) exports what include/monet/ declares and the memory
+    tracker's C entry points; the layers below the API stay local."""
+    binary = os.environ.get("MONET_BINARY")
+    if not binary:
+        pytest.skip("MONET_BINARY (the build's CLI, beside libmonet.so) is not set")
+    library = os.path.join(os.path.dirname(binary), "libmonet.so")
+    out = subprocess.run(["nm", "-DC", "--defined-only", library], capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    symbols = [line.split(" ", 2)[2] for line in out.splitlines() if line.count(" ") >= 2]
+    public = public_names()
+    strays = []
+    for symbol in symbols:
+        name = re.sub(r"^(typeinfo name for|typeinfo for|vtable for) ", "", symbol)
+        if name.startswith("monet_tracker_"):
+            continue
+        parts = re.sub(r"\[abi:\w+\]", "", name.split("(")[0]).split("::")
+        if parts[0] != "monet" or len(parts) < 2 or parts[1] not in public or "Impl" in parts:
+            strays.append(symbol)
+    assert not strays, "exported beyond the public API:\n" + "\n".join(strays[:20])
+    exported = " ".join(symbols)
+    for needed in ("monet::Model::load(", "monet::PlannedModel::step(", "monet::budget_range(",
+                   "typeinfo for monet::BudgetError", "monet_tracker_peak"):
+        assert needed in exported, needed

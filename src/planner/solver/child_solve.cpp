@@ -22,11 +22,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <new>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "base/progress.h"
 #include "planner/solver/solver_request.h"
@@ -227,9 +230,24 @@ double seconds_since(Clock::time_point t0) {
 
 }  // namespace
 
-// The solver executable: $MONET_SOLVER when set (empty: none), else monet-solver beside
-// the library that holds this code (the build tree) or in its monet/ folder (installed);
-// empty when there is none.
+namespace {
+
+// Where monet-solver may lie, relative to the folder of the file that holds this code:
+// beside it (the build tree), in its monet/ folder (installed libmonet.so), or, for the
+// installed CLI in bin/, in lib/monet/ or lib/<multiarch>/monet/ beside bin/.
+std::vector<std::string> solver_candidates(const std::string& dir) {
+  std::vector<std::string> out = {dir + "monet-solver", dir + "monet/monet-solver",
+                                  dir + "../lib/monet/monet-solver"};
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "../lib", ec))
+    if (e.is_directory(ec)) out.push_back(e.path().string() + "/monet/monet-solver");
+  return out;
+}
+
+}  // namespace
+
+// The solver executable: $MONET_SOLVER when set (empty: none), else the first of
+// solver_candidates() that exists; empty when there is none.
 const std::string& solver_executable() {
   static const std::string path = [] {
     if (const char* env = std::getenv("MONET_SOLVER")) return std::string(env);
@@ -238,11 +256,8 @@ const std::string& solver_executable() {
       return std::string();
     char resolved[PATH_MAX];
     std::string library = realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
-    const std::string dir = library.substr(0, library.rfind('/') + 1);
-    for (const char* name : {"monet-solver", "monet/monet-solver"}) {
-      const std::string candidate = dir + name;
+    for (const std::string& candidate : solver_candidates(library.substr(0, library.rfind('/') + 1)))
       if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
     return std::string();
   }();
   return path;
