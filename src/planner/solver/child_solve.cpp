@@ -256,7 +256,8 @@ const std::string& solver_executable() {
       return std::string();
     char resolved[PATH_MAX];
     std::string library = realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
-    for (const std::string& candidate : solver_candidates(library.substr(0, library.rfind('/') + 1)))
+    for (const std::string& candidate :
+         solver_candidates(library.substr(0, library.rfind('/') + 1)))
       if (access(candidate.c_str(), X_OK) == 0) return candidate;
     return std::string();
   }();
