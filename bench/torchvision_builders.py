@@ -13,7 +13,8 @@ what was live before the model); "overhead": median step time against PyTorch's,
 one; "rise - predicted": a planned step's tracked rise less the simulated one (bytes);
 "worst error": the largest relative difference of a loss or a parameter from PyTorch's
 (a pass needs <= 1e-9). A builder with more parameters than --max-parameters is listed
-as not run (its float64 state, six copies, would not fit a 24 GiB machine).
+as not run (its float64 state, four copies (monet's parameters, gradients and momentum,
+and the reference's parameters), would not fit a 24 GiB machine).
 
 Usage: torchvision_builders.py [--max-parameters N] [--rounds R] [NAME ...]
 (run with bench/locate_monet.sh's PYTHONPATH, or an installed monet)."""
@@ -103,6 +104,8 @@ def run_one(name, family, rounds):
     loss_fn = loss_of(output)
     reference = copy.deepcopy(model)
     want, rounding_level = train(reference, reference, "sgd-momentum", xs, ys, loss_fn)
+    for p in reference.parameters():  # only its weights are compared: one copy, not two
+        p.grad = None
     inside = dict(loss=loss_fn, target=ys[0], output=output, optimizer="sgd-momentum",
                   time_limit=20, search_limit="work", progress=False)
     r = monet.budget_range(model, xs[0], **inside)

@@ -101,9 +101,10 @@ Milp market_split(int rows, int items, std::vector<double>* all_zero_start) {
 }
 
 TEST(ChildSolve, RunsInTheSolverExecutableBesideTheLibrary) {
-  // The build tree's monet-solver, not a fork of this (multi-threaded) test process.
+  // The build tree's monet-solver (solver_location.cpp), not a fork of this
+  // (multi-threaded) test process.
   const std::string& solver = solver_executable();
-  ASSERT_FALSE(solver.empty()) << "monet-solver not found beside libmonet";
+  ASSERT_FALSE(solver.empty()) << "monet-solver not found";
   EXPECT_EQ(std::filesystem::path(solver).filename(), "monet-solver");
   EXPECT_TRUE(std::filesystem::exists(solver));
   // Started by hand it refuses in one line, with the usage exit code.
