@@ -393,7 +393,10 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
                  reserved_bytes=0, loss_copies=3, time_limit=60.0, output=None, cache_dir=None,
                  use_cache=True, progress=True, search_limit="wall-clock",
                  optimizer_update=None, loss=None, target=None):
-    """The budgets `module` can be planned for (a BudgetRange, bytes)."""
+    """The budgets `module` can be planned for (a BudgetRange, bytes): `smallest` is found
+    as `monet plan` finds it (the budget-minimising program, searched within `time_limit`
+    seconds under `search_limit`, or a leaner heuristic plan), `store_all` and the proven
+    `floor` are simulated."""
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
                        cache_dir, use_cache, progress, search_limit, optimizer_update)
     traced, example_input, output, loss_copies = _with_loss(module, example_input, output,
