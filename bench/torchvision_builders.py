@@ -141,7 +141,7 @@ def run_one(name, family, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*", help="builders, in this order (default: every one)")
-    ap.add_argument("--max-parameters", type=int, default=250_000_000)
+    ap.add_argument("--max-parameters", type=int, default=400_000_000)
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
     torch.set_num_threads(1)
