@@ -166,8 +166,8 @@ void check_planner_name(const std::string& p) { find_planner(p); }
 MinimumBudget smallest_budget(const std::string& planner, const Graph& g, const CostModel& costs,
                               const SearchOptions& solver, std::optional<int64_t> infeasible) {
   const PlannerEntry& entry = find_planner(planner);
-  if (entry.smallest_budget) return entry.smallest_budget(g, costs, solver, infeasible);
-  return minimum_budget(g, costs, MonetMode::kAll, solver, infeasible);
+  const PlannerEntry& answering = entry.smallest_budget ? entry : find_planner("monet");
+  return answering.smallest_budget(g, costs, solver, infeasible);
 }
 
 std::optional<int64_t> proven_infeasible_budget(const PlannerOutcome& outcome,

@@ -228,10 +228,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-}  // namespace
-
-namespace {
-
 // Where monet-solver may lie, relative to the folder of the file that holds this code:
 // beside it (the build tree), in its monet/ folder (installed libmonet.so), or, for the
 // installed CLI in bin/, in lib/monet/ or lib/<multiarch>/monet/ beside bin/.
