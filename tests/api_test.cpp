@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "api/model_impl.h"
 #include "model_specs.h"
 #include "runtime/data/batch_loader.h"
@@ -257,6 +259,36 @@ TEST(PlannedModel, BudgetErrorsCarryTheSmallestBudgetAndTheFloor) {
     EXPECT_FALSE(e.smallest_bytes.has_value());
     EXPECT_GT(e.proven_bound_bytes.value(), 1024);
   }
+}
+
+// The smallest budget is searched once per model and options: budget_range reads it from
+// the cache directory after; another time limit searches again; an unreadable file is
+// searched again and rewritten.
+TEST(PlannedModel, BudgetRangeCachesTheSmallestBudget) {
+  const std::string cache = fresh_dir("budget_cache");
+  MemoryStats::install();
+  Model model = Model::load(testing::zoo_spec("vgg11", 2, {32, 32}, 0.125, 4), 0);
+  PlanOptions po = quiet_options("", cache);
+  const BudgetRange first = budget_range(model, po);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(cache + "/budgets")) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(files[0]));
+  EXPECT_EQ(j.at("fingerprint"), impl_of(model)->graph.fingerprint());
+  // A planted figure 1 B lower is what the next call answers: the file is read.
+  j["smallest_bytes"] = j.at("smallest_bytes").get<int64_t>() - 1;
+  std::ofstream(files[0]) << j.dump();
+  EXPECT_EQ(budget_range(model, po).smallest_bytes, first.smallest_bytes - 1);
+  // Another time limit is another search, in a file of its own.
+  PlanOptions longer = po;
+  longer.time_limit_seconds = 11;
+  budget_range(model, longer);
+  EXPECT_EQ(std::distance(fs::directory_iterator(cache + "/budgets"), fs::directory_iterator()), 2);
+  // A truncated file is searched again and rewritten.
+  std::ofstream(files[0]) << "{\"fingerprint\": ";
+  EXPECT_EQ(budget_range(model, po).smallest_bytes, first.smallest_bytes);
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(files[0])).at("smallest_bytes").get<int64_t>(),
+            j.at("smallest_bytes").get<int64_t>() + 1);
 }
 
 // share_tensors: a second model trains the first one's tensors in place; missing or

@@ -279,8 +279,8 @@ struct PlanOptions {
   PlanningLimit planning_limit = PlanningLimit::kWallClock;  // what ends its searches
   /// Plan file to run instead of planning (must be for this model and shape).
   std::string plan_file;
-  /// Where plans, profiles and baseline peaks are cached; empty = $MONET_CACHE_DIR or
-  /// ~/.cache/monet.
+  /// Where plans, smallest budgets, profiles and baseline peaks are cached; empty =
+  /// $MONET_CACHE_DIR or ~/.cache/monet.
   std::string cache_dir;
   bool use_cache = true;
   bool progress = true;  // progress lines on stderr
@@ -321,7 +321,9 @@ struct PlanReport {
 /// The whole-step budgets (bytes) a model can be planned for with given PlanOptions
 /// (optimizer, weight decay, reserved bytes; the costs are profiled, or read from the
 /// cache): anything from smallest_bytes up has a plan, store-all needs storeall_bytes,
-/// and no plan of any planner exists below floor_bytes.
+/// and no plan of any planner exists below floor_bytes. The smallest budget's search is
+/// cached too, by model, planner, time and planning limit: a second call, or a BudgetError
+/// after it, does not search again.
 struct BudgetRange {
   /// The smallest budget the planner finds a plan for (`monet plan`'s, the same function:
   /// the MONeT program with the budget minimised, or a heuristic's leaner plan) + the rest.

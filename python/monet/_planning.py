@@ -395,8 +395,9 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
                  optimizer_update=None, loss=None, target=None):
     """The budgets `module` can be planned for (a BudgetRange, bytes): `smallest` is found
     as `monet plan` finds it (the budget-minimising program, searched within `time_limit`
-    seconds under `search_limit`, or a leaner heuristic plan), `store_all` and the proven
-    `floor` are simulated."""
+    seconds under `search_limit`, or a leaner heuristic plan; cached in `cache_dir` by
+    model, time limit and search limit, so a second call does not search again),
+    `store_all` and the proven `floor` are simulated."""
     options = _options(None, "monet", optimizer, weight_decay, reserved_bytes, time_limit, "",
                        cache_dir, use_cache, progress, search_limit, optimizer_update)
     traced, example_input, output, loss_copies = _with_loss(module, example_input, output,

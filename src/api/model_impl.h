@@ -47,10 +47,13 @@ CostModel model_costs(const Graph& graph, const PlanOptions& options, const std:
 bool cached_model_costs(const Graph& graph, const PlanOptions& options,
                         const std::string& cache_dir, CostModel* costs);
 /// budget_range() for profiled `costs`, with `optimizer_bytes` (state and update) and
-/// options.reserved_bytes beside each iteration peak. `infeasible_bytes`: an iteration
-/// budget already proven to have no plan, which spares the search (smallest_budget()).
+/// options.reserved_bytes beside each iteration peak. The smallest budget is
+/// smallest_budget()'s, read from `cache_dir`'s budget cache (plan_cache.h) when it holds
+/// one for these options, else searched and cached there (no cache: `cache_dir` empty).
+/// `infeasible_bytes`: an iteration budget already proven to have no plan, which spares
+/// the search.
 BudgetRange budget_range_of(const Graph& graph, const CostModel& costs, const PlanOptions& options,
-                            int64_t optimizer_bytes,
+                            int64_t optimizer_bytes, const std::string& cache_dir,
                             std::optional<int64_t> infeasible_bytes = std::nullopt);
 /// The graph's update mode for `update` (the public enum's twin in graph/).
 UpdateMode update_mode_of(OptimizerUpdate update);

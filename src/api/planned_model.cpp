@@ -11,6 +11,7 @@
 
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
+#include "api/plan_cache.h"
 #include "api/planned_model_impl.h"
 #include "api/planning_limit.h"
 #include "base/byte_format.h"
@@ -75,27 +76,6 @@ class PlannedBackward : public torch::autograd::Node {
   std::function<void()> after_;  // PlannedModel::Impl::after_backward
 };
 
-// Raised whenever a planner can return another plan for the same graph, costs and budget
-// (2: store-all's convolution input gradients; 3: the MONeT program counts a storage
-// shared by views once; 4: recomputations that emit an intermediate for the backward; 5:
-// the default convolution input gradient costs as ATen's on the real input; 6:
-// rematerialization recomputes the inputs of a recomputation that are no longer alive; 8:
-// chain checkpointing drops the recomputations nothing reads, and its rematerialization
-// recomputes inputs up to 8 producers back; 9: the neighbourhood search widens its
-// windows once each is solved from the incumbent), so that no cached plan of an earlier
-// planner is run in its place. Profiles measured another way have another
-// implementation_set_key, which the path holds.
-constexpr int kPlanCacheVersion = 9;
-
-std::string plan_cache_path(const std::string& dir, const Graph& g, const std::string& planner,
-                            int64_t iteration_budget, int64_t loss_bytes) {
-  return dir + "/plans/v" + std::to_string(kPlanCacheVersion) + "-" + g.fingerprint() + "-" +
-         implementation_set_key(g) + "-" + planner + "-" +
-         (iteration_budget > 0 ? std::to_string(iteration_budget) : "none") +
-         (loss_bytes > 0 ? "-loss" + std::to_string(loss_bytes) : "") +
-         (g.update_mode() == UpdateMode::kFused ? "-fused" : "") + ".json";
-}
-
 Plan read_plan(const Graph& g, const std::string& path) {
   std::ifstream f(path);
   if (!f) throw std::invalid_argument("cannot read plan '" + path + "'");
@@ -118,8 +98,10 @@ Plan read_plan(const Graph& g, const std::string& path) {
 // The error for a budget no plan fits, with the budgets that do.
 // `infeasible`: an iteration budget the planner proved to have no plan.
 BudgetError no_plan_error(const Model::Impl& m, const CostModel& costs, const PlanOptions& o,
-                          const PlanReport& r, std::optional<int64_t> infeasible) {
-  const BudgetRange range = budget_range_of(m.graph, costs, o, r.optimizer.total(), infeasible);
+                          const std::string& cache_dir, const PlanReport& r,
+                          std::optional<int64_t> infeasible) {
+  const BudgetRange range =
+      budget_range_of(m.graph, costs, o, r.optimizer.total(), cache_dir, infeasible);
   return BudgetError("no " + o.planner + " plan fits a budget of " + format_bytes(*r.budget_bytes) +
                          " (forward and backward get " + format_bytes(*r.iteration_budget_bytes) +
                          " of it after the optimizer's " + format_bytes(r.optimizer.total()) +
@@ -159,7 +141,8 @@ Plan make_or_read_plan(const Model::Impl& m, const PlanOptions& o, const std::st
   const PlannerOutcome outcome = make_plan(g, *have_costs ? costs : nullptr, request);
   if (!outcome.found) {
     if (*have_costs && report->budget_bytes)
-      throw no_plan_error(m, *costs, o, *report, proven_infeasible_budget(outcome, budget));
+      throw no_plan_error(m, *costs, o, cache_dir, *report,
+                          proven_infeasible_budget(outcome, budget));
     throw BudgetError(report->budget_bytes ? "no " + o.planner + " plan fits a budget of " +
                                                  format_bytes(*report->budget_bytes)
                                            : "the " + o.planner + " planner found no plan",
