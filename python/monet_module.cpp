@@ -293,6 +293,20 @@ void bind_data_parallel(py::module_& m) {
           [](DP& d, py::object update) { d.use_update(python_update(std::move(update))); },
           py::arg("update"))
       .def("owns", &DP::owns, py::arg("parameter"))
+      .def(
+          "gather_to_rank_zero",
+          [](DP& d, const py::bytes& bytes) {
+            std::string text = bytes;
+            std::vector<std::string> gathered;
+            {
+              py::gil_scoped_release no_gil;
+              gathered = d.gather_to_rank_zero(text);
+            }
+            py::list out;
+            for (const std::string& b : gathered) out.append(py::bytes(b));
+            return out;
+          },
+          py::arg("bytes"), "Collective: every rank's bytes, on rank 0 (in rank order)")
       .def_property_readonly("rank", &DP::rank)
       .def_property_readonly("world_size", &DP::world_size)
       .def_property_readonly("shard", [](const DP& d) { return monet::shard_mode_name(d.shard()); })

@@ -158,6 +158,11 @@ class DataParallel {
   /// holds the state of every parameter (e.g. to save a checkpoint any number of ranks can
   /// resume from); the others are unchanged. Without sharding it does nothing.
   void gather_optimizer_state(torch::optim::Optimizer& optimizer);
+  /// Collective. Every rank's `bytes` reach rank 0, which gets them in rank order (its own
+  /// first); the other ranks get an empty list. For state kept outside a
+  /// torch::optim::Optimizer (Python's optimizers gather theirs with it). Throws
+  /// DistributedError when a collective fails.
+  std::vector<std::string> gather_to_rank_zero(const std::string& bytes);
   /// Drops from `optimizer` the state of the parameters this rank does not own (after
   /// gather_optimizer_state, or after loading a whole checkpoint). Without sharding it does
   /// nothing.

@@ -7,6 +7,7 @@ c10d Gloo, a bucket at a time as the plan completes them (as DistributedDataPara
 does), optionally with the optimizer state or the gradients sharded (ZeRO's stages 1 and
 2)."""
 import inspect
+import io
 import os
 
 import torch
@@ -126,3 +127,38 @@ class DataParallelModule(OptimizedModule):
         """Sharded: whether this rank updates (and keeps the optimizer state of)
         `parameter`, a tensor of module.parameters()."""
         return self.plan._planned.owns(parameter)
+
+    def consolidate_optimizer_state(self, optimizer):
+        """Collective (every rank calls it, as ZeroRedundancyOptimizer's
+        consolidate_state_dict): each rank sends the state of the parameters it owns to
+        rank 0, whose `optimizer` then holds every parameter's state, so that its
+        `state_dict()` is a plain PyTorch optimizer's (a checkpoint any number of ranks,
+        or one process without monet, resumes). The other ranks' optimizers are unchanged.
+        Unsharded it does nothing. Rank 0 then keeps the whole state until
+        shard_optimizer_state(optimizer)."""
+        if self.shard == "none":
+            return
+        params = _optimizer_parameters(optimizer)
+        owned = {i: optimizer.state[p] for i, p in enumerate(params)
+                 if self.owns(p) and p in optimizer.state}
+        buffer = io.BytesIO()
+        torch.save(owned if self.rank != 0 else {}, buffer)
+        for gathered in self.plan._planned.gather_to_rank_zero(buffer.getvalue())[1:]:
+            for i, state in torch.load(io.BytesIO(gathered)).items():
+                optimizer.state[params[i]] = state
+
+    def shard_optimizer_state(self, optimizer):
+        """Drops from `optimizer` the state of the parameters this rank does not own: after
+        consolidate_optimizer_state on rank 0, or after every rank loaded a whole
+        checkpoint's `optimizer.load_state_dict(...)` to resume. Unsharded it does
+        nothing."""
+        if self.shard == "none":
+            return
+        for p in _optimizer_parameters(optimizer):
+            if p in optimizer.state and not self.owns(p):
+                del optimizer.state[p]
+
+
+def _optimizer_parameters(optimizer):
+    """The optimizer's parameters in its state_dict's order (the same on every rank)."""
+    return [p for group in optimizer.param_groups for p in group["params"]]

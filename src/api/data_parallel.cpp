@@ -60,6 +60,19 @@ struct DataParallel::Impl {
   }
   /// After a failed collective: which ranks still answer through the store.
   std::string peers_report(int64_t step) const;
+  /// Runs `gather`, a collective gathering `what` on rank 0: std::invalid_argument passes
+  /// through, any other failure becomes a DistributedError naming `what` and the peers.
+  template <typename Gather>
+  void gathering(const std::string& what, Gather gather) const {
+    try {
+      gather();
+    } catch (const std::invalid_argument&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw DistributedError("rank " + std::to_string(rank()) + ": gathering " + what +
+                             " failed: " + e.what() + peers_report(-2));
+    }
+  }
 
   /// Sharded: splits the parameters among the ranks and sizes `plan`'s optimizer state
   /// to the largest rank's share.
@@ -383,16 +396,20 @@ bool DataParallel::owns(const torch::Tensor& parameter) const {
 void DataParallel::gather_optimizer_state(torch::optim::Optimizer& optimizer) {
   Impl& d = *impl_;
   if (!d.sharded()) return;
-  try {
+  d.gathering("the optimizer state", [&] {
     monet::gather_optimizer_state(optimizer, d.parameters, d.owners, *d.pg.group,
                                   millis(d.options.timeout_seconds));
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw DistributedError("rank " + std::to_string(d.rank()) +
-                           ": gathering the optimizer state failed: " + e.what() +
-                           d.peers_report(-2));
-  }
+  });
+}
+
+std::vector<std::string> DataParallel::gather_to_rank_zero(const std::string& bytes) {
+  Impl& d = *impl_;
+  std::vector<std::string> gathered;
+  d.gathering("bytes on rank 0", [&] {
+    monet::gather_to_rank_zero(*d.pg.group, bytes, millis(d.options.timeout_seconds),
+                               [&](int, const std::string& b) { gathered.push_back(b); });
+  });
+  return gathered;
 }
 
 void DataParallel::shard_optimizer_state(torch::optim::Optimizer& optimizer) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -93,6 +94,18 @@ int64_t largest_run_bytes(const std::vector<at::Tensor>& parameters, const std::
   return *std::max_element(runs.begin(), runs.end());
 }
 
+void gather_to_rank_zero(c10d::ProcessGroup& group, const std::string& bytes,
+                         std::chrono::milliseconds timeout,
+                         const std::function<void(int, const std::string&)>& receive) {
+  const int rank = group.getRank();
+  if (rank == 0) receive(0, bytes);
+  for (int from = 1; from < group.getSize(); ++from) {
+    if (rank != 0 && rank != from) continue;
+    const std::string received = send_to_rank_zero(group, from, rank == from ? bytes : "", timeout);
+    if (rank == 0) receive(from, received);
+  }
+}
+
 void gather_optimizer_state(torch::optim::Optimizer& optimizer,
                             const std::vector<at::Tensor>& parameters,
                             const std::vector<int>& owners, c10d::ProcessGroup& group,
@@ -101,12 +114,10 @@ void gather_optimizer_state(torch::optim::Optimizer& optimizer,
     throw std::invalid_argument(
         "sharded optimizer state is kept for torch::optim::SGD, Adam and AdamW only");
   const int rank = group.getRank();
-  for (int from = 1; from < group.getSize(); ++from) {
-    if (rank != 0 && rank != from) continue;
-    const std::string bytes = send_to_rank_zero(
-        group, from, rank == from ? owned_states(optimizer, parameters, owners, from) : "",
-        timeout);
-    if (rank != 0) continue;
+  // Rank 0's own state is in place; each other rank's is filed as it arrives.
+  const std::string own = rank == 0 ? "" : owned_states(optimizer, parameters, owners, rank);
+  gather_to_rank_zero(group, own, timeout, [&](int from, const std::string& bytes) {
+    if (from == 0) return;
     torch::serialize::InputArchive archive;
     archive.load_from(bytes.data(), bytes.size());
     for (size_t i = 0; i < parameters.size(); ++i) {
@@ -116,7 +127,7 @@ void gather_optimizer_state(torch::optim::Optimizer& optimizer,
       state->serialize(one);
       optimizer.state()[state_key(parameters[i])] = std::move(state);
     }
-  }
+  });
 }
 
 void drop_unowned_optimizer_state(torch::optim::Optimizer& optimizer,

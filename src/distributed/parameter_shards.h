@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace monet {
@@ -22,6 +24,14 @@ std::vector<int> split_by_bytes(const std::vector<at::Tensor>& parameters, int w
 /// Bytes of the largest run of split_by_bytes(parameters, world_size).
 int64_t largest_run_bytes(const std::vector<at::Tensor>& parameters, const std::vector<int>& owners,
                           int world_size);
+
+/// Collective over `group`: every rank's `bytes` reach rank 0, which calls
+/// `receive(rank, bytes)` for each rank in order (its own first, without a copy sent);
+/// the other ranks only send. Tags 7100 + rank. Throws what the group's send/recv throw
+/// (a timeout after `timeout`).
+void gather_to_rank_zero(c10d::ProcessGroup& group, const std::string& bytes,
+                         std::chrono::milliseconds timeout,
+                         const std::function<void(int, const std::string&)>& receive);
 
 /// Collective over `group`: every rank other than 0 sends the optimizer state of the
 /// parameters it owns (`owners[i]` for parameters[i]) to rank 0, which files it in

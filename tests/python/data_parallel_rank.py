@@ -3,7 +3,11 @@ monet.data_parallel and, beside it in the same process, a copy with PyTorch's
 DistributedDataParallel (with ZeroRedundancyOptimizer where monet shards), float64,
 from different initial weights on every rank (both take rank 0's), each rank on its own
 batches. Writes the worst relative parameter difference, the least change of a parameter
-from this rank's initial weights and both runs' losses as JSON.
+from this rank's initial weights and both runs' losses as JSON. Sharded, it then gathers
+monet's optimizer state on rank 0 (consolidate_optimizer_state) beside
+ZeroRedundancyOptimizer's (consolidate_state_dict), takes one more step, and on rank 0
+resumes that checkpoint in plain PyTorch (one process, both ranks' batches) for the same
+step: it writes the state's and the resumed weights' worst relative differences.
 
     data_parallel_rank.py OUT RANK WORLD MONET_PORT TORCH_PORT SHARD OPTIMIZER UPDATE CACHE
 
@@ -58,7 +62,7 @@ reference = copy.deepcopy(model)
 g = torch.Generator().manual_seed(1)
 batches = [[(torch.randn(8, 3, 32, 32, generator=g, dtype=torch.float64),
              torch.randint(0, 10, (8,), generator=g)) for _ in range(world)]
-           for _ in range(STEPS)]
+           for _ in range(STEPS + 1)]  # the last: the step after the checkpoint
 
 start = [p.detach().clone() for p in reference.parameters()]
 opt = kind(model.parameters(), **options)
@@ -99,6 +103,10 @@ for step in range(STEPS):
     ropt.step()
     ropt.zero_grad(set_to_none=True)
     want.append(loss.item())
+zero_state = None
+if shard != "none":
+    ropt.consolidate_state_dict(to=0)
+    zero_state = ropt.state_dict() if rank == 0 else None
 dist.barrier()
 # PyTorch's group goes, its threads joined, before the interpreter does: a Gloo thread
 # freeing a ZeroRedundancyOptimizer temporary at exit aborts the process (docs/PYTHON.md,
@@ -110,9 +118,48 @@ threads_after = thread_count()
 assert threads_after == threads_before, \
     f"PyTorch's process group left {threads_after - threads_before} threads running"
 
+
+
+def worst_difference(got, want):
+    """The largest entry difference over the largest magnitude of each tensor pair."""
+    return max(((a - b).abs().max() / max(b.abs().max(), 1e-300)).item()
+               for a, b in zip(got, want))
+
+
+def resumed_in_plain_pytorch():
+    """Rank 0 resumes monet's consolidated checkpoint without monet: the next step on both
+    ranks' batches in one process (their mean loss: DDP's averaged gradient)."""
+    fast.consolidate_optimizer_state(opt)
+    result = {}
+    if rank == 0:
+        whole = copy.deepcopy(opt.state_dict())
+        assert whole["state"].keys() == zero_state["state"].keys()
+        result["state_error"] = worst_difference(
+            [t for i in whole["state"] for t in whole["state"][i].values()],
+            [t for i in whole["state"] for t in zero_state["state"][i].values()])
+        checkpoint = copy.deepcopy(model.state_dict()), whole
+    fast.shard_optimizer_state(opt)
+    result["state_kept"] = [p in opt.state for p in model.parameters()]
+    x, y = batches[STEPS][rank]  # the uninterrupted run's next step
+    torch.nn.functional.cross_entropy(fast(x), y).backward()
+    if rank == 0:
+        plain = Net().double()
+        plain.load_state_dict(checkpoint[0])
+        plain_opt = kind(plain.parameters(), **options)
+        plain_opt.load_state_dict(checkpoint[1])
+        xs = torch.cat([b[0] for b in batches[STEPS]])
+        ys = torch.cat([b[1] for b in batches[STEPS]])
+        torch.nn.functional.cross_entropy(plain(xs), ys).backward()
+        plain_opt.step()
+        result["resume_error"] = worst_difference(list(model.parameters()),
+                                                  list(plain.parameters()))
+    return result
+
+
 moved = min((a - b).abs().max().item() for a, b in zip(model.parameters(), start))
 error = max(((a - b).abs().max() / b.abs().max()).item()
             for a, b in zip(model.parameters(), reference.parameters()))
+checkpoint = resumed_in_plain_pytorch() if shard != "none" else {}
 with open(out, "w") as f:
     json.dump({"error": error, "moved": moved, "losses": losses, "reference_losses": want,
-               "owned": [fast.owns(p) for p in model.parameters()]}, f)
+               "owned": [fast.owns(p) for p in model.parameters()], **checkpoint}, f)
