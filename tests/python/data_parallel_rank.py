@@ -119,7 +119,6 @@ assert threads_after == threads_before, \
     f"PyTorch's process group left {threads_after - threads_before} threads running"
 
 
-
 def worst_difference(got, want):
     """The largest entry difference over the largest magnitude of each tensor pair."""
     return max(((a - b).abs().max() / max(b.abs().max(), 1e-300)).item()
@@ -157,8 +156,7 @@ def resumed_in_plain_pytorch():
 
 
 moved = min((a - b).abs().max().item() for a, b in zip(model.parameters(), start))
-error = max(((a - b).abs().max() / b.abs().max()).item()
-            for a, b in zip(model.parameters(), reference.parameters()))
+error = worst_difference(list(model.parameters()), list(reference.parameters()))
 checkpoint = resumed_in_plain_pytorch() if shard != "none" else {}
 with open(out, "w") as f:
     json.dump({"error": error, "moved": moved, "losses": losses, "reference_losses": want,
