@@ -18,7 +18,6 @@
 #include "cli/train_options.h"
 #include "graph/torchscript/torchscript_import.h"
 #include "runtime/data/batch_loader.h"
-#include "runtime/model_state.h"
 
 namespace monet::cli {
 namespace {
