@@ -175,7 +175,7 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& g, const Node& n)
                                "from both inputs: two matmuls, no re-run, as PyTorch does"),
             rerun(g, n)};
   if (is_plain_cross_entropy(g, n))
-    return {make_backward_impl("softmax", P::kAll, input_read(g, n), false, false,
+    return {make_backward_impl("softmax", P::kAll, activations_among(g, n, 2), false, false,
                                "(softmax(logits) - one-hot) x grad / count, in one tensor of "
                                "the logits' size"),
             rerun(g, n)};

@@ -34,9 +34,13 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   if (wanted.empty()) return grads;
   at::AutoGradMode grad_mode(true);
   const at::Tensor out = call_aten(*n.attrs.aten, leaves, seed);
-  const std::vector<at::Tensor> got = torch::autograd::grad(
-      {out}, wanted, {a.grad_output}, /*retain_graph=*/false, /*create_graph=*/false,
-      /*allow_unused=*/true);
+  // A result that none of the wanted inputs reaches (the target's half of
+  // broadcast_tensors(prediction, target)) has no gradient for them: zeros, as below.
+  const std::vector<at::Tensor> got =
+      out.requires_grad()
+          ? torch::autograd::grad({out}, wanted, {a.grad_output}, /*retain_graph=*/false,
+                                  /*create_graph=*/false, /*allow_unused=*/true)
+          : std::vector<at::Tensor>(wanted.size());
   std::vector<at::Tensor> sources = leaves;
   sources.push_back(a.grad_output);
   for (size_t i = 0; i < positions.size(); ++i) {

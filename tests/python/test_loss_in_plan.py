@@ -85,3 +85,43 @@ def test_loss_arguments_are_checked(cache_dir):
                           cache_dir=cache_dir, planner="storeall")
     with pytest.raises(TypeError, match="1 input\\(s\\) and the target, 1 given"):
         fast(x)
+
+
+class TokenHead(torch.nn.Module):
+    """Token ids [N, T] to logits [N, T, V] (an embedding and a Linear head)."""
+
+    def __init__(self, vocab=32, width=16):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocab, width)
+        self.head = torch.nn.Linear(width, vocab)
+
+    def forward(self, idx):
+        return self.head(torch.tanh(self.embedding(idx)))
+
+
+# Losses that compute on the target inside the plan (the target is then an activation of
+# the traced step, not only an input): nanoGPT's flattened cross-entropy, a cloned target,
+# and mean squared error against a scaled target (F.mse_loss broadcasts the prediction and
+# the target: the target's half has no gradient).
+TARGET_LOSSES = {
+    "flattened_cross_entropy": (
+        lambda out, y: torch.nn.functional.cross_entropy(out.view(-1, out.shape[-1]),
+                                                         y.view(-1)), "tokens"),
+    "cloned_target": (
+        lambda out, y: torch.nn.functional.cross_entropy(out.transpose(1, 2), y.clone()),
+        "tokens"),
+    "mse_of_a_scaled_target": (
+        lambda out, y: torch.nn.functional.mse_loss(out, 2 * y), "values"),
+}
+
+
+@pytest.mark.parametrize("case", list(TARGET_LOSSES))
+def test_a_loss_computing_on_its_target_trains_as_pytorch(case, cache_dir):
+    from test_model_corpus import check_trains_like_pytorch
+    loss_fn, kind = TARGET_LOSSES[case]
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randint(0, 32, (4, 6), generator=g) for _ in range(STEPS)]
+    ys = [torch.randint(0, 32, (4, 6), generator=g) if kind == "tokens" else
+          torch.randn(4, 6, 32, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+    torch.manual_seed(0)
+    check_trains_like_pytorch(TokenHead().double().train(), xs, ys, loss_fn, None, cache_dir)
