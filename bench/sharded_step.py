@@ -30,7 +30,6 @@ import time
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-import torch.utils.checkpoint
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel
 
@@ -39,6 +38,7 @@ import monet
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from make_import_fixtures import TinyGPT  # noqa: E402
+from gpt_memory_curve import checkpointed  # noqa: E402
 
 MIB = 1 << 20
 WORLD = 2
@@ -46,24 +46,16 @@ PORT = 29611  # PyTorch's group; monet's jobs take the ports after it
 
 
 class CheckpointedGPT(torch.nn.Module):
-    """TinyGPT's forward with torch.utils.checkpoint around every block."""
+    """TinyGPT with torch.utils.checkpoint around every block (gpt_memory_curve's
+    forward), as a module DistributedDataParallel wraps."""
 
     def __init__(self, gpt):
         super().__init__()
         self.gpt = gpt
+        self.run = checkpointed(gpt)
 
     def forward(self, idx):
-        m = self.gpt
-
-        def block(b):
-            def run(x):
-                x = x + b.attn(b.ln1(x))
-                return x + b.out(F.gelu(b.fc(b.ln2(x))))
-            return run
-        x = m.wte(idx) + m.wpe(torch.arange(idx.shape[1]))
-        for b in m.blocks:
-            x = torch.utils.checkpoint.checkpoint(block(b), x, use_reentrant=False)
-        return m.head(m.ln(x))
+        return self.run(idx)
 
 
 def lm_loss(out, t):
