@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import monet
+from test_model_corpus import check_trains_like_pytorch
 from test_training import CASES, STEPS, TOLERANCE, batches, sequence_cross_entropy, \
     worst_state_error
 
@@ -117,7 +118,6 @@ TARGET_LOSSES = {
 
 @pytest.mark.parametrize("case", list(TARGET_LOSSES))
 def test_a_loss_computing_on_its_target_trains_as_pytorch(case, cache_dir):
-    from test_model_corpus import check_trains_like_pytorch
     loss_fn, kind = TARGET_LOSSES[case]
     g = torch.Generator().manual_seed(1)
     xs = [torch.randint(0, 32, (4, 6), generator=g) for _ in range(STEPS)]
