@@ -133,6 +133,30 @@ TEST(AutogradNode, HoldsOnlyWhatItKeepsOfItsOwn) {
   }
 }
 
+// Store-all keeps the autograd node of every generic operator that offers one (what
+// PyTorch's derivative saves), not a re-run at the backward, which would make the result
+// again beside its input's gradient: its peak is at most the re-running store-all's.
+TEST(AutogradNode, StoreAllKeepsTheNodeWhereOffered) {
+  MemoryTracker::install();
+  const Graph g = saved_graph();
+  const ModelState state = ModelState::initialize(g, 0);
+  const Batch batch = make_batch(g, 1);
+  const CostModel costs = testing::quick_profile(g, state, batch);
+  const Plan plan = store_all_plan(g);
+  Plan rerunning = plan;
+  size_t kept = 0;
+  for (Instruction& in : rerunning.program) {
+    if (in.kind == InstrKind::kFree || !offers(g, g.node(in.node).name)) continue;
+    EXPECT_EQ(in.impl, "autograd") << g.node(in.node).name;
+    kept += in.kind == InstrKind::kBackward;
+    in.impl = in.kind == InstrKind::kBackward ? "rerun" : "default";
+  }
+  EXPECT_EQ(kept, 5u);  // sin, pow, max, cumsum, reshape
+  const SimulationResult all = simulate(g, plan, costs);
+  EXPECT_LE(all.peak_bytes, simulate(g, rerunning, costs).peak_bytes);
+  testing::expect_runs_as_simulated(g, state, batch, plan, all);
+}
+
 TEST(AutogradNode, GradientsAndPeakMatchUnderStoreAllAndRecomputation) {
   MemoryTracker::install();
   const Graph g = saved_graph();

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "graph/articulation_values.h"
+#include "ops/aten_impls.h"
 #include "plan/schedule_builder.h"
 
 namespace monet {
@@ -31,6 +32,10 @@ Plan store_all_plan(const Graph& g, StoreAllOperators ops) {
   if (ops == StoreAllOperators::kDefault) return build_schedule(g, c, "storeall");
   for (const auto& n : g.nodes()) {
     if (n.op == OpKind::kReLU) c.backward[n.id] = {"output"};  // relu saves its result
+    if (n.op == OpKind::kAten && offers_autograd_node(g, n)) {
+      c.forward[n.id] = "autograd";  // what its derivative saves, not a re-run at the backward
+      c.backward[n.id] = {"autograd"};
+    }
     if (n.op != OpKind::kConv) continue;
     const auto parts = backward_parts(g, n);
     for (size_t k = 0; k < parts.size(); ++k)
