@@ -399,13 +399,13 @@ TEST(TorchscriptImport, ParametersKeepTheirNamesAndStayTrainable) {
 }
 
 TEST(TorchscriptImport, UnsupportedOperatorIsNamedWithItsLocation) {
-  // Traced from a module whose forward updates a buffer in place (self.scale.mul_(0.9)).
+  // Traced from a module whose forward updates a parameter in place (fc.weight.mul_(0.9)).
   try {
     import_torchscript(kDir + "/unsupported.pt", {2, 8});
     FAIL() << "expected an ImportError";
   } catch (const ImportError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("in-place 'aten::mul_' on the buffer 'scale' is not supported"),
+    EXPECT_NE(what.find("in-place 'aten::mul_' on the parameter 'fc.weight' is not supported"),
               std::string::npos)
         << what;
     EXPECT_NE(what.find("make_import_fixtures.py:"), std::string::npos) << what;

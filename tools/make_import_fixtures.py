@@ -148,17 +148,17 @@ def write(outdir, name):
 
 
 class Unsupported(torch.nn.Module):
-    """Updates a buffer in place inside forward() (a recomputation would repeat it), which
-    monet refuses: the error must name the operator and where."""
+    """Updates a parameter in place inside forward(), which monet refuses (a buffer it
+    writes when the iteration ends): the error must name the operator and where."""
 
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(8, 4)
-        self.register_buffer("scale", torch.ones(1))
 
     def forward(self, x):
-        self.scale.mul_(0.9)
-        return self.fc(x) * self.scale
+        with torch.no_grad():
+            self.fc.weight.mul_(0.9)
+        return self.fc(x)
 
 
 class GenericOps(torch.nn.Module):

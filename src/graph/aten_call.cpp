@@ -490,6 +490,7 @@ std::string describe_aten_call(const AtenCall& c) {
   if (c.several_results) s << " result=" << c.result_index;
   if (c.copies_result) s << " copied";
   if (c.no_gradient) s << " no_gradient";
+  if (c.writes_buffer) s << " writes_buffer=" << *c.writes_buffer;
   if (!at::isFloatingType(c.output_dtype)) s << " -> " << c10::toString(c.output_dtype);
   return s.str();
 }

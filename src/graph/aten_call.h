@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -75,6 +76,12 @@ struct AtenCall {
   /// seeded with call_aten's `random_seed`, so that a recomputation, a re-running backward
   /// and the reference draw what the forward drew.
   bool draws_random = false;
+  /// PyTorch's forward writes the result into this buffer (a value id): `out=` into a
+  /// buffer or an in-place update of one (spectral_norm's power iteration). monet computes
+  /// it out of place; the first forward keeps a copy (the node's per-iteration state) that
+  /// the buffer takes when the iteration ends, so recomputations read the buffer as the
+  /// forward read it.
+  std::optional<int> writes_buffer;
 };
 
 /// Thrown when an operator cannot be called, probed or differentiated; the message names

@@ -75,6 +75,7 @@ bool is_aten_norm(const Node& n) {
 }
 
 int64_t aten_state_bytes(const Graph& g, const Node& n) {
+  if (n.attrs.aten->writes_buffer) return g.value(n.output).bytes();  // the buffer's next value
   if (!is_aten_norm(n)) return 0;
   const Value& x = g.value(n.inputs[0]);
   const c10::IValue& what = n.attrs.aten->arguments.at(1);  // normalised shape, or groups
@@ -110,7 +111,8 @@ bool has_specialised_backward(const Graph& g, const Node& n) {
 bool offers_autograd_node(const Graph& g, const Node& n) {
   // Probed only for results that are no view, of floating type, whose derivative keeps no
   // output (make_aten_call): false for every other call.
-  return n.attrs.aten->autograd_keeps_inputs_by_leaf && !has_specialised_backward(g, n);
+  return n.attrs.aten->autograd_keeps_inputs_by_leaf && !n.attrs.aten->no_gradient &&
+         !has_specialised_backward(g, n);
 }
 
 std::vector<int> autograd_saved_activations(const Graph& g, const Node& n) {

@@ -41,7 +41,8 @@ std::vector<BackwardImplInfo> aten_backward_impls(const Graph& graph, const Node
 int64_t aten_intermediate_bytes(const Graph& graph, const Node& node,
                                 const std::string& forward_impl);
 
-/// Bytes of the per-iteration state the first forward keeps (norms' statistics), else 0.
+/// Bytes of the per-iteration state the first forward keeps (norms' statistics, the next
+/// value of a buffer the call writes), else 0.
 int64_t aten_state_bytes(const Graph& graph, const Node& node);
 /// Layer norm or group norm (the implementations of norm_kernels.cpp).
 bool is_aten_norm(const Node& node);

@@ -154,6 +154,7 @@ ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo&
   const at::Tensor result = is_plain_cross_entropy(g, n) ? cross_entropy_forward(n, in[0], in[1])
                                                          : call_aten(*n.attrs.aten, in, state.seed);
   out.output = own_storage(result, in).contiguous();
+  if (n.attrs.aten->writes_buffer && !state.computed) state.buffer_write = out.output.clone();
   return out;
 }
 

@@ -21,6 +21,9 @@ namespace monet {
 struct NodeState {
   at::Tensor save_mean;    // batch norm
   at::Tensor save_invstd;  // batch norm
+  /// The next value of the buffer a generic call writes (AtenCall::writes_buffer), from
+  /// the first forward: the executor writes it into the buffer when the iteration ends.
+  at::Tensor buffer_write;
   uint64_t seed = 0;
   bool computed = false;  // the node's first forward of this iteration has run
 };

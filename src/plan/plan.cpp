@@ -181,13 +181,14 @@ std::vector<bool> values_needing_grad(const Graph& g) {
     if (!takes_gradient(g, n.output)) continue;
     for (int in : n.inputs) needs[n.output] = needs[n.output] || needs[in];
   }
-  // As autograd: only what the loss is computed from gets a gradient (a batch norm's
-  // result that nothing reads, kept for its running statistics, gets none).
+  // As autograd: only what the loss is computed from, through results that take a
+  // gradient, gets one (a batch norm's result that nothing reads, kept for its running
+  // statistics, gets none; nor what only a detached or no_grad result is computed from).
   std::vector<bool> reaches_loss(g.values().size(), false);
   reaches_loss[g.loss_value()] = true;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node& n = g.node(*it);
-    if (!reaches_loss[n.output]) continue;
+    if (!reaches_loss[n.output] || !takes_gradient(g, n.output)) continue;
     for (int in : n.inputs) reaches_loss[in] = true;
   }
   for (size_t v = 0; v < needs.size(); ++v) needs[v] = needs[v] && reaches_loss[v];

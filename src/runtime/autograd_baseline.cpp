@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "graph/aten_call.h"
 #include "ops/reference_forward.h"
 #include "runtime/iteration_meter.h"
 
@@ -17,6 +18,7 @@ AutogradBaseline::AutogradBaseline(const Graph& graph, ModelState& state)
 
 at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int stop_at_value,
                                          bool record_trace, uint64_t iteration_seed) {
+  buffer_writes_.clear();
   std::vector<at::Tensor> env(graph_.values().size());
   for (const auto& v : graph_.values())
     if (v.kind != ValueKind::kActivation) env[v.id] = fixed_tensor(graph_, state_, batch, v.id);
@@ -27,6 +29,10 @@ at::Tensor AutogradBaseline::run_forward(const Batch& batch, bool training, int 
     for (int id : n.inputs) inputs.push_back(env[id]);
     env[n.output] = reference_forward(n, inputs, training, iteration_seed);
     inputs.clear();
+    // A buffer a call writes (AtenCall::writes_buffer) takes the value after the backward,
+    // which may read the buffer (the graph here does not mark PyTorch's no_grad regions).
+    if (n.op == OpKind::kAten && n.attrs.aten->writes_buffer && training && stop_at_value < 0)
+      buffer_writes_.emplace_back(*n.attrs.aten->writes_buffer, env[n.output].detach());
     if (n.output == stop_at_value) return env[n.output];
     // Drop our reference to activations no later node reads; autograd keeps what it saved.
     for (int id : n.inputs)
@@ -58,6 +64,11 @@ IterationResult AutogradBaseline::run_iteration(const Batch& batch,
         run_forward(batch, options.training, -1, options.record_trace, options.iteration_seed);
     loss.backward();
     result.loss = loss.item<double>();
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [buffer, next] : buffer_writes_) state_.tensor(buffer).copy_(next);
+    buffer_writes_.clear();
   }
   if (options.record_trace) MemoryTracker::mark("backward");
   if (options.sgd_step) {

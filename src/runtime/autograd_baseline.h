@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
 #include <vector>
 
 #include "base/memory_tracker.h"
@@ -61,6 +62,9 @@ class AutogradBaseline {
   ModelState& state_;
   std::vector<int> order_;
   std::vector<int> last_use_;  // per value: position in order_ of its last consumer
+  /// (buffer value id, its next value) of the iteration's generic calls that write a buffer
+  /// (AtenCall::writes_buffer), written after the backward.
+  std::vector<std::pair<int, at::Tensor>> buffer_writes_;
 };
 
 }  // namespace monet

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "graph/aten_call.h"
 #include "ops/op_kernels.h"
 #include "plan/liveness.h"
 #include "plan/plan_validator.h"
@@ -147,6 +148,15 @@ ExecutionResult PendingIteration::finish(at::Tensor grad_output) {
 
 ExecutionResult Executor::finish(PendingIteration::State& state) const {
   state.finished = true;
+  {  // buffers a generic call writes take their next values (AtenCall::writes_buffer)
+    torch::NoGradGuard no_grad;
+    for (const Node& n : graph_.nodes()) {
+      at::Tensor& next = state.node_state[n.id].buffer_write;
+      if (!next.defined()) continue;
+      state_.tensor(*n.attrs.aten->writes_buffer).copy_(next);
+      next.reset();
+    }
+  }
   state.tensors.clear();
   state.tensors.shrink_to_fit();
   ExecutionResult result;

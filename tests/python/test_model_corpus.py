@@ -394,6 +394,39 @@ class StochasticDepthNet(torch.nn.Module):
         return self.head(h.mean((2, 3)))
 
 
+class SpectralNormed(torch.nn.Module):
+    """Spectral normalisation in training (a GAN discriminator's): each forward runs power
+    iterations under no_grad that write the buffers weight_u and weight_v with `out=`, the
+    convolution's twice (its second iteration writes into its first's result)."""
+
+    def __init__(self):
+        super().__init__()
+        sn = torch.nn.utils.spectral_norm
+        self.conv = sn(torch.nn.Conv2d(3, 8, 3, padding=1), n_power_iterations=2)
+        self.fc = sn(torch.nn.Linear(8 * 4 * 4, 10))
+
+    def forward(self, x):
+        h = torch.nn.functional.leaky_relu(self.conv(x), 0.2)
+        return self.fc(torch.nn.functional.avg_pool2d(h, 2).flatten(1))
+
+
+class RunningMean(torch.nn.Module):
+    """A buffer updated in place in the forward (an exponential moving average of the
+    features, as a centring or a teacher network keeps), read after its update."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+        self.register_buffer("mean", torch.zeros(8))
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x))
+        with torch.no_grad():
+            self.mean.mul_(0.9).add_(0.1 * h.mean((0, 2, 3)))
+        return self.fc((h - self.mean.view(1, 8, 1, 1)).flatten(1))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -420,6 +453,8 @@ CASES = {
     "detached_features": (DetachedFeatures, "features", (4, 16)),
     "cell_loop": (CellLoop, "tokens", (4, 5)),
     "spatial_transformer": (SpatialTransformer, "features", (2, 3, 8, 8)),
+    "spectral_norm": (SpectralNormed, "features", (4, 3, 8, 8)),
+    "buffer_updated_in_forward": (RunningMean, "features", (4, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}

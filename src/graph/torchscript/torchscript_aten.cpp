@@ -62,6 +62,26 @@ std::optional<std::string> out_of_place_overload(const std::string& name,
   return std::nullopt;
 }
 
+// The overload of `schema`'s operator that takes its arguments but `out` (written) and
+// returns its result: div.Tensor for div.out.
+std::optional<std::string> functional_overload(const c10::FunctionSchema& schema, size_t out) {
+  std::vector<std::string> wanted;
+  for (size_t i = 0; i < schema.arguments().size(); ++i)
+    if (i != out) wanted.push_back(schema.arguments()[i].type()->str());
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& op :
+       torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(schema.name()))) {
+    const c10::FunctionSchema& other = op->schema();
+    if (other.is_mutable() || other.arguments().size() != wanted.size()) continue;
+    bool same = true;
+    for (size_t i = 0; same && i < wanted.size(); ++i)
+      same = other.arguments()[i].type()->str() == wanted[i];
+    if (same && dispatcher.findSchema({schema.name(), other.overload_name()}))
+      return other.overload_name();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool Importer::skip_state_update(JitNode* node, const std::string& kind) {
@@ -76,11 +96,12 @@ bool Importer::skip_state_update(JitNode* node, const std::string& kind) {
   // Batch norm's num_batches_tracked += 1 in a train-mode trace: not part of the
   // computation being trained (batch norm updates its running statistics itself).
   const bool parameter = state_.count(written.path) && state_.at(written.path).second;
-  if (!ends_with(written.path, "num_batches_tracked"))
-    fail(node, "in-place '" + kind + "' on the " + (parameter ? "parameter" : "buffer") + " '" +
-                   written.path +
-                   "' is not supported: a recomputation would repeat the update; update it "
-                   "outside forward()");
+  if (!ends_with(written.path, "num_batches_tracked")) {
+    if (!parameter) return false;  // a buffer: written when the iteration ends (translate_aten)
+    fail(node, "in-place '" + kind + "' on the parameter '" + written.path +
+                   "' is not supported: it would update the model's parameters in the "
+                   "forward; update it outside forward()");
+  }
   for (const JitValue* output : node->outputs()) entries_[output] = written;
   return true;
 }
@@ -119,11 +140,44 @@ bool Importer::fold_constants(JitNode* node, const std::string& kind) {
   return true;
 }
 
-void Importer::check_in_place_target(JitNode* node, const std::string& kind) {
+std::optional<int> Importer::buffer_written(JitNode* node, size_t i) {
+  const Entry& e = arg(node, i);
+  if (e.kind == Entry::kTensor) {
+    const auto it = buffer_of_value_.find(e.value);
+    return it == buffer_of_value_.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+  if ((e.kind != Entry::kState && e.kind != Entry::kConstant) || e.path.empty() ||
+      !state_.count(e.path) || state_.at(e.path).second)
+    return std::nullopt;
+  return state_value(node, e.path);
+}
+
+void Importer::write_buffer(JitNode* node, const JitValue* result, int buffer) {
+  const auto type = result->type()->cast<c10::TensorType>();
+  if (type && type->requiresGrad().value_or(false))
+    fail(node, "writing the buffer '" + graph_.value(buffer).name +
+                   "' with a result that requires grad is not supported");
+  const int value = entries_.at(result).value;
+  const int id = graph_.value(value).producer;
+  if (const auto previous = buffer_writer_.find(buffer); previous != buffer_writer_.end()) {
+    auto call = std::make_shared<AtenCall>(*graph_.node(previous->second).attrs.aten);
+    call->writes_buffer.reset();  // a later call writes the buffer's final value
+    graph_.set_aten_call(previous->second, call);
+  }
+  auto call = std::make_shared<AtenCall>(*graph_.node(id).attrs.aten);
+  call->writes_buffer = buffer;
+  call->no_gradient = true;  // under no_grad, as its trace says
+  call->autograd_keeps_inputs_by_leaf = false;
+  graph_.set_aten_call(id, call);
+  buffer_writer_[buffer] = id;
+  buffer_of_value_[value] = buffer;
+}
+
+void Importer::check_in_place_target(JitNode* node, const std::string& kind, size_t i) {
   // Into a tensor the model computes, or into a constant of the trace (MultiheadAttention
   // fills a zeros_like(mask) in place): the out-of-place operator, its result in the
-  // written tensor's place. Not into the model's state.
-  const Entry& written = arg(node, 0);
+  // written tensor's place. Not into the model's state (buffers: buffer_written).
+  const Entry& written = arg(node, i);
   if (written.kind != Entry::kTensor && (written.kind != Entry::kConstant || !written.path.empty()))
     fail(node, "in-place '" + kind + "' on a parameter or buffer is not supported");
   if (written.kind == Entry::kTensor) {  // nor into a view of one (weight.detach())
@@ -133,7 +187,7 @@ void Importer::check_in_place_target(JitNode* node, const std::string& kind) {
                      "' is not supported: it would update the model's state in the forward "
                      "(nn.Embedding's max_norm renormalises its weight so)");
   }
-  if (read_after(node, node->inputs()[0]))
+  if (read_after(node, node->inputs()[i]))
     fail(node, "in-place '" + kind +
                    "' on a tensor that is read again afterwards is not supported; trace "
                    "the model with the out-of-place operator");
@@ -144,22 +198,15 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
   const std::vector<Result> results = used_results(node, kind);
-  std::string name = schema->name(), overload = schema->overload_name();
+  OutOfPlace call{schema->name(), schema->overload_name(), std::nullopt, std::nullopt};
+  if (schema->is_mutable()) call = out_of_place_call(node, kind);
+  const std::string &name = call.name, &overload = call.overload;
   std::vector<c10::IValue> arguments;
   std::vector<int> slots;
-  if (schema->is_mutable()) {
-    if (name.back() != '_')
-      fail(node, "unsupported operator '" + kind + "': it writes into an argument");
-    check_in_place_target(node, kind);
-    name.pop_back();
-    const std::optional<std::string> out_of_place = out_of_place_overload(name, *schema);
-    if (!out_of_place)
-      fail(node, "unsupported operator '" + kind + "': it has no out-of-place form");
-    overload = *out_of_place;
-  }
   std::vector<int> inputs, list_indices;
   std::string module;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
+    if (call.out == i) continue;
     if (const auto o = overrides.find(i); o != overrides.end()) {
       arguments.push_back(o->second);
       continue;
@@ -198,7 +245,37 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     }
     if (kind == "aten::gelu") a.lossy = options_.lossy;
     emit(node, OpKind::kAten, inputs, std::move(a), module, result.value, label.c_str());
+    if (call.buffer) write_buffer(node, result.value, *call.buffer);
   }
+}
+
+Importer::OutOfPlace Importer::out_of_place_call(JitNode* node, const std::string& kind) {
+  const c10::FunctionSchema& schema = node->schema();
+  OutOfPlace call{schema.name(), schema.overload_name(), std::nullopt, std::nullopt};
+  if (call.name.back() == '_') {  // in place: into its first argument
+    call.buffer = buffer_written(node, 0);
+    if (!call.buffer) check_in_place_target(node, kind);
+    call.name.pop_back();
+    const std::optional<std::string> overload = out_of_place_overload(call.name, schema);
+    if (!overload) fail(node, "unsupported operator '" + kind + "': it has no out-of-place form");
+    call.overload = *overload;
+    return call;
+  }
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].alias_info() || !args[i].alias_info()->isWrite()) continue;
+    if (call.out)
+      fail(node, "unsupported operator '" + kind + "': it writes into several arguments");
+    call.out = i;
+  }
+  if (!call.out || *call.out >= node->inputs().size())
+    fail(node, "unsupported operator '" + kind + "': it writes into an argument");
+  call.buffer = buffer_written(node, *call.out);
+  if (!call.buffer) check_in_place_target(node, kind, *call.out);
+  const std::optional<std::string> overload = functional_overload(schema, *call.out);
+  if (!overload) fail(node, "unsupported operator '" + kind + "': it has no form without out=");
+  call.overload = *overload;
+  return call;
 }
 
 std::vector<Importer::Result> Importer::used_results(JitNode* node, const std::string& kind) {

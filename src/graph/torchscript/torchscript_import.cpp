@@ -58,7 +58,7 @@ Graph Importer::run() {
                       " input" + (inputs.size() == 2 ? "" : "s") + ", " +
                       std::to_string(inputs_.size()) + " given (one input shape each)");
   entries_[inputs[0]] = module_entry("");
-  norm_arguments_ = norm_arguments(*jit);
+  state_arguments_ = state_arguments(*jit);
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const JitValue* in = inputs[i + 1];
     Entry x;
@@ -97,14 +97,21 @@ bool Importer::input_is_token_ids(const JitValue* input) {
   return false;
 }
 
-std::set<const JitValue*> Importer::norm_arguments(const torch::jit::Graph& jit) {
+std::set<const JitValue*> Importer::state_arguments(const torch::jit::Graph& jit) {
   static const std::set<std::string> norms = {"aten::batch_norm", "aten::instance_norm",
                                               "aten::_batch_norm_impl_index",
                                               "aten::native_batch_norm"};
   std::set<const JitValue*> args;
-  for (const JitNode* node : jit.nodes())
+  for (const JitNode* node : jit.nodes()) {
     if (norms.count(node->kind().toQualString()))
       for (const JitValue* v : node->inputs()) args.insert(v);
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema || !schema->is_mutable()) continue;
+    for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
+      const auto& alias = schema->arguments()[i].alias_info();
+      if (alias && alias->isWrite()) args.insert(node->inputs()[i]);  // written in place
+    }
+  }
   return args;
 }
 
@@ -222,9 +229,9 @@ void Importer::translate_attribute(JitNode* node) {
     entries_[node->output()] = module_entry(path);
   } else if (state_.count(path) &&
              (!state_.at(path).first.is_floating_point() ||
-              (!state_.at(path).second && !norm_arguments_.count(node->output())))) {
-    // A buffer other than a norm's running statistics (Swin's relative position index,
-    // a causal attention mask) is a constant of the trace.
+              (!state_.at(path).second && !state_arguments_.count(node->output())))) {
+    // A buffer other than a norm's running statistics or one the forward writes (Swin's
+    // relative position index, a causal attention mask) is a constant of the trace.
     // A float one an operator takes as a tensor argument (through a Linear) is a buffer
     // value of the graph there (tensor()).
     Entry e = constant_entry(state_.at(path).first);
@@ -280,6 +287,11 @@ void Importer::translate_size(JitNode* node, const std::string& kind) {
 void Importer::translate(JitNode* node) {
   const std::string kind = node->kind().toQualString();
   if (translate_structure(node, kind)) return;
+  // A call writing into an argument (`out=`) or into a buffer: the generic path, which
+  // computes it out of place and writes the buffer when the iteration ends.
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (schema && schema->is_mutable() && (kind.back() != '_' || buffer_written(node, 0)))
+    return translate_aten(node, kind);
   try {
     translate_specialised(node, kind);
   } catch (const NotSpecialised&) {

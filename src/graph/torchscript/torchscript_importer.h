@@ -7,6 +7,7 @@
 #include <torch/script.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -251,7 +252,9 @@ class Importer {
     std::string base = module.empty() ? join(scope_, op) : module;
     if (!module.empty()) scope_ = parent(module);
     std::string name = base;
-    for (int k = 1; names_.count(name); ++k) name = base + "." + std::to_string(k);
+    // Nor a parameter's or buffer's name (a buffer called `mean` beside aten::mean).
+    for (int k = 1; names_.count(name) || state_.count(name); ++k)
+      name = base + "." + std::to_string(k);
     names_.insert(name);
     return name;
   }
@@ -329,9 +332,10 @@ class Importer {
   int classes_second(int logits);
   // Whether the trace feeds its input to an embedding's indices (token ids: int64).
   static bool input_is_token_ids(const JitValue* input);
-  // The values the trace passes to batch or instance norms (their running statistics
-  // stay state; any other buffer is a constant of the trace).
-  static std::set<const JitValue*> norm_arguments(const torch::jit::Graph& jit);
+  // The values the trace passes to batch or instance norms or writes into (their
+  // running statistics and buffers the forward updates stay state; any other buffer is a
+  // constant of the trace).
+  static std::set<const JitValue*> state_arguments(const torch::jit::Graph& jit);
   void translate_conv(JitNode* node, const std::string& kind);
   // prim::TupleUnpack, prim::TupleIndex, aten::__getitem__ and prim::DictIndex of a
   // tuple, list or dict the trace builds (prim::TupleConstruct, ListConstruct,
@@ -356,7 +360,20 @@ class Importer {
   // Refuses an in-place operator whose out-of-place form with its result in the written
   // tensor's place would not compute what the trace does (a write into the model's state,
   // or into a tensor read again afterwards).
-  void check_in_place_target(JitNode* node, const std::string& kind);
+  void check_in_place_target(JitNode* node, const std::string& kind, size_t written = 0);
+  // A call that writes one of its arguments, as the out-of-place call monet runs.
+  struct OutOfPlace {
+    std::string name, overload;
+    std::optional<size_t> out;  // `out=`: the argument written, which the call drops
+    std::optional<int> buffer;  // the buffer it writes (buffer_written), if any
+  };
+  OutOfPlace out_of_place_call(JitNode* node, const std::string& kind);
+  // The buffer a mutating call's argument `i` writes: a buffer of the model, or the value a
+  // previous call will write into one; none for anything else (AtenCall::writes_buffer).
+  std::optional<int> buffer_written(JitNode* node, size_t i);
+  // The call emitted for `result` writes `buffer` when the iteration ends, in place of
+  // the buffer's previous writer in this forward.
+  void write_buffer(JitNode* node, const JitValue* result, int buffer);
   void translate_aten(JitNode* node, const std::string& kind,
                       const std::map<size_t, c10::IValue>& overrides = {});
   // A result of a generic operator that becomes a node: its index among the operator's
@@ -387,7 +404,10 @@ class Importer {
   // Graph value of each parameter or buffer tensor: names sharing one tensor (tied
   // weights) share the value.
   std::map<const c10::TensorImpl*, int> state_by_tensor_;
-  std::set<const JitValue*> norm_arguments_;
+  // Buffers the forward writes (AtenCall::writes_buffer): by activation, the buffer it
+  // will be written to; by buffer, the node that writes it last.
+  std::map<int, int> buffer_of_value_, buffer_writer_;
+  std::set<const JitValue*> state_arguments_;
   std::unordered_map<const JitValue*, Entry> entries_;
   std::set<std::string> names_;
   std::string scope_;
