@@ -199,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ImportedTorchvision,
                                            "swin_t", "vit_tiny", "generic_ops", "unet_gn",
                                            "fcn_resnet50", "deeplabv3_mobilenet_v3_large",
                                            "gpt_tiny", "gpt_tied_matmul", "first_outputs",
-                                           "integer_results", "encoder_tiny"),
+                                           "integer_results", "encoder_tiny", "spectral_norm"),
                          [](const auto& info) { return info.param; });
 
 // Training through the public API on traced torchvision models: 5 steps of SGD with

@@ -58,6 +58,7 @@ OTHERS = {
     "encoder_tiny": (lambda: EncoderClassifier(), 10, True),
     "first_outputs": (lambda: FirstOutputs(), 16, True),
     "integer_results": (lambda: IntegerResults(), 16, True),
+    "spectral_norm": (lambda: SpectralNormNet(), 16, True),
 }
 # Language models: name -> vocabulary size. Their input is BATCH x image token ids, and
 # they are trained with cross-entropy over the logits [N, T, V] ("sequence_cross_entropy").
@@ -73,6 +74,9 @@ MSE = {"unet_gn"}
 # Swin's and the GPT's traces compute their attention scale from a size as a float32
 # tensor, so the trace and the Python module differ by ~1e-8 in float64.
 TRACE_REFERENCE = {"swin_t", "gpt_tiny", "gpt_tied_matmul"}
+# Models whose trace moves buffers their forward reads (spectral normalisation's power
+# iteration): the file keeps the buffers as they were before the trace, as the reference.
+BUFFERS_BEFORE_TRACE = {"spectral_norm"}
 BATCH = 2
 CLASSES = 10
 LARGE = 1 << 21
@@ -112,6 +116,11 @@ def write(outdir, name):
     with torch.no_grad():
         traced = torch.jit.trace(copy_of(model), x, check_trace=False,
                                  strict=name not in SEGMENTATION)
+    if name in BUFFERS_BEFORE_TRACE:
+        before = dict(model.named_buffers())
+        with torch.no_grad():
+            for bname, b in traced.named_buffers():
+                b.copy_(before[bname])
     traced.save(os.path.join(outdir, name + ".pt"))
 
     if name in TRACE_REFERENCE:
@@ -159,6 +168,21 @@ class Unsupported(torch.nn.Module):
         with torch.no_grad():
             self.fc.weight.mul_(0.9)
         return self.fc(x)
+
+
+class SpectralNormNet(torch.nn.Module):
+    """Spectral normalisation in training: power iterations under no_grad that write the
+    buffers weight_u and weight_v with `out=` (the convolution's twice)."""
+
+    def __init__(self):
+        super().__init__()
+        sn = torch.nn.utils.spectral_norm
+        self.conv = sn(torch.nn.Conv2d(3, 8, 3, padding=1), n_power_iterations=2)
+        self.fc = sn(torch.nn.Linear(8, CLASSES))
+
+    def forward(self, x):
+        h = F.leaky_relu(self.conv(x), 0.2)
+        return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
 
 
 class GenericOps(torch.nn.Module):

@@ -8,25 +8,28 @@ from conftest import halfway_budget
 from test_training import SmallNet
 
 
-class WithBufferUpdate(torch.nn.Module):
+class WithParameterUpdate(torch.nn.Module):
+    """Updates a parameter inside forward() (a buffer monet writes when the step ends)."""
+
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(3, 4, 3)
-        self.register_buffer("scale", torch.ones(1))
 
     def forward(self, x):
-        self.scale.mul_(0.9)  # BUFFER_UPDATE_LINE
-        return self.conv(x) * self.scale
+        with torch.no_grad():
+            self.conv.weight.mul_(0.9)  # PARAMETER_UPDATE_LINE
+        return self.conv(x)
 
 
 def test_unsupported_operator_names_the_operator_and_its_source(cache_dir):
     with pytest.raises(monet.UnsupportedOperator) as e:
-        monet.optimize(WithBufferUpdate(), torch.randn(2, 3, 8, 8), budget="0.5x",
+        monet.optimize(WithParameterUpdate(), torch.randn(2, 3, 8, 8), budget="0.5x",
                        cache_dir=cache_dir)
     assert e.value.operator == "aten::mul_"
-    line = next(i for i, text in enumerate(open(__file__), 1) if "# BUFFER_UPDATE_LINE" in text)
+    line = next(i for i, text in enumerate(open(__file__), 1)
+                if "# PARAMETER_UPDATE_LINE" in text)
     assert e.value.source.endswith(f"test_errors.py:{line}"), e.value.source
-    assert "on the buffer 'scale' is not supported" in str(e.value)
+    assert "on the parameter 'conv.weight' is not supported" in str(e.value)
     assert isinstance(e.value, ValueError)
 
 
