@@ -67,6 +67,14 @@ bool offers(const Graph& g, const std::string& name) {
   return forward;
 }
 
+// saved_graph() with its initial state, a batch and their quick profile.
+struct Profiled {
+  Graph graph = saved_graph();
+  ModelState state = ModelState::initialize(graph, 0);
+  Batch batch = make_batch(graph, 1);
+  CostModel costs = testing::quick_profile(graph, state, batch);
+};
+
 // Every generic node's forward and backward set to "autograd" where offered.
 Plan with_autograd_nodes(const Graph& g, Plan plan) {
   for (Instruction& in : plan.program) {
@@ -138,10 +146,8 @@ TEST(AutogradNode, HoldsOnlyWhatItKeepsOfItsOwn) {
 // again beside its input's gradient: its peak is at most the re-running store-all's.
 TEST(AutogradNode, StoreAllKeepsTheNodeWhereOffered) {
   MemoryTracker::install();
-  const Graph g = saved_graph();
-  const ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  const CostModel costs = testing::quick_profile(g, state, batch);
+  const Profiled p;
+  const Graph& g = p.graph;
   const Plan plan = store_all_plan(g);
   Plan rerunning = plan;
   size_t kept = 0;
@@ -152,24 +158,22 @@ TEST(AutogradNode, StoreAllKeepsTheNodeWhereOffered) {
     in.impl = in.kind == InstrKind::kBackward ? "rerun" : "default";
   }
   EXPECT_EQ(kept, 5u);  // sin, pow, max, cumsum, reshape
-  const SimulationResult all = simulate(g, plan, costs);
-  EXPECT_LE(all.peak_bytes, simulate(g, rerunning, costs).peak_bytes);
-  testing::expect_runs_as_simulated(g, state, batch, plan, all);
+  const SimulationResult all = simulate(g, plan, p.costs);
+  EXPECT_LE(all.peak_bytes, simulate(g, rerunning, p.costs).peak_bytes);
+  testing::expect_runs_as_simulated(g, p.state, p.batch, plan, all);
 }
 
 TEST(AutogradNode, GradientsAndPeakMatchUnderStoreAllAndRecomputation) {
   MemoryTracker::install();
-  const Graph g = saved_graph();
-  const ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  const CostModel costs = testing::quick_profile(g, state, batch);
+  const Profiled p;
+  const Graph& g = p.graph;
   for (const Plan& base : {store_all_plan(g), chen_plan(g)}) {
     const Plan plan = with_autograd_nodes(g, base);
     std::set<std::string> impls;
     for (const Instruction& in : plan.program)
       if (in.kind == InstrKind::kBackward) impls.insert(in.impl);
     EXPECT_TRUE(impls.count("autograd")) << plan.planner;
-    testing::expect_runs_as_simulated(g, state, batch, plan, simulate(g, plan, costs));
+    testing::expect_runs_as_simulated(g, p.state, p.batch, plan, simulate(g, plan, p.costs));
   }
 }
 
