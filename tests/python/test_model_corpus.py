@@ -331,6 +331,21 @@ class DetachedFeatures(torch.nn.Module):
         return self.b(h + 0.5 * h.detach() ** 2)
 
 
+class DetachedBranch(torch.nn.Module):
+    """A branch read only through .detach() (a stop-gradient gate): its layer gets no
+    gradient, and no backward runs for it."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 16)
+        self.gate = torch.nn.Linear(16, 16)
+        self.b = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        g = torch.tanh(self.gate(x)).detach()
+        return self.b(torch.relu(self.a(x)) * (1 + g))
+
+
 class CellLoop(torch.nn.Module):
     """nn.LSTMCell and nn.GRUCell unrolled over the positions (the trace decomposes each
     cell; the states start as zeros made by new_zeros, constants of the trace): [N, T]
@@ -451,6 +466,7 @@ CASES = {
     "integer_tensor_ops": (IntegerTensorOps, "tokens", (4, 12)),
     "expanded_bag": (ExpandedBag, "tokens", (4, 12)),
     "detached_features": (DetachedFeatures, "features", (4, 16)),
+    "detached_branch": (DetachedBranch, "features", (4, 16)),
     "cell_loop": (CellLoop, "tokens", (4, 5)),
     "spatial_transformer": (SpatialTransformer, "features", (2, 3, 8, 8)),
     "spectral_norm": (SpectralNormed, "features", (4, 3, 8, 8)),
