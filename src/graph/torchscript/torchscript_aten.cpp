@@ -42,44 +42,34 @@ c10::IValue argument_constant(const JitNode* node, size_t i, const c10::IValue& 
   return v;
 }
 
-// The overload of the out-of-place operator `name` that takes what the in-place `schema`
-// takes: its own name where there is one (mul_.Tensor, mul.Tensor), else the one of the
-// same argument types (bernoulli_.float, bernoulli.p). None when there is none.
-std::optional<std::string> out_of_place_overload(const std::string& name,
-                                                 const c10::FunctionSchema& schema) {
-  auto& dispatcher = c10::Dispatcher::singleton();
-  if (dispatcher.findSchema({name, schema.overload_name()})) return schema.overload_name();
-  const auto same_types = [&schema](const c10::FunctionSchema& other) {
-    const auto &a = schema.arguments(), &b = other.arguments();
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i].type()->str() != b[i].type()->str()) return false;
-    return true;
-  };
-  for (const auto& op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(name)))
-    if (same_types(op->schema()) && dispatcher.findSchema({name, op->schema().overload_name()}))
-      return op->schema().overload_name();
-  return std::nullopt;
-}
-
-// The overload of `schema`'s operator that takes its arguments but `out` (written) and
-// returns its result: div.Tensor for div.out.
-std::optional<std::string> functional_overload(const c10::FunctionSchema& schema, size_t out) {
+// The overload of `name` that the dispatcher knows, writes none of its arguments, and
+// takes arguments of the types of `schema`'s, without argument `skipped` where given.
+std::optional<std::string> overload_taking(const std::string& name,
+                                           const c10::FunctionSchema& schema,
+                                           std::optional<size_t> skipped = std::nullopt) {
   std::vector<std::string> wanted;
   for (size_t i = 0; i < schema.arguments().size(); ++i)
-    if (i != out) wanted.push_back(schema.arguments()[i].type()->str());
+    if (skipped != i) wanted.push_back(schema.arguments()[i].type()->str());
   auto& dispatcher = c10::Dispatcher::singleton();
-  for (const auto& op :
-       torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(schema.name()))) {
+  for (const auto& op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(name))) {
     const c10::FunctionSchema& other = op->schema();
     if (other.is_mutable() || other.arguments().size() != wanted.size()) continue;
     bool same = true;
     for (size_t i = 0; same && i < wanted.size(); ++i)
       same = other.arguments()[i].type()->str() == wanted[i];
-    if (same && dispatcher.findSchema({schema.name(), other.overload_name()}))
-      return other.overload_name();
+    if (same && dispatcher.findSchema({name, other.overload_name()})) return other.overload_name();
   }
   return std::nullopt;
+}
+
+// The overload of the out-of-place operator `name` that takes what the in-place `schema`
+// takes: its own name where there is one (mul_.Tensor, mul.Tensor), else the one of the
+// same argument types (bernoulli_.float, bernoulli.p). None when there is none.
+std::optional<std::string> out_of_place_overload(const std::string& name,
+                                                 const c10::FunctionSchema& schema) {
+  if (c10::Dispatcher::singleton().findSchema({name, schema.overload_name()}))
+    return schema.overload_name();
+  return overload_taking(name, schema);
 }
 
 }  // namespace
@@ -158,11 +148,7 @@ std::optional<int> Importer::buffer_written(JitNode* node, size_t i) {
   return state_value(node, e.path);
 }
 
-void Importer::write_buffer(JitNode* node, const JitValue* result, int buffer) {
-  const auto type = result->type()->cast<c10::TensorType>();
-  if (type && type->requiresGrad().value_or(false))
-    fail(node, "writing the buffer '" + graph_.value(buffer).name +
-                   "' with a result that requires grad is not supported");
+void Importer::write_buffer(const JitValue* result, int buffer) {
   const int value = entries_.at(result).value;
   const int id = graph_.value(value).producer;
   if (const auto previous = buffer_writer_.find(buffer); previous != buffer_writer_.end()) {
@@ -172,8 +158,9 @@ void Importer::write_buffer(JitNode* node, const JitValue* result, int buffer) {
   }
   auto call = std::make_shared<AtenCall>(*graph_.node(id).attrs.aten);
   call->writes_buffer = buffer;
-  call->no_gradient = true;  // under no_grad, as its trace says
-  call->autograd_keeps_inputs_by_leaf = false;
+  // Nothing flows back through it: PyTorch refuses `out=` under autograd, and a buffer is
+  // updated under no_grad.
+  call->no_gradient = true;
   graph_.set_aten_call(id, call);
   buffer_writer_[buffer] = id;
   buffer_of_value_[value] = buffer;
@@ -251,7 +238,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     }
     if (kind == "aten::gelu") a.lossy = options_.lossy;
     emit(node, OpKind::kAten, inputs, std::move(a), module, result.value, label.c_str());
-    if (call.buffer) write_buffer(node, result.value, *call.buffer);
+    if (call.buffer) write_buffer(result.value, *call.buffer);
   }
 }
 
@@ -278,7 +265,8 @@ Importer::OutOfPlace Importer::out_of_place_call(JitNode* node, const std::strin
     fail(node, "unsupported operator '" + kind + "': it writes into an argument");
   call.buffer = buffer_written(node, *call.out);
   if (!call.buffer) check_in_place_target(node, kind, *call.out);
-  const std::optional<std::string> overload = functional_overload(schema, *call.out);
+  // div.Tensor for div.out: the overload taking all but `out`.
+  const std::optional<std::string> overload = overload_taking(call.name, schema, call.out);
   if (!overload) fail(node, "unsupported operator '" + kind + "': it has no form without out=");
   call.overload = *overload;
   return call;

@@ -373,7 +373,7 @@ class Importer {
   std::optional<int> buffer_written(JitNode* node, size_t i);
   // The call emitted for `result` writes `buffer` when the iteration ends, in place of
   // the buffer's previous writer in this forward.
-  void write_buffer(JitNode* node, const JitValue* result, int buffer);
+  void write_buffer(const JitValue* result, int buffer);
   void translate_aten(JitNode* node, const std::string& kind,
                       const std::map<size_t, c10::IValue>& overrides = {});
   // A result of a generic operator that becomes a node: its index among the operator's
