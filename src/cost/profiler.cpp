@@ -60,25 +60,31 @@ ImplCost measure(const ProfileOptions& o, int64_t declared_result_bytes,
   return c;
 }
 
-// A gradient for `v` laid out as the executor hands it to v's producer. When every
-// consumer of v is a concatenation, the gradient is a slice of the concatenation's output
-// gradient (the one whose backward runs first, the last in forward order): a view, strided
-// unless the slice happens to be contiguous, and kernels that want dense input copy it.
-// That copy is workspace, so it is measured here.
+// A gradient for `v` laid out as the executor hands it to v's producer. Concatenation,
+// flatten and add pass their output gradient on as views (cat: a slice; flatten: a view
+// of the input's shape; add: itself), so when every consumer of v is one of them, the
+// gradient is that view of the consumer's own gradient (the consumer whose backward runs
+// first, the last in forward order), strided unless the slice happens to be contiguous:
+// a linear or embedding after a flatten into a concatenation gets a strided one. Kernels
+// that want dense input copy it; that copy is workspace, so it is measured here.
 at::Tensor executor_like_gradient(const Graph& g, const Value& v) {
-  const auto options = at::TensorOptions().dtype(v.dtype);
-  const bool all_cats =
-      !v.consumers.empty() && std::all_of(v.consumers.begin(), v.consumers.end(),
-                                          [&](int c) { return g.node(c).op == OpKind::kCat; });
-  if (!all_cats) return at::randn(v.shape, options);
-  const Node& cat = g.node(v.consumers.back());
-  const int64_t dim = cat.attrs.dim;
+  const auto passes_a_view = [&](int c) {
+    const OpKind op = g.node(c).op;
+    return op == OpKind::kCat || op == OpKind::kFlatten || op == OpKind::kAdd;
+  };
+  if (v.consumers.empty() || !std::all_of(v.consumers.begin(), v.consumers.end(), passes_a_view))
+    return at::randn(v.shape, at::TensorOptions().dtype(v.dtype));
+  const Node& consumer = g.node(v.consumers.back());
+  const at::Tensor grad = executor_like_gradient(g, g.value(consumer.output));
+  if (consumer.op == OpKind::kFlatten) return grad.view(v.shape);
+  if (consumer.op == OpKind::kAdd) return grad;
+  const int64_t dim = consumer.attrs.dim;
   int64_t offset = 0;
-  for (int in : cat.inputs) {
+  for (int in : consumer.inputs) {
     if (in == v.id) break;
     offset += g.value(in).shape[dim];
   }
-  return at::randn(g.value(cat.output).shape, options).narrow(dim, offset, v.shape[dim]);
+  return grad.narrow(dim, offset, v.shape[dim]);
 }
 
 }  // namespace

@@ -181,8 +181,8 @@ namespace {
 
 // Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry:
 // a view's layout, an expanded one's zero strides included; integer ones as indices 0 or
-// 1; floating ones in their type, float32 where `dtypes` has no entry), the same on every
-// call.
+// 1; floating and complex ones in their type, float32 where `dtypes` has no entry), the same on
+// every call.
 std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& shapes,
                                      const std::vector<std::vector<int64_t>>& strides,
                                      const std::vector<at::ScalarType>& dtypes) {
@@ -195,7 +195,7 @@ std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& sh
     for (size_t d = 0; strided && d < shapes[k].size(); ++d)
       extent += (shapes[k][d] - 1) * strides[k][d];
     const std::vector<int64_t> storage_shape = strided ? std::vector<int64_t>{extent} : shapes[k];
-    const bool floating = k < dtypes.size() && at::isFloatingType(dtypes[k]);
+    const bool floating = k < dtypes.size() && differentiable_type(dtypes[k]);
     at::Tensor t = integral   ? at::randint(0, 2, storage_shape, gen, at::dtype(dtypes[k]))
                    : floating ? at::randn(storage_shape, gen, at::dtype(dtypes[k]))
                               : at::randn(storage_shape, gen);
@@ -262,7 +262,7 @@ void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shape
                         " failed on inputs of the traced shapes: " + e.what_without_backtrace());
   }
   c->output_dtype = out.scalar_type();
-  c->no_gradient = any && out.is_floating_point() && !out.requires_grad();
+  c->no_gradient = any && differentiable_type(out.scalar_type()) && !out.requires_grad();
   c->output_shape = out.sizes().vec();
   bool alias = false;
   for (const at::Tensor& t : in) alias = alias || out.is_alias_of(t);
@@ -313,7 +313,7 @@ std::shared_ptr<const AtenCall> make_aten_call(
   call->result_index = result_index;
   probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   if (!call->output_aliases_input && !call->saves_output && !call->no_gradient &&
-      at::isFloatingType(call->output_dtype))
+      differentiable_type(call->output_dtype))
     probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
   // A derivative that keeps a tensor of its own made from the inputs (matmul's contiguous
   // copy of a strided operand) needs their values, though it keeps none of them itself.
@@ -331,9 +331,13 @@ int storage_base(const Graph& g, int value) {
   return value;
 }
 
+bool differentiable_type(at::ScalarType dtype) {
+  return at::isFloatingType(dtype) || at::isComplexType(dtype);
+}
+
 bool takes_gradient(const Graph& g, int value) {
   const Value& v = g.value(value);
-  if (!at::isFloatingType(v.dtype)) return false;
+  if (!differentiable_type(v.dtype)) return false;
   if (v.producer < 0) return true;
   const Node& n = g.node(v.producer);
   return n.op != OpKind::kAten || !n.attrs.aten->no_gradient;
@@ -354,7 +358,7 @@ AtenInputs aten_inputs_of(const Graph& g, const std::vector<int>& values) {
     in.dtypes.push_back(value.dtype);
     in.differentiable.push_back(
         (value.kind == ValueKind::kActivation || value.kind == ValueKind::kParameter) &&
-        at::isFloatingType(value.dtype));
+        differentiable_type(value.dtype));
   }
   return in;
 }

@@ -134,8 +134,11 @@ bool is_view_node(const Node& node);
 /// The value whose storage `value` shares: its view nodes' first inputs followed back to
 /// a value no view node produced (`value` itself when it is no view).
 int storage_base(const Graph& g, int value);
-/// Whether the value takes a gradient where what it is computed from does: a floating
-/// result of an operator PyTorch records a derivative for.
+/// Whether tensors of `dtype` take gradients: floating-point and complex ones (a complex
+/// value's gradient is complex, as PyTorch's).
+bool differentiable_type(at::ScalarType dtype);
+/// Whether the value takes a gradient where what it is computed from does: a floating or
+/// complex result of an operator PyTorch records a derivative for.
 bool takes_gradient(const Graph& g, int value);
 
 /// The strides of `value` when it is a non-contiguous view (its generic producer's
@@ -144,7 +147,7 @@ std::vector<int64_t> view_strides(const Graph& graph, int value);
 
 /// What make_aten_call needs of a call's tensor inputs `values` (node inputs, in order):
 /// their shapes, layouts (view_strides), types, and which are differentiable (floating-point
-/// activations and parameters).
+/// or complex activations and parameters).
 struct AtenInputs {
   std::vector<std::vector<int64_t>> shapes, strides;
   std::vector<at::ScalarType> dtypes;

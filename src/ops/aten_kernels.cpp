@@ -21,8 +21,15 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   const at::TensorOptions options = a.grad_output.options();
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     at::Tensor x = a.inputs[k];
-    // Inputs the derivative does not read: a stand-in of their shape that holds no memory.
-    if (!x.defined()) x = zero_shape_stand_in(g.value(n.inputs[k]).shape, options);
+    // Inputs the derivative does not read: a stand-in of their shape that holds no memory,
+    // in the gradient's floating type (the graph's may be float32 where this run is
+    // float64), complex where the input is (real()'s).
+    const Value& v = g.value(n.inputs[k]);
+    if (!x.defined())
+      x = zero_shape_stand_in(
+          v.shape, at::isComplexType(v.dtype)
+                       ? options.dtype(c10::toComplexType(options.dtype().toScalarType()))
+                       : options);
     leaves[k] = x.detach();
     if (a.needs_grad[k]) {
       leaves[k].requires_grad_(true);

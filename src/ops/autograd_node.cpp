@@ -41,7 +41,7 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
     const Value& v = g.value(n.inputs[k]);
     const bool activation = v.kind == ValueKind::kActivation;
     const bool differentiable =
-        (activation || v.kind == ValueKind::kParameter) && in[k].is_floating_point();
+        (activation || v.kind == ValueKind::kParameter) && differentiable_type(in[k].scalar_type());
     any_differentiable = any_differentiable || differentiable;
     call_inputs[k] =
         activation || differentiable ? storage_swappable(in[k], differentiable) : in[k];

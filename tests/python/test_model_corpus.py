@@ -442,6 +442,38 @@ class RunningMean(torch.nn.Module):
         return self.fc((h - self.mean.view(1, 8, 1, 1)).flatten(1))
 
 
+class FourierMixing(torch.nn.Module):
+    """FNet's token mixing: a Fourier transform over the features and the positions, its
+    real and imaginary parts read back (complex intermediates, complex gradients)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 16)
+        self.norm = torch.nn.LayerNorm(16)
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = self.proj(x)
+        c = torch.fft.fft2(h)
+        return self.head(self.norm(h + c.real + 0.5 * c.imag).mean(1))
+
+
+class TabularNet(torch.nn.Module):
+    """Two inputs, categorical ids [N, 3] and continuous features [N, 6]: the ids' embeddings
+    flattened and concatenated with the normalised features (the embedding's gradient a
+    strided slice of the concatenation's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 4)
+        self.norm = torch.nn.BatchNorm1d(6)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(3 * 4 + 6, 16), torch.nn.PReLU(),
+                                       torch.nn.Linear(16, 10))
+
+    def forward(self, ids, features):
+        return self.mlp(torch.cat([self.embed(ids).flatten(1), self.norm(features)], 1))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -471,6 +503,8 @@ CASES = {
     "spatial_transformer": (SpatialTransformer, "features", (2, 3, 8, 8)),
     "spectral_norm": (SpectralNormed, "features", (4, 3, 8, 8)),
     "buffer_updated_in_forward": (RunningMean, "features", (4, 3, 8, 8)),
+    "fourier_mixing": (FourierMixing, "features", (4, 8, 16)),
+    "ids_and_features": (TabularNet, "ids_and_features", (4, 3)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
@@ -494,6 +528,11 @@ def batches(kind, shape):
         xs = [(torch.randint(0, VOCAB, shape, generator=g), m) for m in masks]
         ys = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
         return xs, ys, sequence_cross_entropy
+    if kind == "ids_and_features":  # categorical ids [N, 3] and 6 continuous features
+        xs = [(torch.randint(0, VOCAB, shape, generator=g),
+               torch.randn(shape[0], 6, generator=g, dtype=torch.float64)) for _ in range(STEPS)]
+        ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
+        return xs, ys, torch.nn.functional.cross_entropy
     if kind == "tokens":
         xs = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
         ys = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
