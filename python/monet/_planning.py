@@ -93,14 +93,48 @@ def _state_kept(module):
         torch.random.set_rng_state(rng)
 
 
+@contextlib.contextmanager
+def _checkpoints_inlined():
+    """torch.utils.checkpoint's reentrant form (its default) is a Python autograd function,
+    which a trace cannot save: while tracing, the checkpointed function runs inline (monet
+    decides what to recompute itself)."""
+    from torch.utils import checkpoint as ckpt
+    own = ckpt.CheckpointFunction.__dict__.get("apply")
+    ckpt.CheckpointFunction.apply = staticmethod(lambda function, _preserve, *args:
+                                                 function(*args))
+    try:
+        yield
+    finally:
+        if own is None:
+            del ckpt.CheckpointFunction.apply
+        else:
+            ckpt.CheckpointFunction.apply = own
+
+
+def _refuse_python_functions(traced):
+    """A torch.autograd.Function's call is recorded as one Python operator, without its
+    code: refused in one line, naming it and where the model calls it."""
+    for node in traced.inlined_graph.nodes():
+        if node.kind() == "prim::PythonOp":
+            frames = node.sourceRange().splitlines()
+            where = f" at {frames[0]}" if frames else ""
+            raise UnsupportedOperator(
+                f"the model calls the Python autograd function '{node.pyname()}'{where}: a "
+                "trace records the call but not its Python forward and backward, and monet "
+                "runs traced ATen operators only; write it with torch operators",
+                "prim::PythonOp", frames[0] if frames else "")
+
+
 def _traced(module, inputs):
     if isinstance(module, torch.jit.ScriptModule):
         return module
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
-    with _state_kept(module), torch.no_grad():
+    with _state_kept(module), torch.no_grad(), _checkpoints_inlined():
         # strict=False: a module returning a dict (torchvision's segmentation models).
-        return torch.jit.trace(module, inputs, check_trace=False, strict=False)
+        traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
+    _refuse_python_functions(traced)
+    return traced
 
 
 def _example_inputs(example_input):

@@ -33,6 +33,40 @@ def test_unsupported_operator_names_the_operator_and_its_source(cache_dir):
     assert isinstance(e.value, ValueError)
 
 
+class ReverseGradient(torch.autograd.Function):
+    """A gradient reversal layer (domain-adversarial training): Python forward and backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class WithPythonFunction(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return ReverseGradient.apply(self.fc(x))  # PYTHON_FUNCTION_LINE
+
+
+def test_a_python_autograd_function_is_refused_in_one_line(cache_dir):
+    """Its call is traced without its code: refused, naming it and its line."""
+    with pytest.raises(monet.UnsupportedOperator) as e:
+        monet.optimize(WithPythonFunction(), torch.randn(2, 8), budget="0.5x",
+                       cache_dir=cache_dir)
+    assert e.value.operator == "prim::PythonOp"
+    line = next(i for i, text in enumerate(open(__file__), 1)
+                if "# PYTHON_FUNCTION_LINE" in text)
+    assert f"test_errors.py({line})" in e.value.source, e.value.source
+    assert "Python autograd function 'ReverseGradient'" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
 def test_budget_below_every_plan_gives_the_smallest_and_the_bound(cache_dir):
     torch.manual_seed(0)
     model = SmallNet().double()

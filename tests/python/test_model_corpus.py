@@ -474,6 +474,24 @@ class TabularNet(torch.nn.Module):
         return self.mlp(torch.cat([self.embed(ids).flatten(1), self.norm(features)], 1))
 
 
+class CheckpointedBlocks(torch.nn.Module):
+    """A model that checkpoints its own blocks with torch.utils.checkpoint: the reentrant
+    form (the default, a Python autograd function that monet runs inline) and
+    checkpoint_sequential; monet plans the recomputation itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Linear(16, 16)
+        self.block = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(),
+                                         torch.nn.Linear(16, 16), torch.nn.ReLU())
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+        h = self.stem(x)  # an input that requires grad: PyTorch's reentrant form needs one
+        return self.head(checkpoint(self.block, h) + checkpoint_sequential(self.block, 2, h))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -505,6 +523,7 @@ CASES = {
     "buffer_updated_in_forward": (RunningMean, "features", (4, 3, 8, 8)),
     "fourier_mixing": (FourierMixing, "features", (4, 8, 16)),
     "ids_and_features": (TabularNet, "ids_and_features", (4, 3)),
+    "checkpointed_blocks": (CheckpointedBlocks, "features", (4, 16)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
