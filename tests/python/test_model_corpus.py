@@ -780,3 +780,40 @@ def test_a_float64_traced_file_runs_at_its_predicted_peak(tmp_path):
         assert json.loads(r.stdout)["peak_bytes"] == predicted, (dtype, r.stdout, predicted)
         peaks[dtype] = predicted
     assert peaks[torch.float64] == 2 * peaks[torch.float32], peaks
+
+
+class SparseEmbedding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 8, sparse=True)
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids).mean(1))
+
+
+def test_a_sparse_embedding_gets_its_gradient_dense(cache_dir):
+    """nn.Embedding(sparse=True): monet's gradient is the dense tensor of PyTorch's sparse
+    one, and SGD with momentum trains both to the same weights."""
+    torch.manual_seed(0)
+    model = SparseEmbedding().double()
+    reference = copy.deepcopy(model)
+    xs, ys, _ = batches("tokens", (4, 6))
+    ys = [y[:, 0] % 10 for y in ys]
+    loss = torch.nn.CrossEntropyLoss()
+    fast = monet.optimize(model, xs[0], budget="1.5x", loss=loss, target=ys[0],
+                          cache_dir=cache_dir, time_limit=20, search_limit="work")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, reference)]
+    for x, y in zip(xs, ys):
+        for opt in opts:
+            opt.zero_grad(set_to_none=True)
+        fast(x, y).backward()
+        loss(reference(x), y).backward()
+        assert model.embed.weight.grad.layout == torch.strided
+        assert reference.embed.weight.grad.layout == torch.sparse_coo
+        assert torch.allclose(model.embed.weight.grad, reference.embed.weight.grad.to_dense(),
+                              rtol=1e-12, atol=0)
+        for opt in opts:
+            opt.step()
+    for a, b in zip(model.parameters(), reference.parameters()):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-15)

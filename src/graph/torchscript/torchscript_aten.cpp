@@ -206,7 +206,12 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     }
     const Entry& e = arg(node, i);
     if (e.kind == Entry::kConstant) {
-      arguments.push_back(argument_constant(node, i, e.constant));
+      // An embedding's sparse gradient (sparse=True) is dense here: gradients are dense
+      // tensors in the plan's memory and in the fused updates.
+      const bool sparse_flag = i < schema->arguments().size() &&
+                               schema->arguments()[i].name() == "sparse" && e.constant.isBool();
+      arguments.push_back(sparse_flag ? c10::IValue(false)
+                                      : argument_constant(node, i, e.constant));
       continue;
     }
     arguments.emplace_back();
