@@ -13,6 +13,16 @@
 namespace monet::kernels {
 namespace {
 
+// A stand-in's type for an input of `v`'s: floating ones in the gradient's precision (the
+// graph's may be float32 where this run is float64), real or complex as the input is
+// (real()'s input is complex, view_as_complex()'s real); others in their own type.
+at::TensorOptions stand_in_options(const Value& v, const at::TensorOptions& grad) {
+  const at::ScalarType g = grad.dtype().toScalarType();
+  if (at::isComplexType(v.dtype)) return grad.dtype(c10::toComplexType(g));
+  if (at::isFloatingType(v.dtype)) return grad.dtype(c10::toRealValueType(g));
+  return grad.dtype(v.dtype);
+}
+
 // The re-running backward (any operator).
 std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const BackwardArgs& a,
                                        uint64_t seed) {
@@ -21,15 +31,10 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   const at::TensorOptions options = a.grad_output.options();
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     at::Tensor x = a.inputs[k];
-    // Inputs the derivative does not read: a stand-in of their shape that holds no memory,
-    // in the gradient's floating type (the graph's may be float32 where this run is
-    // float64), complex where the input is (real()'s).
-    const Value& v = g.value(n.inputs[k]);
+    // Inputs the derivative does not read: a stand-in of their shape that holds no memory.
     if (!x.defined())
-      x = zero_shape_stand_in(
-          v.shape, at::isComplexType(v.dtype)
-                       ? options.dtype(c10::toComplexType(options.dtype().toScalarType()))
-                       : options);
+      x = zero_shape_stand_in(g.value(n.inputs[k]).shape,
+                              stand_in_options(g.value(n.inputs[k]), options));
     leaves[k] = x.detach();
     if (a.needs_grad[k]) {
       leaves[k].requires_grad_(true);

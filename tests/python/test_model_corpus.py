@@ -458,6 +458,46 @@ class FourierMixing(torch.nn.Module):
         return self.head(self.norm(h + c.real + 0.5 * c.imag).mean(1))
 
 
+class RotaryDecoder(torch.nn.Module):
+    """A LLaMA-style block: RMSNorm, rotary position embeddings applied as LLaMA's
+    reference code does (pairs of features viewed as complex numbers, view_as_complex,
+    multiplied by a complex table made by torch.polar, view_as_real), causal attention, a
+    SwiGLU MLP, over token ids [N, T]."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 16)
+        self.qkv = torch.nn.Linear(16, 48, bias=False)
+        self.out = torch.nn.Linear(16, 16, bias=False)
+        self.gate = torch.nn.Linear(16, 32, bias=False)
+        self.up = torch.nn.Linear(16, 32, bias=False)
+        self.down = torch.nn.Linear(32, 16, bias=False)
+        self.head = torch.nn.Linear(16, VOCAB, bias=False)
+        self.norm_weight = torch.nn.Parameter(torch.ones(16))
+        angles = torch.outer(torch.arange(12.0), 1e4 ** -(torch.arange(4.0) / 4))
+        self.rotation = torch.polar(torch.ones_like(angles), angles)  # [T, 4] complex
+
+    def rms_norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.norm_weight
+
+    def rotate(self, x):  # [N, T, heads, 8]
+        n, t, heads, d = x.shape
+        c = torch.view_as_complex(x.reshape(n, t, heads, d // 2, 2))
+        return torch.view_as_real(c * self.rotation[:t].view(1, t, 1, d // 2)).flatten(3)
+
+    def forward(self, tokens):
+        h = self.embed(tokens)
+        n, t, _ = h.shape
+        q, k, v = self.qkv(self.rms_norm(h)).view(n, t, 3, 2, 8).unbind(2)
+        q, k, v = self.rotate(q).transpose(1, 2), self.rotate(k).transpose(1, 2), v.transpose(1, 2)
+        causal = torch.full((t, t), float("-inf"), dtype=h.dtype).triu(1)
+        att = torch.softmax(q @ k.transpose(2, 3) / 8 ** 0.5 + causal, -1)
+        h = h + self.out((att @ v).transpose(1, 2).reshape(n, t, 16))
+        x = self.rms_norm(h)
+        h = h + self.down(torch.nn.functional.silu(self.gate(x)) * self.up(x))
+        return self.head(self.rms_norm(h))
+
+
 class TabularNet(torch.nn.Module):
     """Two inputs, categorical ids [N, 3] and continuous features [N, 6]: the ids' embeddings
     flattened and concatenated with the normalised features (the embedding's gradient a
@@ -524,6 +564,7 @@ CASES = {
     "fourier_mixing": (FourierMixing, "features", (4, 8, 16)),
     "ids_and_features": (TabularNet, "ids_and_features", (4, 3)),
     "checkpointed_blocks": (CheckpointedBlocks, "features", (4, 16)),
+    "rotary_decoder": (RotaryDecoder, "tokens", (2, 12)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
