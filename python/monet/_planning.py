@@ -131,8 +131,16 @@ def _traced(module, inputs):
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined():
-        # strict=False: a module returning a dict (torchvision's segmentation models).
-        traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
+        try:
+            # strict=False: a module returning a dict (torchvision's segmentation models).
+            traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
+        except Exception as e:  # the model's own error on the example input, in one line
+            first = (str(e).strip().splitlines() or [""])[0]
+            what = (f"{type(module.module).__name__}.forward and the loss on the example "
+                    "input and target" if isinstance(module, WithLoss)
+                    else f"{type(module).__name__}.forward on the example input")
+            raise UnsupportedOperator(f"tracing {what} failed: {type(e).__name__}: {first}",
+                                      "torch.jit.trace") from e
     _refuse_python_functions(traced)
     return traced
 
@@ -164,7 +172,14 @@ _ID_DTYPES = (torch.int64, torch.int32, torch.bool)
 
 def _refuse_untraceable(module):
     """What a trace records wrongly: nn.BatchNorm with momentum=None computes its factor
-    1 / num_batches_tracked in Python, which a trace bakes in as a constant."""
+    1 / num_batches_tracked in Python, which a trace bakes in as a constant; torchvision's
+    detection models take lists of images and target dicts and branch on their values."""
+    if type(module).__module__.startswith("torchvision.models.detection"):
+        raise UnsupportedOperator(
+            f"{type(module).__name__} is a torchvision detection model: its forward takes "
+            "lists of images and target dicts and branches on their values (proposals, "
+            "matching), which a trace cannot capture; monet plans models a trace records "
+            "(its backbone, e.g. model.backbone, can be planned on its own)", "")
     for name, m in module.named_modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.momentum is None \
                 and m.track_running_stats:
@@ -190,8 +205,8 @@ def _import(module, example_input, output, lossy=False):
     """The C++ model of `module` traced on `example_input` (a tensor or a tuple of them),
     using the module's tensors; `lossy`: whether its lossy implementations are offered to
     the planner."""
-    inputs = _example_inputs(example_input)
     _refuse_untraceable(module)
+    inputs = _example_inputs(example_input)
     _floating_dtype(module)
     traced = _traced(module, inputs[0] if len(inputs) == 1 else inputs)
     fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")

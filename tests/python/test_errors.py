@@ -67,6 +67,34 @@ def test_a_python_autograd_function_is_refused_in_one_line(cache_dir):
     assert "\n" not in str(e.value)
 
 
+def test_a_detection_model_is_out_of_scope_in_one_line(cache_dir):
+    """torchvision's detection models take lists of images and target dicts and branch on
+    their values: refused before tracing, whatever the example input."""
+    import torchvision
+    model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None, num_classes=3)
+    images = [torch.rand(3, 64, 64)]
+    targets = [{"boxes": torch.tensor([[4.0, 4.0, 30.0, 30.0]]), "labels": torch.tensor([1])}]
+    for example in (images, (images, targets)):
+        with pytest.raises(monet.UnsupportedOperator, match="FasterRCNN is a torchvision "
+                           "detection model.*which a trace cannot capture") as e:
+            monet.optimize(model, example, budget="0.5x", cache_dir=cache_dir)
+        assert "\n" not in str(e.value)
+
+
+class WrongView(torch.nn.Module):
+    def forward(self, x):
+        return x.view(7, -1)
+
+
+def test_a_model_failing_on_its_example_input_is_one_line(cache_dir):
+    with pytest.raises(monet.UnsupportedOperator) as e:
+        monet.optimize(WrongView(), torch.randn(4, 4), budget="0.5x", cache_dir=cache_dir)
+    assert str(e.value) == ("tracing WrongView.forward on the example input failed: "
+                            "RuntimeError: shape '[7, -1]' is invalid for input of size 16")
+    assert isinstance(e.value.__cause__, RuntimeError)
+
+
 def test_budget_below_every_plan_gives_the_smallest_and_the_bound(cache_dir):
     torch.manual_seed(0)
     model = SmallNet().double()
