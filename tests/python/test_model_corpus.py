@@ -728,6 +728,25 @@ def test_batch_norm_a_trace_cannot_train_is_refused_in_one_line(cache_dir):
     assert "\n" not in str(e.value).split("\n  at ")[0]
 
 
+class MaskIndexed(torch.nn.Module):
+    """Indexing by a mask the model computes: as many rows as the mask has true values."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 8)
+        self.head = torch.nn.Linear(8, VOCAB)
+
+    def forward(self, tokens):
+        h = self.embed(tokens)
+        return self.head(h[tokens > VOCAB // 2])
+
+
+class NonzeroCount(MaskIndexed):
+    def forward(self, tokens):
+        h = self.embed(tokens)
+        return self.head(h * torch.nonzero(h > 0).size(0))
+
+
 class PackedLSTM(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -760,11 +779,14 @@ class StepCounter(torch.nn.Module):
     (StepCounter, "integer buffer 'steps'"),
     (lambda: torch.nn.Sequential(torch.nn.Embedding(VOCAB, 8, max_norm=1.0),
                                  torch.nn.Linear(8, VOCAB)), "on a view of '0.weight'"),
+    (MaskIndexed, "'aten::index' with a boolean mask: its result's shape follows the values"),
+    (NonzeroCount, "'aten::nonzero': its result's shape follows the values"),
 ])
 def test_what_a_trace_cannot_train_is_refused_in_one_line(make, reason, cache_dir):
     """Packed sequences (their shapes follow the lengths' values), an integer buffer
-    updated in the forward (monet writes floating-point buffers) and an embedding with
-    max_norm (it renormalises its weight in place in the forward, through a detached view)."""
+    updated in the forward (monet writes floating-point buffers), an embedding with
+    max_norm (it renormalises its weight in place in the forward, through a detached view)
+    and results shaped by values (indexing by a computed mask, nonzero)."""
     with pytest.raises(monet.UnsupportedOperator, match=reason) as e:
         monet.plan(make(), torch.randint(0, VOCAB, (4, 12)), planner="storeall",
                    cache_dir=cache_dir)

@@ -72,7 +72,34 @@ std::optional<std::string> out_of_place_overload(const std::string& name,
   return overload_taking(name, schema);
 }
 
+// Operators whose result's shape follows their input's values, not its shape.
+const std::set<std::string> kValueShaped = {
+    "aten::nonzero",          "aten::nonzero_numpy", "aten::argwhere",
+    "aten::masked_select",    "aten::unique",        "aten::_unique",
+    "aten::_unique2",         "aten::unique_dim",    "aten::unique_consecutive",
+    "aten::repeat_interleave"};
+
 }  // namespace
+
+void Importer::refuse_value_shaped(JitNode* node, const std::string& kind) {
+  bool mask_index = false;  // x[mask]: as many rows as the mask has true values
+  if (kind == "aten::index" && node->inputs().size() > 1) {
+    const Entry& e = arg(node, 1);
+    if (e.kind == Entry::kTensorList)
+      for (int v : e.values)
+        mask_index =
+            mask_index || graph_.value(v).dtype == at::kBool || graph_.value(v).dtype == at::kByte;
+  }
+  const bool repeats_tensor = kind == "aten::repeat_interleave" && node->inputs().size() > 1 &&
+                              arg(node, 1).kind == Entry::kTensor;
+  if (!mask_index &&
+      (kind == "aten::repeat_interleave" ? !repeats_tensor : !kValueShaped.count(kind)))
+    return;
+  fail(node, "'" + kind + "'" + (mask_index ? " with a boolean mask" : "") +
+                 ": its result's shape follows the values of a tensor the model computes, and "
+                 "a plan fixes every shape; multiply by the mask or use torch.where (a loss: "
+                 "ignore_index) instead");
+}
 
 bool Importer::skip_state_update(JitNode* node, const std::string& kind) {
   if (kind.back() != '_' || !node->maybeSchema() || !node->schema().is_mutable() ||
@@ -190,6 +217,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
                               const std::map<size_t, c10::IValue>& overrides) {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
+  refuse_value_shaped(node, kind);
   const std::vector<Result> results = used_results(node, kind);
   OutOfPlace call{schema->name(), schema->overload_name(), std::nullopt, std::nullopt};
   if (schema->is_mutable()) call = out_of_place_call(node, kind);

@@ -361,6 +361,9 @@ class Importer {
   // tensor's place would not compute what the trace does (a write into the model's state,
   // or into a tensor read again afterwards).
   void check_in_place_target(JitNode* node, const std::string& kind, size_t written = 0);
+  // Refuses an operator whose result's shape follows a computed tensor's values
+  // (nonzero, masked_select, unique, indexing by a boolean mask): a plan fixes shapes.
+  void refuse_value_shaped(JitNode* node, const std::string& kind);
   // A call that writes one of its arguments, as the out-of-place call monet runs.
   struct OutOfPlace {
     std::string name, overload;
