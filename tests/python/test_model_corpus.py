@@ -498,6 +498,20 @@ class RotaryDecoder(torch.nn.Module):
         return self.head(self.rms_norm(h))
 
 
+class DeformableConv(torch.nn.Module):
+    """torchvision.ops.DeformConv2d, its offsets from a convolution: an operator of
+    torchvision's own library (torchvision::deform_conv2d) on the generic path."""
+
+    def __init__(self):
+        super().__init__()
+        self.offsets = torch.nn.Conv2d(3, 18, 3, padding=1)
+        self.deform = torchvision.ops.DeformConv2d(3, 4, 3, padding=1)
+        self.head = torch.nn.Linear(4, 10)
+
+    def forward(self, x):
+        return self.head(self.deform(x, self.offsets(x)).mean((2, 3)))
+
+
 class TabularNet(torch.nn.Module):
     """Two inputs, categorical ids [N, 3] and continuous features [N, 6]: the ids' embeddings
     flattened and concatenated with the normalised features (the embedding's gradient a
@@ -565,6 +579,7 @@ CASES = {
     "ids_and_features": (TabularNet, "ids_and_features", (4, 3)),
     "checkpointed_blocks": (CheckpointedBlocks, "features", (4, 16)),
     "rotary_decoder": (RotaryDecoder, "tokens", (2, 12)),
+    "deformable_convolution": (DeformableConv, "features", (2, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
@@ -684,6 +699,19 @@ def test_several_inputs_from_the_cli(tmp_path):
     assert r.returncode == 2 and "unknown element type 'complex'" in r.stderr, r.stderr
     r = monet_cli("train", *model, *shapes, "--synthetic", "--budget", "0.9x", "--steps", "1")
     assert r.returncode == 2 and "monet train feeds models of one input" in r.stderr, r.stderr
+
+
+def test_a_library_operator_the_cli_cannot_load_is_one_line(tmp_path):
+    """A traced file calling torchvision's own operator: the CLI, where torchvision's
+    library is not loaded, names it and says where it runs (Python), exit 2."""
+    path = str(tmp_path / "deform.pt")
+    torch.jit.trace(DeformableConv(), torch.randn(2, 3, 8, 8)).save(path)
+    r = monet_cli("plan", "--model", path, "--input-shape", "2,3,8,8", "--planner", "storeall",
+                  "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert "it calls 'torchvision::deform_conv2d', which no library loaded" in r.stderr
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_a_plan_counts_the_operators_on_the_generic_path(cache_dir, tmp_path):

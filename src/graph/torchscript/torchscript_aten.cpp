@@ -216,7 +216,9 @@ void Importer::check_in_place_target(JitNode* node, const std::string& kind, siz
 void Importer::translate_aten(JitNode* node, const std::string& kind,
                               const std::map<size_t, c10::IValue>& overrides) {
   const c10::FunctionSchema* schema = node->maybeSchema();
-  if (!schema || kind.rfind("aten::", 0) != 0) fail(node, "unsupported operator '" + kind + "'");
+  // Any operator the dispatcher knows: ATen's, and those a library registers
+  // (torchvision::deform_conv2d, loaded with torchvision in Python).
+  if (!schema || kind.rfind("prim::", 0) == 0) fail(node, "unsupported operator '" + kind + "'");
   refuse_value_shaped(node, kind);
   const std::vector<Result> results = used_results(node, kind);
   OutOfPlace call{schema->name(), schema->overload_name(), std::nullopt, std::nullopt};
@@ -259,7 +261,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   // that reads no value; anything else computed from constants alone is folded.
   if (inputs.empty() && !draws_random(*schema))
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
-  const std::string label = kind.substr(6);  // without "aten::"
+  const std::string label = kind.substr(kind.find("::") + 2);  // without "aten::"
   const AtenInputs in = aten_inputs_of(graph_, inputs);
   for (const Result& result : results) {
     OpAttrs a;

@@ -546,6 +546,26 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
 
 }  // namespace torchscript
 
+namespace {
+
+// Why torch::jit::load refused a file, in one line: an operator no loaded library
+// registers is named with where it exists; anything else is the message's first line.
+std::string load_failure(const std::string& text) {
+  const std::string unknown = "Unknown builtin op: ";
+  if (const size_t at = text.find(unknown); at != std::string::npos) {
+    std::string op = text.substr(at + unknown.size());
+    op = op.substr(0, op.find_first_of(". \n"));
+    return "it calls '" + op + "', which no library loaded in this process registers (a " +
+           "library's own operators, such as torchvision's, exist where it is loaded: plan "
+           "the model from Python with monet.optimize)";
+  }
+  const size_t start = text.find_first_not_of(" \n");
+  if (start == std::string::npos) return "unreadable";
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+}  // namespace
+
 bool is_torchscript_path(const std::string& model) {
   for (const std::string suffix : {".pt", ".pth"})
     if (model.size() > suffix.size() && torchscript::ends_with(model, suffix)) return true;
@@ -578,7 +598,10 @@ Graph import_torchscript(const std::string& path, const std::vector<InputSpec>& 
   try {
     module = torch::jit::load(path);
   } catch (const c10::Error& e) {
-    throw ImportError("cannot load TorchScript file '" + path + "': " + e.what_without_backtrace());
+    throw ImportError("cannot load TorchScript file '" + path +
+                      "': " + load_failure(e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // torch::jit::ErrorReport: the file's code
+    throw ImportError("cannot load TorchScript file '" + path + "': " + load_failure(e.what()));
   }
   return torchscript::Importer(path, std::move(module), inputs, options).run();
 }
