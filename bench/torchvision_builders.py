@@ -58,6 +58,25 @@ def builders():
     return out
 
 
+def video_model(name, frames, side):
+    """The builder's model; MViT's at a clip of `frames` x `side`²: its builders fix 16 x
+    224² (the size of its position embeddings), so their blocks are built as they are,
+    for the smaller clip (torchvision's _mvit given the clip's size)."""
+    if not name.startswith("mvit"):
+        return M.get_model(name, num_classes=CLASSES)
+    from torchvision.models.video import mvit
+    build_mvit = mvit._mvit
+
+    def at_clip_size(**kwargs):
+        kwargs.update(spatial_size=(side, side), temporal_size=frames)
+        return build_mvit(**kwargs)
+    mvit._mvit = at_clip_size
+    try:
+        return M.get_model(name, num_classes=CLASSES)
+    finally:
+        mvit._mvit = build_mvit
+
+
 def build(name, family):
     """(model, input shape, output trained, target maker)."""
     if family == "segmentation":  # batch 4: DeepLabV3's pooled branch normalises N values
@@ -65,12 +84,11 @@ def build(name, family):
         return model, (4, 3, 64, 64), "out", lambda g: torch.randint(0, 4, (4, 64, 64),
                                                                        generator=g)
     if family == "video":
-        model = M.get_model(name, num_classes=CLASSES)
-        # MViT's builders fix 16 frames of 224x224 (one clip: layer norms only, no batch
-        # statistics); S3D's last pooling window is 2x7x7 of a 1/8 x 1/32 feature map
-        # (one clip of 16x224x224: its batch norms normalise over frames and pixels).
-        big = name.startswith("mvit") or name == "s3d"
+        # S3D's last pooling window is 2x7x7 of a 1/8 x 1/32 feature map (one clip of
+        # 16x224x224: its batch norms normalise over frames and pixels).
+        big = name == "s3d"
         batch, frames, side = (1, 16, 224) if big else (2, 4, 32)
+        model = video_model(name, frames, side)
         shape = (batch, 3, frames, side, side)
     else:
         model = M.get_model(name, num_classes=CLASSES, **KWARGS.get(name, {}))

@@ -512,6 +512,24 @@ class DeformableConv(torch.nn.Module):
         return self.head(self.deform(x, self.offsets(x)).mean((2, 3)))
 
 
+class OneByOneTable(torch.nn.Module):
+    """MViT V2's relative positions where the feature map is 1 x 1 (its last stage on a
+    small clip): offsets [1, 1] computed from aranges index a table into [1, 1, C], read by
+    an einsum (a one-element tensor that is no number)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 8)
+        self.table = torch.nn.Parameter(torch.randn(1, 8))
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        offsets = torch.arange(1)[:, None] * 1.0 - torch.arange(1)[None, :]
+        rel = self.table[offsets.long()]  # [1, 1, 8]
+        h = self.proj(x)
+        return self.head(h + torch.einsum("nc,hkc->nk", h, rel))
+
+
 class TabularNet(torch.nn.Module):
     """Two inputs, categorical ids [N, 3] and continuous features [N, 6]: the ids' embeddings
     flattened and concatenated with the normalised features (the embedding's gradient a
@@ -580,6 +598,7 @@ CASES = {
     "checkpointed_blocks": (CheckpointedBlocks, "features", (4, 16)),
     "rotary_decoder": (RotaryDecoder, "tokens", (2, 12)),
     "deformable_convolution": (DeformableConv, "features", (2, 3, 8, 8)),
+    "one_by_one_table": (OneByOneTable, "features", (4, 16)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}

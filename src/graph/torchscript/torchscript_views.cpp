@@ -195,7 +195,7 @@ bool Importer::fold_arithmetic(JitNode* node, const std::string& kind) {
     const c10::IValue& c = it->second.constant;
     if (c.isInt() || c.isDouble())
       operand[i] = c.toScalar();
-    else if (c.isTensor() && c.toTensor().numel() == 1)
+    else if (c.isTensor() && c.toTensor().dim() == 0)  // not [1, 1]: its shape is kept
       operand[i] = c.toTensor().item();
     else
       return false;
