@@ -170,13 +170,24 @@ def _example_inputs(example_input):
 _ID_DTYPES = (torch.int64, torch.int32, torch.bool)
 
 
+def _detection_models():
+    """torchvision's detection model classes (none without torchvision)."""
+    try:
+        from torchvision.models import detection
+    except ImportError:
+        return ()
+    return (detection.generalized_rcnn.GeneralizedRCNN, detection.retinanet.RetinaNet,
+            detection.ssd.SSD, detection.fcos.FCOS)
+
+
 def _refuse_untraceable(module):
     """What a trace records wrongly: nn.BatchNorm with momentum=None computes its factor
     1 / num_batches_tracked in Python, which a trace bakes in as a constant; torchvision's
     detection models take lists of images and target dicts and branch on their values."""
-    if type(module).__module__.startswith("torchvision.models.detection"):
+    inner = module.module if isinstance(module, WithLoss) else module
+    if isinstance(inner, _detection_models()):
         raise UnsupportedOperator(
-            f"{type(module).__name__} is a torchvision detection model: its forward takes "
+            f"{type(inner).__name__} is a torchvision detection model: its forward takes "
             "lists of images and target dicts and branches on their values (proposals, "
             "matching), which a trace cannot capture; monet plans models a trace records "
             "(its backbone, e.g. model.backbone, can be planned on its own)", "")

@@ -80,6 +80,9 @@ def test_a_detection_model_is_out_of_scope_in_one_line(cache_dir):
                            "detection model.*which a trace cannot capture") as e:
             monet.optimize(model, example, budget="0.5x", cache_dir=cache_dir)
         assert "\n" not in str(e.value)
+    with pytest.raises(monet.UnsupportedOperator, match="FasterRCNN is a torchvision"):
+        monet.optimize(model, images, budget="0.5x", loss=lambda out, y: out, target=torch.zeros(1),
+                       cache_dir=cache_dir)
 
 
 class WrongView(torch.nn.Module):
