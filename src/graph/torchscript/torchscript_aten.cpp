@@ -32,9 +32,12 @@ const std::set<std::string> kEmpty = {"aten::empty", "aten::empty_like", "aten::
 
 // A constant for argument `i` of `node`'s schema: a number where the schema takes a
 // tensor (the trace's prim::NumToTensor, which the importer keeps as a number) becomes
-// the 0-dimensional tensor PyTorch made of it.
+// the 0-dimensional tensor PyTorch made of it; `sparse` is false.
 c10::IValue argument_constant(const JitNode* node, size_t i, const c10::IValue& v) {
   const auto& args = node->schema().arguments();
+  // An embedding's sparse gradient (sparse=True) is dense here: gradients are dense
+  // tensors in the plan's memory and in the fused updates.
+  if (i < args.size() && args[i].name() == "sparse" && v.isBool()) return false;
   if (i >= args.size() || !args[i].type()->cast<c10::TensorType>() || v.isTensor()) return v;
   if (v.isInt()) return at::scalar_tensor(v.toScalar(), at::kLong);
   if (v.isDouble()) return at::scalar_tensor(v.toScalar(), at::kDouble);
@@ -236,12 +239,7 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     }
     const Entry& e = arg(node, i);
     if (e.kind == Entry::kConstant) {
-      // An embedding's sparse gradient (sparse=True) is dense here: gradients are dense
-      // tensors in the plan's memory and in the fused updates.
-      const bool sparse_flag = i < schema->arguments().size() &&
-                               schema->arguments()[i].name() == "sparse" && e.constant.isBool();
-      arguments.push_back(sparse_flag ? c10::IValue(false)
-                                      : argument_constant(node, i, e.constant));
+      arguments.push_back(argument_constant(node, i, e.constant));
       continue;
     }
     arguments.emplace_back();
