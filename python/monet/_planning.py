@@ -99,6 +99,9 @@ def _checkpoints_inlined():
     which a trace cannot save: while tracing, the checkpointed function runs inline (monet
     decides what to recompute itself)."""
     from torch.utils import checkpoint as ckpt
+    if not hasattr(ckpt, "CheckpointFunction"):  # a PyTorch without the reentrant form
+        yield
+        return
     own = ckpt.CheckpointFunction.__dict__.get("apply")
     ckpt.CheckpointFunction.apply = staticmethod(lambda function, _preserve, *args:
                                                  function(*args))
