@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import os
+import sys
 import tempfile
 
 import torch
@@ -174,10 +175,10 @@ _ID_DTYPES = (torch.int64, torch.int32, torch.bool)
 
 
 def _detection_models():
-    """torchvision's detection model classes (none without torchvision)."""
-    try:
-        from torchvision.models import detection
-    except ImportError:
+    """torchvision's detection model classes: none where torchvision's detection package
+    was never imported (then no model is one)."""
+    detection = sys.modules.get("torchvision.models.detection")
+    if detection is None:
         return ()
     return (detection.generalized_rcnn.GeneralizedRCNN, detection.retinanet.RetinaNet,
             detection.ssd.SSD, detection.fcos.FCOS)

@@ -911,8 +911,8 @@ def test_a_sparse_embedding_gets_its_gradient_dense(cache_dir):
     xs, ys, _ = batches("tokens", (4, 6))
     ys = [y[:, 0] % 10 for y in ys]
     loss = torch.nn.CrossEntropyLoss()
-    fast = monet.optimize(model, xs[0], budget="1.5x", loss=loss, target=ys[0],
-                          cache_dir=cache_dir, time_limit=20, search_limit="work")
+    fast = monet.optimize(model, xs[0], planner="storeall", loss=loss, target=ys[0],
+                          cache_dir=cache_dir)
     opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, reference)]
     for x, y in zip(xs, ys):
         for opt in opts:

@@ -77,27 +77,22 @@ std::optional<std::string> out_of_place_overload(const std::string& name,
 
 // Operators whose result's shape follows their input's values, not its shape.
 const std::set<std::string> kValueShaped = {
-    "aten::nonzero",          "aten::nonzero_numpy", "aten::argwhere",
-    "aten::masked_select",    "aten::unique",        "aten::_unique",
-    "aten::_unique2",         "aten::unique_dim",    "aten::unique_consecutive",
-    "aten::repeat_interleave"};
+    "aten::nonzero",       "aten::nonzero_numpy", "aten::argwhere",
+    "aten::masked_select", "aten::unique",        "aten::_unique",
+    "aten::_unique2",      "aten::unique_dim",    "aten::unique_consecutive"};
 
 }  // namespace
 
 void Importer::refuse_value_shaped(JitNode* node, const std::string& kind) {
+  const Entry::Kind second = node->inputs().size() > 1 ? arg(node, 1).kind : Entry::kConstant;
   bool mask_index = false;  // x[mask]: as many rows as the mask has true values
-  if (kind == "aten::index" && node->inputs().size() > 1) {
-    const Entry& e = arg(node, 1);
-    if (e.kind == Entry::kTensorList)
-      for (int v : e.values)
-        mask_index =
-            mask_index || graph_.value(v).dtype == at::kBool || graph_.value(v).dtype == at::kByte;
-  }
-  const bool repeats_tensor = kind == "aten::repeat_interleave" && node->inputs().size() > 1 &&
-                              arg(node, 1).kind == Entry::kTensor;
-  if (!mask_index &&
-      (kind == "aten::repeat_interleave" ? !repeats_tensor : !kValueShaped.count(kind)))
-    return;
+  if (kind == "aten::index" && second == Entry::kTensorList)
+    for (int v : arg(node, 1).values)
+      mask_index =
+          mask_index || graph_.value(v).dtype == at::kBool || graph_.value(v).dtype == at::kByte;
+  // repeat_interleave by a tensor the model computes (not by a number or a constant)
+  const bool repeats = kind == "aten::repeat_interleave" && second == Entry::kTensor;
+  if (!mask_index && !repeats && !kValueShaped.count(kind)) return;
   fail(node, "'" + kind + "'" + (mask_index ? " with a boolean mask" : "") +
                  ": its result's shape follows the values of a tensor the model computes, and "
                  "a plan fixes every shape; multiply by the mask or use torch.where (a loss: "
