@@ -58,6 +58,13 @@ TEST(ChildSolve, SolvesAsThisProcessDoes) {
   ASSERT_TRUE(lp_there.solved);
   EXPECT_NEAR(lp_there.bound, lp_here.bound, 1e-9);
   EXPECT_EQ(lp_there.values, lp_here.values);
+  // Above presolve_max_nonzeros the relaxation runs without CLP's presolve: the same
+  // optimum.
+  RelaxationLimit unpresolved{10};
+  unpresolved.presolve_max_nonzeros = m.nonzeros() - 1;
+  const RelaxationBound lp_unpresolved = solve_relaxation(m, unpresolved, nullptr);
+  ASSERT_TRUE(lp_unpresolved.solved);
+  EXPECT_NEAR(lp_unpresolved.bound, lp_here.bound, 1e-9);
 }
 
 // The child processes of this one (Linux: /proc/self/task/*/children).
@@ -121,6 +128,7 @@ TEST(SolverRequest, RoundTripsAndRefusesDamagedBytes) {
   o.max_nodes = 33;
   o.progress = true;
   o.primal_pricing = PrimalPricing::kDantzig;
+  o.presolve_max_nonzeros = 12345;
   o.warm_start.assign(m.columns(), 0.0);
   const std::string bytes = solver_request_bytes(m, &o, {});
   SolverRequest r;
@@ -134,6 +142,7 @@ TEST(SolverRequest, RoundTripsAndRefusesDamagedBytes) {
   EXPECT_EQ(r.options.max_nodes, 33);
   EXPECT_TRUE(r.options.progress);
   EXPECT_EQ(r.options.primal_pricing, PrimalPricing::kDantzig);
+  EXPECT_EQ(r.options.presolve_max_nonzeros, 12345);
   EXPECT_EQ(r.options.warm_start, o.warm_start);
   EXPECT_EQ(r.options.process, SolveProcess::kThisProcess);
   for (int pattern = 0; pattern < 8; ++pattern) {  // the same program: same answers
@@ -142,11 +151,12 @@ TEST(SolverRequest, RoundTripsAndRefusesDamagedBytes) {
     EXPECT_EQ(r.milp.objective_of(x), m.objective_of(x));
     EXPECT_EQ(r.milp.satisfies(x), m.satisfies(x));
   }
-  const std::string lp = solver_request_bytes(m, nullptr, {3, 99});
+  const std::string lp = solver_request_bytes(m, nullptr, {3, 99, 7});
   ASSERT_TRUE(parse_solver_request(lp.data(), lp.size(), &r));
   EXPECT_EQ(r.task, SolverTask::kRelaxation);
   EXPECT_EQ(r.relaxation.seconds, 3);
   EXPECT_EQ(r.relaxation.iterations, 99);
+  EXPECT_EQ(r.relaxation.presolve_max_nonzeros, 7);
   for (size_t n = 0; n < bytes.size(); ++n)  // every truncation
     EXPECT_FALSE(parse_solver_request(bytes.data(), n, &r)) << n << " bytes";
   std::string longer = bytes + "x";

@@ -193,6 +193,7 @@ Restriction NeighbourhoodSearcher::restrict(std::vector<double> fixed, double se
   r.options.min_iterations = solver_.min_iterations;
   r.options.relative_gap = solver_.relative_gap;
   r.options.root_cuts_max_columns = solver_.root_cuts_max_columns;
+  r.options.presolve_max_nonzeros = solver_.presolve_max_nonzeros;
   r.options.threads = 1;  // the relaxation or the second core's search runs beside it
   if (from_incumbent)
     for (int c = 0; c < milp_.columns(); ++c)

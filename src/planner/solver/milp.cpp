@@ -302,6 +302,8 @@ RelaxationBound solve_loaded_relaxation(OsiClpSolverInterface* lp, RelaxationLim
         static_cast<int>(std::min<int64_t>(limit.iterations, std::numeric_limits<int>::max())));
   SimplexStop handler(stop, Clock::time_point::max(), nullptr);
   if (stop) clp->passInEventHandler(&handler);
+  if (lp->getNumElements() > limit.presolve_max_nonzeros)
+    lp->setHintParam(OsiDoPresolveInInitial, false, OsiHintDo);
   lp->initialSolve();
   clp->setMaximumWallSeconds(-1);
   clp->setMaximumIterations(iteration_limit);
@@ -361,8 +363,10 @@ int64_t work_iterations(const Milp& m, const MilpOptions& o, double seconds,
 }
 
 RelaxationLimit relaxation_limit(const Milp& m, const MilpOptions& o, double seconds) {
-  if (o.search_limit == SearchLimit::kWallClock) return {seconds, kNoIterationLimit};
-  return {kNoTimeLimit, work_iterations(m, o, seconds, o.relaxation_work_per_second)};
+  if (o.search_limit == SearchLimit::kWallClock)
+    return {seconds, kNoIterationLimit, o.presolve_max_nonzeros};
+  return {kNoTimeLimit, work_iterations(m, o, seconds, o.relaxation_work_per_second),
+          o.presolve_max_nonzeros};
 }
 
 namespace {

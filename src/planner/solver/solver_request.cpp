@@ -9,7 +9,7 @@ namespace monet {
 namespace {
 
 // Bumped whenever the layout below changes: a solver process of another build refuses.
-constexpr uint32_t kRequestVersion = 1;
+constexpr uint32_t kRequestVersion = 2;
 
 // The scalar options of a branch and cut, as they travel.
 struct WireOptions {
@@ -26,9 +26,11 @@ struct WireOptions {
   int32_t primal_pricing;
   double relaxation_seconds;
   int64_t relaxation_iterations;
+  int64_t presolve_max_nonzeros;
+  int64_t relaxation_presolve_max_nonzeros;
 };
 static_assert(std::is_trivially_copyable_v<WireOptions>);
-static_assert(sizeof(WireOptions) == 80,
+static_assert(sizeof(WireOptions) == 96,
               "no padding: every byte sent is a field's (bump kRequestVersion with any change)");
 
 template <typename T>
@@ -98,7 +100,9 @@ std::string solver_request_bytes(const Milp& m, const MilpOptions* options,
                       o.progress ? 1 : 0,
                       static_cast<int32_t>(o.primal_pricing),
                       relaxation.seconds,
-                      relaxation.iterations};
+                      relaxation.iterations,
+                      o.presolve_max_nonzeros,
+                      relaxation.presolve_max_nonzeros};
   put(&out, w);
   put_vector(&out, o.warm_start);
   put_vector(&out, m.cost_);
@@ -140,8 +144,10 @@ bool parse_solver_request(const char* data, size_t size, SolverRequest* out) {
   o.root_cuts_max_columns = w.root_cuts_max_columns;
   o.progress = w.progress != 0;
   o.primal_pricing = static_cast<PrimalPricing>(w.primal_pricing);
+  o.presolve_max_nonzeros = w.presolve_max_nonzeros;
   o.process = SolveProcess::kThisProcess;
-  out->relaxation = {w.relaxation_seconds, w.relaxation_iterations};
+  out->relaxation = {w.relaxation_seconds, w.relaxation_iterations,
+                     w.relaxation_presolve_max_nonzeros};
   o.warm_start = in.get_vector<double>();
   Milp& m = out->milp;
   m.cost_ = in.get_vector<double>();
