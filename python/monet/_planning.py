@@ -143,8 +143,14 @@ def _traced(module, inputs):
             what = (f"{type(module.module).__name__}.forward and the loss on the example "
                     "input and target" if isinstance(module, WithLoss)
                     else f"{type(module).__name__}.forward on the example input")
-            raise UnsupportedOperator(f"tracing {what} failed: {type(e).__name__}: {first}",
-                                      "torch.jit.trace") from e
+            hint = ""
+            if isinstance(module, WithLoss) and module.output is None and module.returned:
+                hint = (f" (the loss gets the whole {module.returned} the module returns, as "
+                        "loss(module(x), target) does in PyTorch; output= picks one of its "
+                        "outputs for it)")
+            raise UnsupportedOperator(
+                f"tracing {what} failed: {type(e).__name__}: {first}{hint}",
+                "torch.jit.trace") from e
     _refuse_python_functions(traced)
     return traced
 
@@ -368,7 +374,8 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     their end: the same plan on every machine for the same costs; time_limit then only
     chooses strategies). plan: a PlanFile (or path) to run instead
     of planning. output: for a module returning a tuple or dict, the output trained (an
-    index or a key; default the first). cache_dir: where profiles and plans are cached
+    index or a key; default the first), or with loss= the output the loss gets (default:
+    whatever the module returns, as loss(module(x), target) gets it in PyTorch). cache_dir: where profiles and plans are cached
     (default $MONET_CACHE_DIR or ~/.cache/monet). lossy: also offer LOSSY implementations,
     whose gradients differ slightly from autograd's (GELU's backward from a 4-bit code of
     its input); the plan's lossy_forwards says how many it uses.

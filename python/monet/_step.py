@@ -11,30 +11,31 @@ class WithLoss(torch.nn.Module):
     """`module` followed by `loss(output, target)`, the target its last argument: what
     monet traces for a loss inside the plan, so that the plan frees the output (a language
     model's logits) where its own backward is done with it. `output` picks the output of
-    a module returning a tuple or dict (an index or key; default the first). It returns
-    the loss first, then the module's other output tensors: the trace keeps what computes
-    them, and the import drops it again except where it updates state (a batch norm's
-    running statistics on an auxiliary head), as PyTorch's forward updates it."""
+    a module returning a tuple or dict (an index or key) for the loss; without it the loss
+    gets whatever the module returns, as `loss(module(x), target)` does in PyTorch (a
+    VAE's reconstruction, mean and log-variance together). It returns the loss first,
+    then the module's other output tensors: the trace keeps what computes them, and the
+    import drops it again except where it updates state (a batch norm's running
+    statistics on an auxiliary head), as PyTorch's forward updates it."""
 
     def __init__(self, module, loss, output=None):
         super().__init__()
         self.module = module
         self.loss = loss  # a module's tensors (class weights) trace as constants
         self.output = output
+        self.returned = None  # the type of what the module returned, when not a tensor
 
     def forward(self, *args):
         *inputs, target = args
         outputs = self.module(*inputs)
-        out = outputs
-        if self.output is not None:  # "0": a tuple's first, as the importer reads it
-            key = self.output
-            if isinstance(out, (tuple, list)) and str(key).isdigit():
-                key = int(key)
-            out = out[key]
-        elif isinstance(out, (tuple, list)):
-            out = out[0]
-        elif isinstance(out, dict):
-            out = next(iter(out.values()))
+        if not isinstance(outputs, torch.Tensor):
+            self.returned = type(outputs).__name__
+        if self.output is None:
+            return (self.loss(outputs, target),)
+        key = self.output  # "0": a tuple's first, as the importer reads it
+        if isinstance(outputs, (tuple, list)) and str(key).isdigit():
+            key = int(key)
+        out = outputs[key]
         others = [t for t in _tensors_of(outputs) if t is not out]
         return (self.loss(out, target), *others)
 

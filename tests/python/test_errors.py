@@ -98,6 +98,36 @@ def test_a_model_failing_on_its_example_input_is_one_line(cache_dir):
     assert isinstance(e.value.__cause__, RuntimeError)
 
 
+class LogitsAndFeatures(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(8, 6)
+        self.head = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.head(h), h
+
+
+def test_a_loss_given_a_tuple_it_cannot_take_says_what_it_got(cache_dir):
+    """With loss= and no output=, the loss gets the model's whole tuple, as in PyTorch: a
+    loss for one tensor fails in one line saying so; output= picks the logits for it."""
+    x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+    loss = torch.nn.CrossEntropyLoss()
+    with pytest.raises(monet.UnsupportedOperator) as e:
+        monet.optimize(LogitsAndFeatures(), x, planner="storeall", loss=loss, target=y,
+                       cache_dir=cache_dir)
+    assert str(e.value).startswith("tracing LogitsAndFeatures.forward and the loss on the "
+                                   "example input and target failed: TypeError: ")
+    assert str(e.value).endswith("(the loss gets the whole tuple the module returns, as "
+                                 "loss(module(x), target) does in PyTorch; output= picks one "
+                                 "of its outputs for it)")
+    assert "\n" not in str(e.value)
+    fast = monet.optimize(LogitsAndFeatures(), x, planner="storeall", loss=loss, target=y,
+                          output="0", cache_dir=cache_dir)
+    fast(x, y).backward()
+
+
 def test_budget_below_every_plan_gives_the_smallest_and_the_bound(cache_dir):
     torch.manual_seed(0)
     model = SmallNet().double()

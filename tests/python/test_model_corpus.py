@@ -564,6 +564,33 @@ class CheckpointedBlocks(torch.nn.Module):
         return self.head(checkpoint(self.block, h) + checkpoint_sequential(self.block, 2, h))
 
 
+class VariationalAutoencoder(torch.nn.Module):
+    """Returns (reconstruction, mean, log-variance): the loss takes all three (the
+    reconstruction error and the KL term), as `loss(model(x), x)` does in PyTorch. The
+    reparameterisation's noise is a fixed buffer (PyTorch's draws are not monet's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = torch.nn.Sequential(torch.nn.Linear(16, 12), torch.nn.ReLU())
+        self.mean = torch.nn.Linear(12, 4)
+        self.log_variance = torch.nn.Linear(12, 4)
+        self.decoder = torch.nn.Sequential(torch.nn.Linear(4, 12), torch.nn.Tanh(),
+                                           torch.nn.Linear(12, 16))
+        self.register_buffer("noise", torch.randn(4))
+
+    def forward(self, x):
+        h = self.encoder(x)
+        mu, log_variance = self.mean(h), self.log_variance(h)
+        z = mu + torch.exp(0.5 * log_variance) * self.noise
+        return self.decoder(z), mu, log_variance
+
+
+def reconstruction_and_kl(out, x):
+    reconstruction, mu, log_variance = out
+    kl = -0.5 * torch.sum(1 + log_variance - mu.pow(2) - log_variance.exp(), 1)
+    return torch.nn.functional.mse_loss(reconstruction, x) + kl.mean()
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -599,6 +626,7 @@ CASES = {
     "rotary_decoder": (RotaryDecoder, "tokens", (2, 12)),
     "deformable_convolution": (DeformableConv, "features", (2, 3, 8, 8)),
     "one_by_one_table": (OneByOneTable, "features", (4, 16)),
+    "loss_over_every_output": (VariationalAutoencoder, "reconstruction", (4, 16)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
@@ -627,6 +655,9 @@ def batches(kind, shape):
                torch.randn(shape[0], 6, generator=g, dtype=torch.float64)) for _ in range(STEPS)]
         ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
         return xs, ys, torch.nn.functional.cross_entropy
+    if kind == "reconstruction":  # the target is the input
+        xs = [torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+        return xs, xs, reconstruction_and_kl
     if kind == "tokens":
         xs = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
         ys = [torch.randint(0, VOCAB, shape, generator=g) for _ in range(STEPS)]
