@@ -125,7 +125,8 @@ class Model {
   /// (an optimizer stepping them changes the model).
   std::vector<torch::Tensor> parameters() const;
   /// state_dict-style names with the parameters, and with the buffers (batch-norm
-  /// running statistics), in graph order.
+  /// running statistics), in graph order. A traced model's parameter that does not require
+  /// gradients (a frozen backbone's) is a buffer here: it gets no gradient, as in PyTorch.
   std::vector<std::pair<std::string, torch::Tensor>> named_parameters() const;
   std::vector<std::pair<std::string, torch::Tensor>> named_buffers() const;
   /// Shape and dtype of the input batch and of the targets step() takes (an empty shape

@@ -515,7 +515,8 @@ class OptimizedModule(torch.nn.Module):
         out = self.plan._planned.forward(list(inputs))
         with torch.no_grad():
             for m in self._batch_norms:  # as nn.BatchNorm counts its training forwards
-                m.num_batches_tracked.add_(1)
+                if m.training:
+                    m.num_batches_tracked.add_(1)
         return out
 
     def last_step(self):

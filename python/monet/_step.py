@@ -24,6 +24,10 @@ class WithLoss(torch.nn.Module):
         self.loss = loss  # a module's tensors (class weights) trace as constants
         self.output = output
         self.returned = None  # the type of what the module returned, when not a tensor
+        # The module's mode, not its submodules' (a frozen batch norm stays in eval()): the
+        # import runs what the trace records in evaluation mode as recorded only inside a
+        # model traced in training mode.
+        self.training = module.training
 
     def forward(self, *args):
         *inputs, target = args

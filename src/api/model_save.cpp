@@ -13,14 +13,18 @@ namespace {
 
 const std::string kRunningMean = "running_mean";
 
-// Batch-norm modules (by their running_mean buffer) and their num_batches_tracked name.
+// Batch-norm modules that train (kBatchNorm nodes, by their running_mean buffer) and
+// their num_batches_tracked name: one kept in evaluation mode counts no step.
 std::vector<std::string> batch_norm_counters(const Graph& g) {
   std::vector<std::string> out;
-  for (int id : g.values_of_kind(ValueKind::kBuffer)) {
-    const std::string& n = g.value(id).name;
-    if (n.size() >= kRunningMean.size() &&
-        n.compare(n.size() - kRunningMean.size(), kRunningMean.size(), kRunningMean) == 0)
-      out.push_back(n.substr(0, n.size() - kRunningMean.size()) + "num_batches_tracked");
+  for (const auto& node : g.nodes()) {
+    if (node.op != OpKind::kBatchNorm) continue;
+    for (int id : node.inputs) {
+      const std::string& n = g.value(id).name;
+      if (g.value(id).kind == ValueKind::kBuffer && n.size() >= kRunningMean.size() &&
+          n.compare(n.size() - kRunningMean.size(), kRunningMean.size(), kRunningMean) == 0)
+        out.push_back(n.substr(0, n.size() - kRunningMean.size()) + "num_batches_tracked");
+    }
   }
   return out;
 }

@@ -591,6 +591,50 @@ def reconstruction_and_kl(out, x):
     return torch.nn.functional.mse_loss(reconstruction, x) + kl.mean()
 
 
+class FrozenBackbone(torch.nn.Module):
+    """Fine-tuning a head: the backbone's parameters do not require gradients (PyTorch gives
+    them none, and an optimizer over every parameter leaves them as they are)."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+            torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU())
+        self.backbone.requires_grad_(False)
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.head(self.backbone(x).mean((2, 3)))
+
+
+class SubmodulesInEvaluation(torch.nn.Module):
+    """A model that trains with a frozen batch norm and a dropout kept in eval() (as
+    detection backbones freeze theirs): PyTorch runs those with running statistics, not
+    updated, and without dropout; the others train."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.frozen = torch.nn.BatchNorm2d(8)
+        self.body = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(8)
+        self.dropout = torch.nn.Dropout(0.5)
+        self.head = torch.nn.Linear(8, 10)
+        with torch.no_grad():
+            self.frozen.running_mean.uniform_(-0.2, 0.2)
+            self.frozen.running_var.uniform_(0.5, 1.5)
+
+    def train(self, mode=True):
+        super().train(mode)
+        self.frozen.eval()
+        self.dropout.eval()
+        return self
+
+    def forward(self, x):
+        h = torch.relu(self.norm(self.body(torch.relu(self.frozen(self.stem(x))))))
+        return self.head(self.dropout(h.mean((2, 3))))
+
+
 def sequence_cross_entropy(logits, tokens):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens)
 
@@ -627,6 +671,8 @@ CASES = {
     "deformable_convolution": (DeformableConv, "features", (2, 3, 8, 8)),
     "one_by_one_table": (OneByOneTable, "features", (4, 16)),
     "loss_over_every_output": (VariationalAutoencoder, "reconstruction", (4, 16)),
+    "frozen_backbone": (FrozenBackbone, "features", (4, 3, 8, 8)),
+    "submodules_in_evaluation": (SubmodulesInEvaluation, "features", (4, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
 OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
@@ -717,6 +763,24 @@ def test_trains_like_pytorch(case, cache_dir):
     xs, ys, loss_fn = batches(kind, shape)
     check_trains_like_pytorch(model, xs, ys, trained_output(case, loss_fn), OUTPUT.get(case),
                               cache_dir)
+
+
+def test_frozen_parameters_get_no_gradient(cache_dir):
+    """Parameters that do not require gradients stay so under monet: no .grad, not a
+    parameter of the plan (no gradient, no optimizer state counted)."""
+    torch.manual_seed(0)
+    model = FrozenBackbone().double().train()
+    x = torch.randn(4, 3, 8, 8, dtype=torch.float64)
+    y = torch.randint(0, 10, (4,))
+    fast = monet.optimize(model, x, planner="storeall", loss=torch.nn.CrossEntropyLoss(),
+                          target=y, cache_dir=cache_dir)
+    fast(x, y).backward()
+    for name, p in model.named_parameters():
+        trained = name.startswith("head.")
+        assert p.requires_grad == trained, name
+        assert (p.grad is not None) == trained, name
+    planned = {name for name, _ in fast.plan._model.named_parameters()}
+    assert planned == {"module.head.weight", "module.head.bias"}  # WithLoss.module
 
 
 def monet_cli(*args):

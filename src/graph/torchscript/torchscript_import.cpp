@@ -59,6 +59,7 @@ Graph Importer::run() {
                       std::to_string(inputs_.size()) + " given (one input shape each)");
   entries_[inputs[0]] = module_entry("");
   state_arguments_ = state_arguments(*jit);
+  traced_in_training_ = module_.is_training();
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const JitValue* in = inputs[i + 1];
     Entry x;
@@ -113,6 +114,12 @@ std::set<const JitValue*> Importer::state_arguments(const torch::jit::Graph& jit
     }
   }
   return args;
+}
+
+bool Importer::kept_in_evaluation(const JitNode* node, size_t training_arg) const {
+  if (!traced_in_training_ || node->inputs().size() <= training_arg) return false;
+  const auto training = torch::jit::toIValue(node->inputs()[training_arg]);
+  return training && training->isBool() && !training->toBool();
 }
 
 void Importer::keep_trained_output(torch::jit::Graph& jit) const {
@@ -316,6 +323,9 @@ void Importer::translate_specialised(JitNode* node, const std::string& kind) {
   } else if (kind == "aten::_convolution" || kind == "aten::convolution" ||
              kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d") {
     translate_conv(node, kind);
+  } else if (kind == "aten::batch_norm" && kept_in_evaluation(node, 5)) {
+    // Running statistics, read and not updated; autograd's backward (a frozen batch norm).
+    translate_aten(node, kind);
   } else if (kind == "aten::batch_norm" && generic_path()) {
     // Batch statistics, no running statistics (OperatorPath::kGeneric).
     translate_aten(node, kind, {{3, c10::IValue()}, {4, c10::IValue()}, {5, true}});
@@ -344,8 +354,10 @@ void Importer::translate_specialised(JitNode* node, const std::string& kind) {
     emit(node, OpKind::kCat, list.values, a);
   } else if (kind == "aten::dropout" || kind == "aten::dropout_" ||
              kind == "aten::feature_dropout" || kind == "aten::feature_dropout_") {
-    // p = 0 is the identity, as ATen's dropout returns its input: no node, no memory.
-    if (double_arg(node, 1, "p") == 0.0) return alias(node, tensor(node, 0));
+    // p = 0 is the identity, as ATen's dropout returns its input: no node, no memory; so
+    // is a dropout kept in evaluation mode.
+    if (double_arg(node, 1, "p") == 0.0 || kept_in_evaluation(node, 2))
+      return alias(node, tensor(node, 0));
     OpAttrs a;
     a.p = double_arg(node, 1, "p");
     // nn.Dropout1d/2d/3d: whole channels of a batched input.

@@ -1,14 +1,18 @@
 // Importing a model traced in Python (torch.jit.trace(model, x).save(path)) as a Graph:
 // the TorchScript forward is inlined, its ATen operators become graph nodes and the
 // module's parameters and buffers become graph parameters and buffers under their
-// state_dict names (trainable, not frozen; load_torchscript_weights copies their values).
+// state_dict names (load_torchscript_weights copies their values); a parameter that does
+// not require gradients (frozen) becomes a buffer, as PyTorch gives it no gradient.
 // The output trained (the model's, or one of the tuple or dict it returns) gets a loss and
 // its "target" input: cross-entropy over logits [N, C] or per position over [N, C, ...]
 // (int64 targets [N] or [N, ...]), mean squared error or binary cross-entropy with
 // logits (float targets of the output's shape), or the output summed (no target).
 //
 // The imported graph is trained: batch norm uses batch statistics and dropout is active
-// at its recorded probability whatever mode the module was traced in.
+// at its recorded probability whatever mode the module was traced in. Where the model was
+// traced in training mode (its `training` attribute), a batch norm or dropout recorded in
+// evaluation mode is of a submodule the user put in eval(): it runs as PyTorch trains it
+// (a frozen batch norm: running statistics, not updated; no dropout).
 #pragma once
 
 #include <cstdint>

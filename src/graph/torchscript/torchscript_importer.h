@@ -88,8 +88,10 @@ class Importer {
         inputs_(std::move(inputs)),
         options_(std::move(options)),
         graph_(module_name(path)) {
+    // A frozen parameter (requires_grad=False: a fine-tuned model's backbone) gets no
+    // gradient in PyTorch: here it is a buffer, read and never trained.
     for (const auto& p : module_.named_parameters(/*recurse=*/true))
-      state_[p.name] = {p.value, true};
+      state_[p.name] = {p.value, p.value.requires_grad()};
     for (const auto& b : module_.named_buffers(/*recurse=*/true)) state_[b.name] = {b.value, false};
   }
 
@@ -336,6 +338,9 @@ class Importer {
   // running statistics and buffers the forward updates stay state; any other buffer is a
   // constant of the trace).
   static std::set<const JitValue*> state_arguments(const torch::jit::Graph& jit);
+  // A batch norm or dropout recorded in evaluation mode inside a model traced in training
+  // mode: a submodule the user put in eval() (a frozen batch norm), run as recorded.
+  bool kept_in_evaluation(const JitNode* node, size_t training_arg) const;
   void translate_conv(JitNode* node, const std::string& kind);
   // prim::TupleUnpack, prim::TupleIndex, aten::__getitem__ and prim::DictIndex of a
   // tuple, list or dict the trace builds (prim::TupleConstruct, ListConstruct,
@@ -411,6 +416,7 @@ class Importer {
   // will be written to; by buffer, the node that writes it last.
   std::map<int, int> buffer_of_value_, buffer_writer_;
   std::set<const JitValue*> state_arguments_;
+  bool traced_in_training_ = false;  // the module was in training mode when traced
   std::unordered_map<const JitValue*, Entry> entries_;
   std::set<std::string> names_;
   std::string scope_;
