@@ -99,7 +99,7 @@ enum class SolveProcess {
 inline constexpr int64_t kNoIterationLimit = std::numeric_limits<int64_t>::max();
 
 /// The default of MilpOptions::presolve_max_nonzeros and RelaxationLimit's.
-inline constexpr int64_t kPresolveMaxNonzeros = 20'000'000;
+inline constexpr int64_t kPresolveMaxNonzeros = 5'000'000;
 
 /// What ends an LP relaxation short of its optimum (then it gives no bound).
 struct RelaxationLimit {
@@ -166,9 +166,9 @@ struct MilpOptions {
   int root_cuts_max_columns = 20000;
   /// CLP's presolve (duplicate rows, doubletons: passes no time or iteration limit ends)
   /// runs before an LP relaxation only on programs of at most this many nonzeros. The
-  /// zoo's and the imported models' programs have up to 4.4M; MViT V2-S's at a small clip
-  /// (80M nonzeros, 9.2M columns) spent over 20 minutes in it, where the relaxation, given
-  /// a few thousand simplex iterations, gives no bound anyway.
+  /// zoo's and the imported models' programs have up to 4.4M and keep it; on MViT V2-S's
+  /// at a small clip (80M nonzeros, 9.2M columns) it ran over 20 minutes, and over 7 on
+  /// one of its neighbourhoods' sub-programs.
   int64_t presolve_max_nonzeros = kPresolveMaxNonzeros;
   bool progress = false;  // incumbent / bound / gap lines on stderr
   /// A feasible assignment of every column to start from (empty: none).
