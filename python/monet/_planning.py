@@ -375,8 +375,9 @@ def plan(module, example_input, budget=None, *, planner="monet", optimizer="sgd-
     chooses strategies). plan: a PlanFile (or path) to run instead
     of planning. output: for a module returning a tuple or dict, the output trained (an
     index or a key; default the first), or with loss= the output the loss gets (default:
-    whatever the module returns, as loss(module(x), target) gets it in PyTorch). cache_dir: where profiles and plans are cached
-    (default $MONET_CACHE_DIR or ~/.cache/monet). lossy: also offer LOSSY implementations,
+    whatever the module returns, as loss(module(x), target) gets it in PyTorch).
+    cache_dir: where profiles and plans are cached (default $MONET_CACHE_DIR or
+    ~/.cache/monet). lossy: also offer LOSSY implementations,
     whose gradients differ slightly from autograd's (GELU's backward from a 4-bit code of
     its input); the plan's lossy_forwards says how many it uses.
 
