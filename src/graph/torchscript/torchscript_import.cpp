@@ -59,7 +59,6 @@ Graph Importer::run() {
                       std::to_string(inputs_.size()) + " given (one input shape each)");
   entries_[inputs[0]] = module_entry("");
   state_arguments_ = state_arguments(*jit);
-  traced_in_training_ = module_.is_training();
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const JitValue* in = inputs[i + 1];
     Entry x;
@@ -117,7 +116,8 @@ std::set<const JitValue*> Importer::state_arguments(const torch::jit::Graph& jit
 }
 
 bool Importer::kept_in_evaluation(const JitNode* node, size_t training_arg) const {
-  if (!traced_in_training_ || node->inputs().size() <= training_arg) return false;
+  // The module's `training` attribute: the mode it was traced in.
+  if (!module_.is_training() || node->inputs().size() <= training_arg) return false;
   const auto training = torch::jit::toIValue(node->inputs()[training_arg]);
   return training && training->isBool() && !training->toBool();
 }

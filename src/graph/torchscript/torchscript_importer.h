@@ -416,7 +416,6 @@ class Importer {
   // will be written to; by buffer, the node that writes it last.
   std::map<int, int> buffer_of_value_, buffer_writer_;
   std::set<const JitValue*> state_arguments_;
-  bool traced_in_training_ = false;  // the module was in training mode when traced
   std::unordered_map<const JitValue*, Entry> entries_;
   std::set<std::string> names_;
   std::string scope_;
