@@ -62,6 +62,13 @@ LossKind loss_kind_from_name(const std::string& name);
 /// graph/model_config.h, which the CLI's --input-shape reads too).
 torch::Dtype input_dtype_from_name(const std::string& name);
 
+/// Which implementations a traced model's activations, batch norms and attention get.
+enum class TracedOperatorPath {
+  kSpecialised,  // monet's own operators, several implementations each; attention fused
+  kGeneric,      // generic ATen nodes (to measure what the specialised ones save): batch
+                 // norm then normalises with batch statistics and keeps no running ones
+};
+
 /// One input of a traced model's forward.
 struct ModelInput {
   std::vector<int64_t> shape;  // batch first
@@ -86,6 +93,8 @@ struct ModelSpec {
   /// TorchScript models: whether the planner may use lossy implementations (monet/lossy.h);
   /// their gradients differ slightly from autograd's.
   LossyImplementations lossy = LossyImplementations::kExcluded;
+  /// TorchScript models: their activations', batch norms' and attention's operators.
+  TracedOperatorPath operator_path = TracedOperatorPath::kSpecialised;
   /// TorchScript models whose forward takes several tensors (tokens and a mask, image and
   /// text), or one of a given element type: every input, in forward's order, in the
   /// place of input_shape (which then stays empty).
@@ -440,6 +449,13 @@ void save_checkpoint(const std::string& path, const Model& model,
 /// model or shape.
 uint64_t load_checkpoint(const std::string& path, Model& model, torch::optim::Optimizer& optimizer);
 
+/// Memory at one point of an iteration: after an instruction or an operator (`label`).
+struct MemoryTracePoint {
+  std::string label;
+  int64_t current_bytes = 0;  // live tracked bytes
+  int64_t peak_bytes = 0;     // the iteration's peak so far
+};
+
 /// Forward and backward under the plan against LibTorch autograd, run interleaved
 /// (autograd, plan, autograd, plan, ...) from a copy of the model's weights on one
 /// synthetic batch: the model itself is left unchanged. Peaks are absolute (the copy and
@@ -448,7 +464,12 @@ uint64_t load_checkpoint(const std::string& path, Model& model, torch::optim::Op
 struct AutogradComparison {
   int64_t peak_bytes = 0, autograd_peak_bytes = 0;
   double seconds = 0, autograd_seconds = 0;
-  double overhead = 0;  // seconds / autograd_seconds - 1
+  double overhead = 0;      // seconds / autograd_seconds - 1
+  double memory_ratio = 0;  // peak_bytes / autograd_peak_bytes
+  std::vector<double> iteration_seconds, autograd_iteration_seconds;  // each measured one
+  /// The plan's memory after every instruction of the last iteration, when asked for
+  /// (monet/measurement.h).
+  std::vector<MemoryTracePoint> trace;
 };
 AutogradComparison compare_with_autograd(PlannedModel& planned, int iters = 3);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <monet/monet.h>
+#include <monet/plan_file.h>
 
 namespace monet {
 
@@ -11,6 +12,10 @@ struct ImplAccess {
   static Model::Impl* of(const Model& m) { return m.impl_.get(); }
   static PlannedModel::Impl& of(PlannedModel& p) { return *p.impl_; }
   static const PlannedModel::Impl& of(const PlannedModel& p) { return *p.impl_; }
+  static const PlanFile::Impl& of(const PlanFile& p) { return *p.impl_; }
+  static void set(PlanFile& p, std::shared_ptr<const PlanFile::Impl> impl) {
+    p.impl_ = std::move(impl);
+  }
 };
 
 /// The model's implementation (api/model_impl.h), shared by every copy of the handle.
@@ -18,5 +23,7 @@ inline Model::Impl* impl_of(const Model& m) { return ImplAccess::of(m); }
 /// The planned model's implementation (api/planned_model_impl.h).
 inline PlannedModel::Impl& impl_of(PlannedModel& p) { return ImplAccess::of(p); }
 inline const PlannedModel::Impl& impl_of(const PlannedModel& p) { return ImplAccess::of(p); }
+/// The plan file's implementation (api/plan_file_impl.h).
+inline const PlanFile::Impl& impl_of(const PlanFile& p) { return ImplAccess::of(p); }
 
 }  // namespace monet

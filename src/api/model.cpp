@@ -62,6 +62,9 @@ ModelConfig model_config(const ModelSpec& s) {
     c.import = import_options(s.output, s.loss);
     c.import.lossy =
         s.lossy == LossyImplementations::kOffered ? LossyOffer::kOffered : LossyOffer::kExcluded;
+    c.import.activations_and_norms = s.operator_path == TracedOperatorPath::kGeneric
+                                         ? OperatorPath::kGeneric
+                                         : OperatorPath::kSpecialised;
     const std::vector<int64_t> first = c.inputs.empty() ? s.input_shape : c.inputs[0].shape;
     c.batch = first.empty() ? 0 : first[0];
     if (first.size() > 2) c.image.assign(first.begin() + 2, first.end());
@@ -75,6 +78,10 @@ ModelConfig model_config(const ModelSpec& s) {
   if (!s.output.empty() || s.loss != LossKind::kCrossEntropy)
     throw std::invalid_argument("output and loss apply to traced models (a .pt file); zoo model '" +
                                 s.model + "' has its own loss");
+  if (s.operator_path != TracedOperatorPath::kSpecialised)
+    throw std::invalid_argument(
+        "the generic operator path applies to traced models (a .pt file); zoo model '" + s.model +
+        "' is built from its own operators");
   if (s.lossy == LossyImplementations::kOffered)
     throw std::invalid_argument(
         "lossy implementations apply to traced models (a .pt file); zoo "
@@ -89,31 +96,31 @@ ModelConfig model_config(const ModelSpec& s) {
   return c;
 }
 
-namespace {
-
-Graph build(const ModelSpec& s) {
-  if (!is_traced_model(s)) {
-    const ModelConfig c = model_config(s);
+Graph build_graph(const std::string& model, const ModelConfig& c) {
+  if (!is_torchscript_path(model)) {
     try {
-      return build_zoo_model(s.model, c);
+      return build_zoo_model(model, c);
     } catch (const GraphError& e) {
-      throw std::invalid_argument("cannot build " + s.model + " at image size " +
+      throw std::invalid_argument("cannot build " + model + " at image size " +
                                   image_size_string(c.image) + ": " + e.what());
     }
   }
-  if (s.input_shape.empty() && s.inputs.empty())
-    throw std::invalid_argument("traced model '" + s.model +
+  if (c.inputs.empty())
+    throw std::invalid_argument("traced model '" + model +
                                 "' needs its input shape, batch first (e.g. 8,3,224,224)");
-  if (!std::ifstream(s.model))
-    throw std::invalid_argument("cannot read traced model '" + s.model + "'");
+  if (!std::ifstream(model))
+    throw std::invalid_argument("cannot read traced model '" + model + "'");
   try {
-    const ModelConfig c = model_config(s);
-    return import_torchscript(s.model, c.inputs, c.import);
+    return import_torchscript(model, c.inputs, c.import);
   } catch (const ImportError& e) {
     if (!e.op.empty()) throw UnsupportedOperator(e.what(), e.op, e.source);
     throw std::invalid_argument(e.what());
   }
 }
+
+Graph build_graph(const ModelSpec& s) { return build_graph(s.model, model_config(s)); }
+
+namespace {
 
 // The graph's one value of `kind`; -1 when it has none and `optional`.
 int only_value(const Graph& g, ValueKind kind, bool optional = false) {
@@ -180,7 +187,7 @@ Batch Model::Impl::input_batch(const std::vector<torch::Tensor>& inputs) const {
 Model Model::load(const ModelSpec& spec, uint64_t seed) {
   auto impl = std::make_shared<Impl>();
   impl->spec = spec;
-  impl->graph = build(spec);
+  impl->graph = build_graph(spec);
   impl->state = ModelState::initialize(impl->graph, seed);
   if (is_traced_model(spec)) load_torchscript_weights(impl->graph, impl->state, spec.model);
   impl->input_values = impl->graph.values_of_kind(ValueKind::kInput);

@@ -33,6 +33,12 @@ struct Model::Impl {
   at::Tensor follow_parameters(at::Tensor t) const;
 };
 
+/// The graph `spec` describes; throws std::invalid_argument (UnsupportedOperator for a
+/// traced operator monet cannot import) naming what is wrong.
+Graph build_graph(const ModelSpec& spec);
+/// The same for a zoo name or traced file at `config` (a plan file's).
+Graph build_graph(const std::string& model, const ModelConfig& config);
+
 /// Whether `model` names a TorchScript file (.pt / .pth) rather than a zoo model.
 bool is_traced_model(const ModelSpec& spec);
 /// The ModelConfig `spec` describes (zoo defaults filled in); throws std::invalid_argument

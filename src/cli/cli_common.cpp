@@ -111,6 +111,26 @@ ModelConfig model_config(const ModelOptions& o) {
   }
 }
 
+ModelSpec model_spec(const ModelOptions& o) {
+  const ModelConfig c = model_config(o);
+  ModelSpec s;
+  s.model = o.model;
+  if (!is_torchscript_path(o.model)) {
+    s.batch = c.batch;
+    s.image = c.image;
+    s.width = c.width;
+    s.classes = c.classes;
+    return s;
+  }
+  for (const InputSpec& in : c.inputs) s.inputs.push_back({in.shape, in.dtype});
+  s.output = o.output;
+  s.loss = loss_kind_from_name(o.loss);
+  s.lossy = o.lossy ? LossyImplementations::kOffered : LossyImplementations::kExcluded;
+  s.operator_path = o.operator_path == "generic" ? TracedOperatorPath::kGeneric
+                                                 : TracedOperatorPath::kSpecialised;
+  return s;
+}
+
 Graph build_graph(const ModelOptions& o) { return build_graph(o.model, model_config(o)); }
 
 Graph build_graph(const std::string& model, const ModelConfig& c) {
@@ -163,7 +183,7 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
-void write_trace_csv(const std::vector<MemorySample>& trace, const std::string& path) {
+void write_trace_csv(const std::vector<MemoryTracePoint>& trace, const std::string& path) {
   std::ostringstream s;
   s << "label,current_bytes,peak_bytes\n";
   for (const auto& m : trace) s << m.label << ',' << m.current_bytes << ',' << m.peak_bytes << '\n';
@@ -173,43 +193,6 @@ void write_trace_csv(const std::vector<MemorySample>& trace, const std::string& 
 }  // namespace monet::cli
 
 namespace monet::cli {
-
-LoadedPlan load_plan_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw UsageError("cannot read plan '" + path + "'");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError("plan '" + path + "' is not valid JSON (truncated?): " + e.what());
-  }
-  try {
-    std::string model;
-    ModelConfig c;
-    read_plan_model(j, &model, &c);
-    Graph g = build_graph(model, c);
-    g.set_update_mode(plan_update_mode(j));
-    Plan plan = plan_from_json(g, j);
-    plan.model = model;
-    plan.config = c;
-    validate_plan(g, plan);
-    return {std::move(g), std::move(plan)};
-  } catch (const PlanError& e) {
-    throw UsageError("plan '" + path + "': " + e.what());
-  }
-}
-
-PlanSummary summarize(const Graph& graph, const Plan& plan) {
-  PlanSummary s;
-  bool backward = false;
-  for (const auto& in : plan.program) {
-    backward = backward || in.kind == InstrKind::kBackward;
-    s.recomputations += backward && in.kind == InstrKind::kForward;
-    s.frees += in.kind == InstrKind::kFree;
-  }
-  s.lossy = lossy_forwards(graph, plan);
-  return s;
-}
 
 void add_cost_options(CLI::App* cmd, CostOptions& o) {
   cmd->add_option("--costs", o.costs_file,

@@ -19,6 +19,11 @@
 #include "planner/monet_planner.h"
 #include "runtime/model_state.h"
 
+#include <monet/measurement.h>
+#include <monet/model_description.h>
+#include <monet/monet.h>
+#include <monet/plan_file.h>
+
 namespace monet::cli {
 
 /// Bad input from the user: printed as one line, exit code 2.
@@ -62,6 +67,19 @@ Graph build_graph(const ModelOptions& options);
 Graph build_graph(const std::string& model, const ModelConfig& config);
 /// The effective ModelConfig for the options (defaults filled in).
 ModelConfig model_config(const ModelOptions& options);
+/// The public API's ModelSpec for the options (checked as model_config checks them).
+ModelSpec model_spec(const ModelOptions& options);
+
+/// Calls `f` (an API call on the user's input), turning std::invalid_argument, the API's
+/// error for bad input, into a UsageError (exit 2).
+template <class F>
+auto with_usage_errors(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
 /// The parameters and buffers to train `graph` from: a TorchScript model's own values
 /// (loaded from the file), a zoo model's initialisation seeded by `seed`.
 ModelState initial_state(const Graph& graph, const std::string& model, uint64_t seed);
@@ -73,23 +91,7 @@ void print_json(const nlohmann::json& j);
 void write_file_atomically(const std::string& path, const std::string& text);
 
 /// Memory trace as CSV: label,current_bytes,peak_bytes.
-void write_trace_csv(const std::vector<MemorySample>& trace, const std::string& path);
-
-/// A plan file and the graph it was made for.
-struct LoadedPlan {
-  Graph graph;
-  Plan plan;
-};
-/// Reads, parses and validates a plan file; every problem (unreadable, truncated, made
-/// for another model or shape, invalid program) becomes a UsageError.
-LoadedPlan load_plan_file(const std::string& path);
-
-struct PlanSummary {
-  int recomputations = 0;  // forward instructions after the first backward
-  int frees = 0;           // explicit free instructions
-  int lossy = 0;           // forward instructions with a lossy implementation
-};
-PlanSummary summarize(const Graph& graph, const Plan& plan);
+void write_trace_csv(const std::vector<MemoryTracePoint>& trace, const std::string& path);
 
 /// Where a command gets operator costs: a cost file, or the on-disk cache (profiling
 /// on a miss).

@@ -4,8 +4,6 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
-#include "runtime/autograd_baseline.h"
-#include "runtime/interleaved_measurement.h"
 
 namespace monet::cli {
 namespace {
@@ -21,39 +19,26 @@ struct BaselineOptions {
 };
 
 int run_baseline(const BaselineOptions& o) {
-  const Graph g = build_graph(o.model);
-  const ModelConfig c = model_config(o.model);
   if (o.threads > 0) at::set_num_threads(o.threads);
-  ModelState state = initial_state(g, o.model.model, o.seed);
-  const Batch batch = make_batch(g, o.seed + 1);
-  AutogradBaseline baseline(g, state);
-
-  std::vector<double> seconds;
-  int64_t peak = 0, start = 0;
-  double loss = 0;
-  const int total = o.warmup + o.iters;
-  for (int i = 0; i < total; ++i) {
-    const bool measured = i >= o.warmup;
-    std::cerr << (measured ? "iteration " : "warm-up ") << (measured ? i - o.warmup + 1 : i + 1)
-              << "/" << (measured ? o.iters : o.warmup) << " ..." << std::flush;
-    IterationOptions options;
-    options.record_trace = !o.trace_csv.empty() && i + 1 == total;
-    const IterationResult r = baseline.run_iteration(batch, options);
-    if (options.record_trace) write_trace_csv(r.trace, o.trace_csv);
-    std::cerr << " " << r.seconds << " s, peak " << format_bytes(r.peak_bytes) << "\n";
-    if (!measured) continue;
-    seconds.push_back(r.seconds);
-    peak = std::max(peak, r.peak_bytes);
-    start = r.start_bytes;
-    loss = r.loss;
-  }
-  const double med = median(seconds);
+  const Model model = with_usage_errors([&] { return Model::load(model_spec(o.model), o.seed); });
+  const ModelDescription d = describe(model);
+  MeasurementOptions mo;
+  mo.warmup = o.warmup;
+  mo.iters = o.iters;
+  mo.record_last_trace = !o.trace_csv.empty();
+  mo.batch_seed = o.seed + 1;
+  mo.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const AutogradIterations r = measure_autograd_iterations(model, mo);
+  if (mo.record_last_trace) write_trace_csv(r.trace, o.trace_csv);
+  const std::vector<double>& seconds = r.seconds;
+  const int64_t peak = r.peak_bytes, start = r.start_bytes;
+  const double loss = r.loss, med = r.median_seconds;
   if (o.json) {
     print_json({{"model", o.model.model},
-                {"batch", c.batch},
-                {"image", c.image},
-                {"width", c.width},
-                {"fingerprint", g.fingerprint()},
+                {"batch", d.batch},
+                {"image", d.image},
+                {"width", d.width},
+                {"fingerprint", d.fingerprint},
                 {"iters", o.iters},
                 {"warmup", o.warmup},
                 {"peak_bytes", peak},
@@ -65,9 +50,9 @@ int run_baseline(const BaselineOptions& o) {
     return 0;
   }
   std::printf("model            %s (batch %lld, image %s)\n", o.model.model.c_str(),
-              static_cast<long long>(c.batch), image_size_string(c.image).c_str());
+              static_cast<long long>(d.batch), image_size_string(d.image).c_str());
   std::printf("peak memory      %s\n", format_bytes(peak, true).c_str());
-  std::printf("  of which live at start (weights, batch) %s\n", format_bytes(start).c_str());
+  std::printf("  of which live at start (weights, batch) %s\n", format_bytes(start, false).c_str());
   std::printf("time/iteration   %.4f s (median of %d, %d threads)\n", med, o.iters,
               at::get_num_threads());
   std::printf("loss             %.6f\n", loss);

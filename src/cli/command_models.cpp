@@ -2,7 +2,6 @@
 #include <cstdio>
 
 #include "cli/cli_common.h"
-#include "graph/zoo/model_zoo.h"
 
 namespace monet::cli {
 
@@ -13,7 +12,7 @@ void add_models_command(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({cmd, [json] {
                         if (*json) {
                           nlohmann::json out = nlohmann::json::array();
-                          for (const auto& m : zoo_models())
+                          for (const ZooModel& m : model_zoo())
                             out.push_back({{"name", m.name},
                                            {"description", m.description},
                                            {"spatial_dims", m.spatial_dims},
@@ -23,7 +22,7 @@ void add_models_command(CLI::App& root, std::vector<Command>& commands) {
                           return 0;
                         }
                         std::printf("%-14s %-12s %s\n", "model", "input", "description");
-                        for (const auto& m : zoo_models())
+                        for (const ZooModel& m : model_zoo())
                           std::printf("%-14s %-12s %s\n", m.name.c_str(),
                                       image_size_string(m.default_image).c_str(),
                                       m.description.c_str());

@@ -81,6 +81,20 @@ SearchOptions plan_search_options(const PlanOptions& o) {
                    "; the smallest budget with a plan is " + smallest + floor);
 }
 
+// The counts `monet plan` reports of the plan it wrote.
+PlanSummary summarize(const Graph& g, const Plan& plan) {
+  PlanSummary s;
+  s.instructions = static_cast<int>(plan.program.size());
+  bool backward = false;
+  for (const auto& in : plan.program) {
+    backward = backward || in.kind == InstrKind::kBackward;
+    s.recomputations += backward && in.kind == InstrKind::kForward;
+    s.explicit_frees += in.kind == InstrKind::kFree;
+  }
+  s.lossy_forwards = lossy_forwards(g, plan);
+  return s;
+}
+
 // What `monet plan` reports of the plan it wrote.
 struct PlanReport {
   const PlanOptions& options;
@@ -101,8 +115,8 @@ void print_json_report(const PlanReport& p) {
                       {"fingerprint", p.plan.graph_fingerprint},
                       {"instructions", p.plan.program.size()},
                       {"recomputations", s.recomputations},
-                      {"explicit_frees", s.frees},
-                      {"lossy_forwards", s.lossy},
+                      {"explicit_frees", s.explicit_frees},
+                      {"lossy_forwards", s.lossy_forwards},
                       {"optimizer_update", update_mode_name(p.graph.update_mode())}};
   if (p.budget > 0) j["budget_bytes"] = p.budget;
   if (p.baseline_peak > 0) j["baseline_peak_bytes"] = p.baseline_peak;
@@ -140,12 +154,12 @@ void print_text_report(const PlanReport& p) {
   const PlanSummary s = summarize(p.graph, p.plan);
   std::printf("wrote %s: %s plan for %s, %zu instructions (%d recomputations, %d explicit frees)\n",
               p.options.output.c_str(), p.plan.planner.c_str(), p.options.model.model.c_str(),
-              p.plan.program.size(), s.recomputations, s.frees);
-  if (s.lossy > 0)
+              p.plan.program.size(), s.recomputations, s.explicit_frees);
+  if (s.lossy_forwards > 0)
     std::printf(
         "LOSSY         %d forwards use a lossy implementation: gradients differ slightly "
         "from autograd's (--lossy)\n",
-        s.lossy);
+        s.lossy_forwards);
   if (p.solved) print_solve(p.outcome.solve);
   if (p.outcome.model_peak_bytes >= 0)
     std::printf("checkmate     peak %s in Checkmate's memory model (no workspace)\n",

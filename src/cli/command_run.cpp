@@ -5,10 +5,6 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
-#include "runtime/autograd_baseline.h"
-#include "runtime/executor.h"
-#include "runtime/gradient_comparison.h"
-#include "runtime/interleaved_measurement.h"
 
 namespace monet::cli {
 namespace {
@@ -26,58 +22,50 @@ struct RunOptions {
 
 int run_run(const RunOptions& o) {
   if (o.threads > 0) at::set_num_threads(o.threads);
-  LoadedPlan lp = load_plan_file(o.plan);
-  ModelState state = initial_state(lp.graph, lp.plan.model, 0);
-  const Batch batch = make_batch(lp.graph, 1);
-  InterleavedOptions io;
-  io.warmup = o.warmup;
-  io.iters = o.iters;
-  io.record_last_trace = !o.trace_csv.empty();
-  io.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  const InterleavedMeasurement m = measure_interleaved(lp.graph, state, lp.plan, batch, io);
-  if (io.record_last_trace) write_trace_csv(m.trace, o.trace_csv);
+  const PlanFile plan = with_usage_errors([&] { return PlanFile::load(o.plan); });
+  MeasurementOptions mo;
+  mo.warmup = o.warmup;
+  mo.iters = o.iters;
+  mo.record_last_trace = !o.trace_csv.empty();
+  mo.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const AutogradComparison m = with_usage_errors([&] { return compare_with_autograd(plan, mo); });
+  if (mo.record_last_trace) write_trace_csv(m.trace, o.trace_csv);
   const double ratio = m.memory_ratio, overhead = m.overhead;
-  const int64_t peak_plan = m.peak_bytes, peak_base = m.baseline_peak_bytes;
+  const int64_t peak_plan = m.peak_bytes, peak_base = m.autograd_peak_bytes;
   if (o.json) {
     print_json({{"plan", o.plan},
-                {"planner", lp.plan.planner},
-                {"model", lp.plan.model},
+                {"planner", plan.planner()},
+                {"model", plan.model_name()},
                 {"iters", o.iters},
                 {"peak_bytes", peak_plan},
                 {"baseline_peak_bytes", peak_base},
                 {"memory_ratio", ratio},
-                {"median_seconds", m.median_seconds},
-                {"baseline_median_seconds", m.baseline_median_seconds},
+                {"median_seconds", m.seconds},
+                {"baseline_median_seconds", m.autograd_seconds},
                 {"overhead", overhead},
-                {"seconds", m.seconds},
-                {"baseline_seconds", m.baseline_seconds}});
+                {"seconds", m.iteration_seconds},
+                {"baseline_seconds", m.autograd_iteration_seconds}});
     return 0;
   }
-  std::printf("%s plan for %s, %d interleaved iterations\n", lp.plan.planner.c_str(),
-              lp.plan.model.c_str(), o.iters);
+  std::printf("%s plan for %s, %d interleaved iterations\n", plan.planner().c_str(),
+              plan.model_name().c_str(), o.iters);
   std::printf("peak memory   plan %s   baseline %s   ratio %.3f\n",
               format_bytes(peak_plan, true).c_str(), format_bytes(peak_base, true).c_str(), ratio);
-  std::printf("time/iter     plan %.4f s   baseline %.4f s   overhead %+.1f%%\n", m.median_seconds,
-              m.baseline_median_seconds, 100 * overhead);
+  std::printf("time/iter     plan %.4f s   baseline %.4f s   overhead %+.1f%%\n", m.seconds,
+              m.autograd_seconds, 100 * overhead);
   return 0;
 }
 
-// Verification runs in float64 by default: in float32, a different convolution algorithm
-// or a recomputed batch norm rounds differently, which can flip a max-pooling argmax
-// between two near-equal values and move single gradient entries by O(1) (max is not
-// differentiable there). float64 makes such ties vanishingly rare, so any remaining
-// difference is an error of the plan (compare_gradients; in float64 "mkldnn" convolutions
-// run as "default", oneDNN having none).
+// Verification runs in float64 by default (verify_gradients, monet/measurement.h).
 int run_verify(const RunOptions& o) {
-  LoadedPlan lp = load_plan_file(o.plan);
-  const at::ScalarType dtype = o.precision == "float32" ? at::kFloat : at::kDouble;
   if (o.precision != "float32" && o.precision != "float64")
     throw UsageError("--precision must be float32 or float64");
-  const GradientComparison c = compare_gradients(
-      lp.graph, lp.plan, initial_state(lp.graph, lp.plan.model, 0), make_batch(lp.graph, 1), dtype);
+  const torch::Dtype dtype = o.precision == "float32" ? torch::kFloat32 : torch::kFloat64;
+  const PlanFile plan = with_usage_errors([&] { return PlanFile::load(o.plan); });
+  const GradientCheck c = with_usage_errors([&] { return verify_gradients(plan, dtype); });
   const double max_abs = c.max_abs_error, max_rel = c.max_relative_error;
   const std::string& worst = c.worst_parameter;
-  const size_t parameters = c.relative_errors.size();
+  const int parameters = c.parameters;
   const bool ok = max_rel <= o.tolerance;
   if (o.json) {
     print_json({{"plan", o.plan},
@@ -90,7 +78,7 @@ int run_verify(const RunOptions& o) {
                 {"tolerance", o.tolerance},
                 {"ok", ok}});
   } else {
-    std::printf("gradients of %zu parameters: max abs error %.3g, max rel error %.3g (%s)\n",
+    std::printf("gradients of %d parameters: max abs error %.3g, max rel error %.3g (%s)\n",
                 parameters, max_abs, max_rel, worst.c_str());
     std::printf("loss %.6f (baseline %.6f): %s\n", c.loss, c.autograd_loss,
                 ok ? "OK" : "ABOVE TOLERANCE");

@@ -13,29 +13,6 @@ struct ShowOptions {
   bool json = false;
 };
 
-// What a plan does with one operator.
-struct NodeChoice {
-  std::string forward;   // implementation of its first forward
-  int recomputed = 0;    // forwards after the first
-  std::string backward;  // implementation of each backward part, "+"-joined
-};
-
-std::vector<NodeChoice> node_choices(const Graph& g, const Plan& plan) {
-  std::vector<NodeChoice> c(g.nodes().size());
-  for (const Instruction& in : plan.program) {
-    NodeChoice& n = c[in.node];
-    if (in.kind == InstrKind::kForward) {
-      if (n.forward.empty())
-        n.forward = in.impl;
-      else
-        ++n.recomputed;
-    } else if (in.kind == InstrKind::kBackward) {
-      n.backward += (n.backward.empty() ? "" : "+") + in.impl;
-    }
-  }
-  return c;
-}
-
 int run_show(const ShowOptions& o) {
   if (o.plan.empty() && o.model.model.empty())
     throw UsageError("give a model (--model) or a plan file (--plan)");
@@ -43,77 +20,67 @@ int run_show(const ShowOptions& o) {
     throw UsageError(
         "give a model (--model) or a plan file (--plan), not both: a plan names "
         "its model");
-  Graph g;
-  ModelConfig c;
-  std::string model = o.model.model;
-  std::vector<NodeChoice> choices;
-  if (!o.plan.empty()) {
-    LoadedPlan lp = load_plan_file(o.plan);
-    choices = node_choices(lp.graph, lp.plan);
-    g = std::move(lp.graph);
-    c = lp.plan.config;
-    model = lp.plan.model;
-  } else {
-    g = build_graph(o.model);
-    c = model_config(o.model);
-  }
+  std::vector<OperatorChoice> choices;
+  std::string update;
+  const ModelDescription d = with_usage_errors([&] {
+    if (o.plan.empty()) return describe(model_spec(o.model));
+    const PlanFile plan = PlanFile::load(o.plan);
+    choices = plan.operator_choices();
+    update = optimizer_update_name(plan.optimizer_update());
+    return plan.model_description();
+  });
   if (o.json) {
     nlohmann::json ops = nlohmann::json::array();
-    for (const auto& n : g.nodes()) {
-      const Value& out = g.value(n.output);
-      std::vector<std::string> inputs;
-      for (int id : n.inputs) inputs.push_back(g.value(id).name);
-      nlohmann::json op = {{"name", n.name},     {"op", op_name(n.op)},
-                           {"inputs", inputs},   {"attrs", describe_attrs(n.op, n.attrs)},
-                           {"shape", out.shape}, {"bytes", out.bytes()}};
+    for (const OperatorDescription& n : d.operators) {
+      nlohmann::json op = {{"name", n.name},          {"op", n.kind},
+                           {"inputs", n.inputs},      {"attrs", n.attributes},
+                           {"shape", n.output_shape}, {"bytes", n.output_bytes}};
       if (!choices.empty())
         op["plan"] = {{"forward", choices[n.id].forward},
-                      {"recomputed", choices[n.id].recomputed},
+                      {"recomputed", choices[n.id].recomputations},
                       {"backward", choices[n.id].backward}};
       ops.push_back(op);
     }
-    nlohmann::json j = {{"model", model},
-                        {"batch", c.batch},
-                        {"image", c.image},
-                        {"width", c.width},
-                        {"classes", c.classes},
-                        {"fingerprint", g.fingerprint()},
-                        {"parameters", g.parameter_count()},
-                        {"parameter_bytes", g.parameter_bytes()},
-                        {"activation_bytes", g.activation_bytes()},
-                        {"operator_count", g.nodes().size()},
+    nlohmann::json j = {{"model", d.model},
+                        {"batch", d.batch},
+                        {"image", d.image},
+                        {"width", d.width},
+                        {"classes", d.classes},
+                        {"fingerprint", d.fingerprint},
+                        {"parameters", d.parameters},
+                        {"parameter_bytes", d.parameter_bytes},
+                        {"activation_bytes", d.activation_bytes},
+                        {"operator_count", d.operators.size()},
                         {"operators", ops}};
     if (!o.plan.empty()) {
       j["plan"] = o.plan;
-      j["optimizer_update"] = update_mode_name(g.update_mode());
+      j["optimizer_update"] = update;
     }
     print_json(j);
     return 0;
   }
-  std::printf("%s  batch %lld  image %s  width %g  fingerprint %s\n", model.c_str(),
-              static_cast<long long>(c.batch), image_size_string(c.image).c_str(), c.width,
-              g.fingerprint().c_str());
-  if (!choices.empty())
-    std::printf("plan %s  optimizer updates %s\n", o.plan.c_str(),
-                update_mode_name(g.update_mode()));
+  std::printf("%s  batch %lld  image %s  width %g  fingerprint %s\n", d.model.c_str(),
+              static_cast<long long>(d.batch), image_size_string(d.image).c_str(), d.width,
+              d.fingerprint.c_str());
+  if (!o.plan.empty())
+    std::printf("plan %s  optimizer updates %s\n", o.plan.c_str(), update.c_str());
   std::printf("%-5s %-34s %-20s %-24s %12s", "#", "operator", "kind", "output shape", "bytes");
   if (!choices.empty()) std::printf("  %-14s %-10s %s", "forward", "recomputed", "backward");
   std::printf("\n");
-  for (const auto& n : g.nodes()) {
-    const Value& out = g.value(n.output);
-    std::printf("%-5d %-34s %-20s %-24s %12s", n.id, n.name.c_str(), op_name(n.op),
-                shape_string(out.shape).c_str(), format_bytes(out.bytes()).c_str());
+  for (const OperatorDescription& n : d.operators) {
+    std::printf("%-5d %-34s %-20s %-24s %12s", n.id, n.name.c_str(), n.kind.c_str(),
+                shape_string(n.output_shape).c_str(), format_bytes(n.output_bytes, false).c_str());
     if (!choices.empty())
-      std::printf("  %-14s %-10d %s", choices[n.id].forward.c_str(), choices[n.id].recomputed,
+      std::printf("  %-14s %-10d %s", choices[n.id].forward.c_str(), choices[n.id].recomputations,
                   choices[n.id].backward.empty() ? "-" : choices[n.id].backward.c_str());
     std::printf("\n");
   }
   std::printf(
       "operators: %zu (%lld on the generic ATen path)\nparameters: %lld (%s)\n"
       "activations: %s\n",
-      g.nodes().size(), static_cast<long long>(g.generic_node_count()),
-      static_cast<long long>(g.parameter_count()), format_bytes(g.parameter_bytes()).c_str(),
-      format_bytes(g.activation_bytes(), true).c_str());
+      d.operators.size(), static_cast<long long>(d.generic_operators),
+      static_cast<long long>(d.parameters), format_bytes(d.parameter_bytes, false).c_str(),
+      format_bytes(d.activation_bytes, true).c_str());
   return 0;
 }
 
