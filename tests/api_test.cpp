@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include <monet/image_data.h>
 #include <monet/monet.h>
 
 #include <cmath>
@@ -492,6 +493,44 @@ TEST(Data, MissingAndEmptyFoldersAreNamed) {
   fs::create_directories(empty + "/cls");
   EXPECT_THROW(open_image_folder(empty), DataError);
   EXPECT_THROW(open_cifar10(empty), DataError);
+}
+
+TEST(Data, ThePublicBatchesShardAndResumeTheOrder) {
+  const std::string dir = fresh_dir("public_images");
+  for (const char* cls : {"a", "b"}) {
+    fs::create_directories(dir + "/" + cls);
+    for (int i = 0; i < 4; ++i)
+      write_png(dir + "/" + cls + "/" + std::to_string(i) + ".png", 12, 12, 10 * i, 0, 0);
+  }
+  const ImageData data = ImageData::open(dir, image_data_format_from_name("imagefolder"));
+  EXPECT_EQ(data.size(), 8);
+  EXPECT_EQ(data.classes(), 2);
+  EXPECT_NE(data.describe().find("8 images"), std::string::npos) << data.describe();
+  ImageBatchOptions o;
+  o.batch = 2;
+  o.height = o.width = 8;
+  o.seed = 3;
+  ImageBatches whole(data, o);
+  EXPECT_EQ(whole.steps_per_epoch(), 4);
+  EXPECT_EQ(whole.batch_bytes(), 2 * 3 * 8 * 8 * 4 + 2 * 8);
+  std::vector<at::Tensor> labels;
+  for (int i = 0; i < 4; ++i) {
+    auto [x, y] = whole.next();
+    EXPECT_EQ(x.sizes().vec(), (std::vector<int64_t>{2, 3, 8, 8}));
+    labels.push_back(y);
+  }
+  o.start_step = 3;
+  ImageBatches resumed(data, o);
+  EXPECT_TRUE(resumed.next().second.equal(labels[3]));
+  o.start_step = 0;
+  o.world_size = 2;
+  ImageBatches rank0(data, o);
+  EXPECT_EQ(rank0.steps_per_epoch(), 2);
+  o.batch = 9;
+  o.world_size = 1;
+  EXPECT_THROW(ImageBatches(data, o), std::invalid_argument);
+  EXPECT_THROW(ImageData::open(dir + "/none", ImageDataFormat::kCifar10), std::invalid_argument);
+  EXPECT_THROW(image_data_format_from_name("tfrecord"), std::invalid_argument);
 }
 
 }  // namespace

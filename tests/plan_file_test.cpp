@@ -4,7 +4,9 @@
 
 #include <monet/measurement.h>
 #include <monet/model_description.h>
+#include <monet/operator_costs.h>
 #include <monet/plan_file.h>
+#include <monet/planning.h>
 
 #include <cmath>
 #include <filesystem>
@@ -167,6 +169,93 @@ TEST(Measurement, AutogradIterationsReportPeakTimeAndTrace) {
   EXPECT_TRUE(std::isfinite(r.loss));
   EXPECT_FALSE(r.trace.empty());
   for (const auto& p : model.parameters()) EXPECT_FALSE(p.grad().defined());
+}
+
+// Costs profiled once (quickly) into a fresh cache directory.
+CostSource quick_profile(const std::string& name) {
+  CostSource s;
+  s.cache_dir = ::testing::TempDir() + "/monet_plan_file_costs_" + name;
+  std::filesystem::remove_all(s.cache_dir);
+  s.repeats = 1;
+  s.warmup = 0;
+  s.progress = false;
+  return s;
+}
+
+TEST(OperatorCosts, ProfilesOnceThenReadsTheCacheOrAFile) {
+  const Model model = Model::load(small_resnet());
+  const CostSource source = quick_profile("cache");
+  EXPECT_FALSE(OperatorCosts::find(model, source).has_value());
+  const OperatorCosts profiled = OperatorCosts::obtain(model, source);
+  EXPECT_FALSE(profiled.from_cache());
+  EXPECT_GT(profiled.implementations(), 2 * model.node_count());
+  EXPECT_GT(profiled.largest_workspace_bytes(), 0);
+  EXPECT_TRUE(std::filesystem::exists(profiled.cache_file())) << profiled.cache_file();
+  const std::optional<OperatorCosts> cached = OperatorCosts::find(model, source);
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_TRUE(cached->from_cache());
+  const std::string file = source.cache_dir + "/costs.json";
+  profiled.save(file);
+  CostSource from_file = source;
+  from_file.costs_file = file;
+  from_file.use_cache = false;
+  const OperatorCosts read = OperatorCosts::obtain(model, from_file);
+  EXPECT_EQ(read.implementations(), profiled.implementations());
+  EXPECT_DOUBLE_EQ(read.predict_store_all().seconds, profiled.predict_store_all().seconds);
+  EXPECT_EQ(read.predict_store_all().peak_bytes, profiled.predict_store_all().peak_bytes);
+  // A cost file of another shape is refused, naming the file.
+  ModelSpec other = small_resnet();
+  other.batch = 3;
+  try {
+    OperatorCosts::obtain(Model::load(other), from_file);
+    ADD_FAILURE() << "costs of another shape were read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+  }
+}
+
+TEST(Planning, PlansWithinABudgetAndExplainsOneTooSmall) {
+  const Model model = Model::load(small_resnet());
+  const OperatorCosts costs = OperatorCosts::obtain(model, quick_profile("plan"));
+  EXPECT_TRUE(planner_info("monet").requires_budget);
+  EXPECT_TRUE(planner_info("chain").takes_budget);
+  EXPECT_FALSE(planner_info("chain").requires_budget);
+  EXPECT_FALSE(planner_info("storeall").needs_costs);
+  EXPECT_THROW(planner_info("no-such-planner"), std::invalid_argument);
+
+  PlanFileRequest request;
+  request.planner = "storeall";
+  const PlanFileOutcome storeall = make_plan_file(model, nullptr, request);
+  ASSERT_TRUE(storeall.plan.has_value());
+  EXPECT_FALSE(storeall.solve.has_value());
+  const int64_t storeall_peak = costs.predict(*storeall.plan).peak_bytes;
+  EXPECT_EQ(storeall_peak, costs.predict_store_all().peak_bytes);
+
+  request.planner = "monet";
+  EXPECT_THROW(make_plan_file(model, &costs, request), std::invalid_argument);  // no budget
+  request.budget_bytes = storeall_peak;
+  request.search.limit = PlanningLimit::kWork;
+  request.search.time_limit_seconds = 10;
+  request.search.progress = false;
+  const PlanFileOutcome fits = make_plan_file(model, &costs, request);
+  ASSERT_TRUE(fits.plan.has_value());
+  ASSERT_TRUE(fits.solve.has_value());
+  EXPECT_LE(costs.predict(*fits.plan).peak_bytes, *request.budget_bytes);
+  EXPECT_GT(fits.solve->columns, 0);
+  EXPECT_GT(fits.solve->floor_bytes, 0);
+  const std::string path = ::testing::TempDir() + "/monet_made_plan.json";
+  fits.plan->save(path);
+  EXPECT_EQ(PlanFile::load(path).planner(), "monet");
+
+  request.budget_bytes = fits.solve->floor_bytes - 1;  // below the floor: no plan
+  const PlanFileOutcome none = make_plan_file(model, &costs, request);
+  EXPECT_FALSE(none.plan.has_value());
+  EXPECT_FALSE(none.out_of_time);
+  const SmallestBudget smallest =
+      smallest_iteration_budget(model, costs, request, none.proven_infeasible_bytes);
+  ASSERT_TRUE(smallest.bytes.has_value());
+  EXPECT_GE(*smallest.bytes, fits.solve->floor_bytes);
+  EXPECT_LE(*smallest.bytes, costs.predict(*fits.plan).peak_bytes);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@ one level, and neither includes the other). A sub-folder (src/planner/solver/) i
 of its own, listed by its path. A file may include headers of its own layer
 and of the layers below it; the public headers (include/monet/) are the api layer's. The
 API's private headers (src/api/*_impl.h: what a Model and a PlannedModel hold) are for
-src/api/ alone: the CLI and Python reach models through include/monet/. Also fails on a
+src/api/ alone, and the CLI and Python include the public headers and their own files
+alone. Also fails on a
 cycle of includes between the project's own files. Prints one line per
 violation and exits 1 when there is any; exits 0 when the includes follow the order.
 
@@ -30,6 +31,9 @@ def layer_levels(design):
             rows.append(names)
     return {name: len(rows) - i for i, names in enumerate(rows) for name in names}
 
+
+# The layers over the public API alone: they include include/monet/ and their own files.
+PUBLIC_ONLY = ("cli", "python")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
@@ -86,6 +90,9 @@ def check(root):
             line = text[:m.start()].count("\n") + 1
             if to == "api" and target.endswith("_impl.h") and layer != "api":
                 problems.append(f"{rel}:{line}: includes {target}, private to src/api/")
+            elif layer in PUBLIC_ONLY and to != layer and not target.startswith("include" + os.sep):
+                problems.append(f"{rel}:{line}: includes {target}; {layer}/ reaches the library "
+                                "through include/monet/ alone")
             if to == layer or to is None:
                 continue
             if to not in levels or levels[to] >= levels[layer]:

@@ -54,6 +54,14 @@ ModelDescription describe(const ModelSpec& spec);
 /// The same for a loaded model.
 ModelDescription describe(const Model& model);
 
+/// Whether ModelSpec::model `model` names a traced file (.pt, .pth) rather than a zoo model.
+bool is_traced_model_file(const std::string& model);
+
+/// A spatial size as the CLI's --image takes it: "224" (square; a cube for a model of 3
+/// spatial dimensions, a length for one of 1), "416x608" or "64x64x64". Throws
+/// std::invalid_argument with a readable message.
+std::vector<int64_t> parse_image_size(const std::string& text, int spatial_dims);
+
 /// "[8, 3, 224, 224]": a tensor shape as messages and `monet show` print it.
 std::string shape_string(const std::vector<int64_t>& shape);
 

@@ -77,6 +77,11 @@ struct ModelInput {
   std::optional<torch::Dtype> dtype;
 };
 
+/// "8,3,224,224" or "8,16:int64": an input's shape, batch first, and optionally its element
+/// type (input_dtype_from_name's names), as the CLI's --input-shape takes it. Throws
+/// std::invalid_argument naming what is wrong.
+ModelInput model_input_from_string(const std::string& text);
+
 /// What to build: a zoo model (`monet models` lists them) at a size, or a model traced
 /// in Python with torch.jit.trace(...).save(path) and the input shape to plan it for.
 struct ModelSpec {

@@ -1,7 +1,7 @@
 // PlanFile: a plan as a file (`monet plan -o`, PlannedModel::save_plan): the program of
 // instructions one planner made for one model at one size, and that model. `monet show
 // --plan`, `monet run` and `monet verify` read plans through it (monet/measurement.h runs
-// them).
+// them); monet/planning.h makes them.
 #pragma once
 
 #include <memory>
@@ -35,6 +35,9 @@ class PlanFile {
   /// std::invalid_argument naming the file and the problem: unreadable, not JSON
   /// (truncated?), made for another model or shape (PlanMismatch), an invalid program.
   static PlanFile load(const std::string& path);
+  /// Writes the plan to `path` atomically (a temporary file and a rename); throws
+  /// std::invalid_argument when it cannot be written.
+  void save(const std::string& path) const;
 
   const std::string& path() const;
   const std::string& planner() const;        // the planner that made it ("monet", "chen", ...)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <monet/monet.h>
+#include <monet/operator_costs.h>
 #include <monet/plan_file.h>
 
 namespace monet {
@@ -16,6 +17,10 @@ struct ImplAccess {
   static void set(PlanFile& p, std::shared_ptr<const PlanFile::Impl> impl) {
     p.impl_ = std::move(impl);
   }
+  static const OperatorCosts::Impl& of(const OperatorCosts& c) { return *c.impl_; }
+  static void set(OperatorCosts& c, std::shared_ptr<const OperatorCosts::Impl> impl) {
+    c.impl_ = std::move(impl);
+  }
 };
 
 /// The model's implementation (api/model_impl.h), shared by every copy of the handle.
@@ -25,5 +30,7 @@ inline PlannedModel::Impl& impl_of(PlannedModel& p) { return ImplAccess::of(p); 
 inline const PlannedModel::Impl& impl_of(const PlannedModel& p) { return ImplAccess::of(p); }
 /// The plan file's implementation (api/plan_file_impl.h).
 inline const PlanFile::Impl& impl_of(const PlanFile& p) { return ImplAccess::of(p); }
+/// The costs' implementation (api/operator_costs_impl.h).
+inline const OperatorCosts::Impl& impl_of(const OperatorCosts& c) { return ImplAccess::of(c); }
 
 }  // namespace monet

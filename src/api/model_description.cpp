@@ -5,6 +5,7 @@
 #include "api/impl_access.h"
 #include "api/model_description_impl.h"
 #include "api/model_impl.h"
+#include "graph/torchscript/torchscript_import.h"
 #include "graph/zoo/model_zoo.h"
 
 namespace monet {
@@ -44,6 +45,13 @@ ModelDescription describe_graph(const Graph& g, const std::string& model, const 
 
 ModelDescription describe(const ModelSpec& spec) {
   return describe_graph(build_graph(spec), spec.model, model_config(spec));
+}
+
+bool is_traced_model_file(const std::string& model) { return is_torchscript_path(model); }
+
+ModelInput model_input_from_string(const std::string& text) {
+  const InputSpec in = parse_input_spec(text);
+  return {in.shape, in.dtype};
 }
 
 ModelDescription describe(const Model& model) {

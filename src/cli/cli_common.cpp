@@ -1,5 +1,4 @@
 #include "cli/cli_common.h"
-#include "api/import_options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,15 +7,6 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
-
-#include <monet/monet.h>
-
-#include "cost/profiler.h"
-#include "graph/torchscript/torchscript_import.h"
-#include "graph/zoo/model_zoo.h"
-#include "plan/plan_validator.h"
-#include "runtime/autograd_baseline.h"
-#include "runtime/torchscript_weights.h"
 
 namespace monet::cli {
 
@@ -61,35 +51,42 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
                 "slightly from autograd's (GELU's backward from a 4-bit code of its input)");
 }
 
-ModelConfig model_config(const ModelOptions& o) {
-  if (is_torchscript_path(o.model)) {
-    if (o.input_shapes.empty())
-      throw UsageError("--model " + o.model + " is a traced model: give its input with " +
-                       "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
-    LossKind loss;
-    try {
-      loss = loss_kind_from_name(o.loss);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--loss: ") + e.what());
-    }
-    if (!o.image.empty() || o.width != 1.0 || o.classes > 0)
-      throw UsageError(
-          "--image, --width and --classes apply to zoo models; a traced model's "
-          "size is its --input-shape and its classes are its output's");
-    ModelConfig c;
-    try {
-      for (const std::string& text : o.input_shapes) c.inputs.push_back(parse_input_spec(text));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--input-shape: " + std::string(e.what()));
-    }
-    c.import = import_options(o.output, loss);
-    c.import.activations_and_norms = operator_path_from_name(o.operator_path);
-    if (o.lossy) c.import.lossy = LossyOffer::kOffered;
-    const std::vector<int64_t>& first = c.inputs[0].shape;
-    c.batch = first[0];
-    c.image.assign(first.begin() + std::min<size_t>(2, first.size()), first.end());
-    return c;
+namespace {
+
+// A traced model's ModelSpec (--input-shape, --model-output, --loss, --operator-path,
+// --lossy).
+ModelSpec traced_model_spec(const ModelOptions& o) {
+  if (o.input_shapes.empty())
+    throw UsageError("--model " + o.model + " is a traced model: give its input with " +
+                     "--input-shape B,C,H,W (e.g. --input-shape 8,3,224,224)");
+  if (!o.image.empty() || o.width != 1.0 || o.classes > 0)
+    throw UsageError(
+        "--image, --width and --classes apply to zoo models; a traced model's "
+        "size is its --input-shape and its classes are its output's");
+  ModelSpec s;
+  s.model = o.model;
+  try {
+    s.loss = loss_kind_from_name(o.loss);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--loss: ") + e.what());
   }
+  try {
+    for (const std::string& text : o.input_shapes)
+      s.inputs.push_back(model_input_from_string(text));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--input-shape: " + std::string(e.what()));
+  }
+  s.output = o.output;
+  s.operator_path = o.operator_path == "generic" ? TracedOperatorPath::kGeneric
+                                                 : TracedOperatorPath::kSpecialised;
+  s.lossy = o.lossy ? LossyImplementations::kOffered : LossyImplementations::kExcluded;
+  return s;
+}
+
+}  // namespace
+
+ModelSpec model_spec(const ModelOptions& o) {
+  if (is_traced_model_file(o.model)) return traced_model_spec(o);
   if (!o.input_shapes.empty())
     throw UsageError("--input-shape applies to traced models (--model FILE.pt); zoo models " +
                      std::string("take --batch and --image"));
@@ -98,69 +95,22 @@ ModelConfig model_config(const ModelOptions& o) {
         "--model-output, --loss, --operator-path and --lossy apply to traced models (--model "
         "FILE.pt); zoo model " +
         o.model + " has its own loss and no lossy implementation");
-  try {
-    const ModelInfo& info = zoo_model_info(o.model);
-    ModelConfig c;
-    c.batch = o.batch;
-    c.width = o.width;
-    c.classes = o.classes > 0 ? o.classes : info.default_classes;
-    c.image = o.image.empty() ? info.default_image : parse_image_size(o.image, info.spatial_dims);
-    return c;
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-}
-
-ModelSpec model_spec(const ModelOptions& o) {
-  const ModelConfig c = model_config(o);
+  const std::vector<ZooModel> zoo = model_zoo();
+  const auto info =
+      std::find_if(zoo.begin(), zoo.end(), [&](const ZooModel& m) { return m.name == o.model; });
   ModelSpec s;
   s.model = o.model;
-  if (!is_torchscript_path(o.model)) {
-    s.batch = c.batch;
-    s.image = c.image;
-    s.width = c.width;
-    s.classes = c.classes;
-    return s;
-  }
-  for (const InputSpec& in : c.inputs) s.inputs.push_back({in.shape, in.dtype});
-  s.output = o.output;
-  s.loss = loss_kind_from_name(o.loss);
-  s.lossy = o.lossy ? LossyImplementations::kOffered : LossyImplementations::kExcluded;
-  s.operator_path = o.operator_path == "generic" ? TracedOperatorPath::kGeneric
-                                                 : TracedOperatorPath::kSpecialised;
+  s.batch = o.batch;
+  s.width = o.width;
+  s.classes = o.classes;
+  if (info != zoo.end() && !o.image.empty())
+    s.image = with_usage_errors([&] { return parse_image_size(o.image, info->spatial_dims); });
   return s;
 }
 
-Graph build_graph(const ModelOptions& o) { return build_graph(o.model, model_config(o)); }
-
-Graph build_graph(const std::string& model, const ModelConfig& c) {
-  if (is_torchscript_path(model)) {
-    if (!std::ifstream(model)) throw UsageError("cannot read traced model '" + model + "'");
-    try {
-      return import_torchscript(model, c.inputs, c.import);
-    } catch (const ImportError& e) {
-      throw UsageError(e.what());
-    }
-  }
-  try {
-    return build_zoo_model(model, c);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  } catch (const GraphError& e) {
-    throw UsageError("cannot build " + model + " at image size " + image_size_string(c.image) +
-                     ": " + e.what());
-  }
-}
-
-ModelState initial_state(const Graph& g, const std::string& model, uint64_t seed) {
-  ModelState state = ModelState::initialize(g, seed);
-  if (!is_torchscript_path(model)) return state;
-  try {
-    load_torchscript_weights(g, state, model);
-  } catch (const std::runtime_error& e) {
-    throw UsageError(e.what());
-  }
-  return state;
+Model load_model(const ModelOptions& o, uint64_t seed) {
+  const ModelSpec spec = model_spec(o);
+  return with_usage_errors([&] { return Model::load(spec, seed); });
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
@@ -204,46 +154,33 @@ void add_cost_options(CLI::App* cmd, CostOptions& o) {
       ->capture_default_str();
 }
 
-bool obtain_costs(const Graph& g, const CostOptions& o, bool allow_profiling, CostModel* costs) {
-  if (!o.costs_file.empty()) {
-    std::ifstream f(o.costs_file);
-    if (!f) throw UsageError("cannot read cost file '" + o.costs_file + "'");
-    try {
-      *costs = cost_model_from_json(g, nlohmann::json::parse(f));
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError("cost file '" + o.costs_file + "' is not valid JSON: " + e.what());
-    } catch (const CostError& e) {
-      throw UsageError("cost file '" + o.costs_file + "': " + e.what());
-    }
-    return true;
-  }
-  const std::string dir = cost_cache_dir(o);
-  if (!dir.empty() && read_cached_costs(g, dir, costs)) {
-    std::cerr << "costs: from the cache (" << cost_cache_path(g, dir) << ")\n";
-    return true;
-  }
-  if (!allow_profiling) return false;
-  ProfileOptions po;
-  po.repeats = o.repeats;
-  po.progress = true;
-  *costs = cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, dir);
-  return true;
+CostSource cost_source(const CostOptions& o) {
+  CostSource s;
+  s.costs_file = o.costs_file;
+  s.cache_dir = o.cache_dir;
+  s.use_cache = !o.no_cache;
+  s.repeats = o.repeats;
+  return s;
 }
 
-std::string cost_cache_dir(const CostOptions& o) {
-  if (o.no_cache) return "";
-  return o.cache_dir.empty() ? default_cost_cache_dir() : o.cache_dir;
+std::optional<OperatorCosts> obtain_costs(const Model& model, const CostOptions& o,
+                                          bool allow_profiling) {
+  const CostSource source = cost_source(o);
+  return with_usage_errors([&]() -> std::optional<OperatorCosts> {
+    if (!allow_profiling) return OperatorCosts::find(model, source);
+    return OperatorCosts::obtain(model, source);
+  });
 }
 
 // Peak bytes of one autograd iteration (the baseline a ratio budget refers to).
-int64_t measure_baseline_peak(const Graph& g) {
-  ModelState state = ModelState::initialize(g, 0);
-  const Batch batch = make_batch(g, 1);
-  AutogradBaseline baseline(g, state);
+int64_t measure_baseline_peak(const Model& model) {
   std::cerr << "baseline: measuring one autograd iteration ..." << std::flush;
-  const IterationResult r = baseline.run_iteration(batch);
-  std::cerr << " peak " << format_bytes(r.peak_bytes) << "\n";
-  return r.peak_bytes;
+  MeasurementOptions mo;
+  mo.warmup = 0;
+  mo.iters = 1;
+  const int64_t peak = measure_autograd_iterations(model, mo).peak_bytes;
+  std::cerr << " peak " << format_bytes(peak, false) << "\n";
+  return peak;
 }
 
 void add_solver_options(CLI::App* cmd, SolverCliOptions& o) {
@@ -273,35 +210,36 @@ void add_solver_options(CLI::App* cmd, SolverCliOptions& o) {
       ->capture_default_str();
 }
 
-SearchOptions search_options(const SolverCliOptions& o) {
-  SearchOptions m;
+SearchSettings search_settings(const SolverCliOptions& o) {
+  SearchSettings m;
   m.time_limit_seconds = o.time_limit;
-  m.search_limit = search_limit_from_name(o.search_limit);
+  m.limit = planning_limit_from_name(o.search_limit);
   m.max_nodes = o.max_nodes;
   m.relative_gap = o.gap;
   m.threads = o.threads;
+  m.progress = false;
   return m;
 }
 
-nlohmann::json solve_json(const MonetResult& r) {
-  return {{"status", milp_status_name(r.solve.status)},
-          {"columns", r.size.columns},
-          {"rows", r.size.rows},
-          {"nonzeros", r.size.nonzeros},
-          {"solve_seconds", r.solve.seconds},
-          {"first_incumbent_seconds", r.solve.first_incumbent_seconds},
+nlohmann::json solve_json(const SolveReport& r) {
+  return {{"status", r.status},
+          {"columns", r.columns},
+          {"rows", r.rows},
+          {"nonzeros", r.nonzeros},
+          {"solve_seconds", r.solve_seconds},
+          {"first_incumbent_seconds", r.first_incumbent_seconds},
           {"objective_seconds", r.objective_seconds},
-          {"bound_seconds", r.solve.bound},
-          {"lp_relaxation_seconds", r.solve.lp_seconds},
-          {"gap", r.solve.gap},  // null when no bound is known (infinite)
-          {"plan_source", plan_source_name(r.source)},
+          {"bound_seconds", r.bound_seconds},
+          {"lp_relaxation_seconds", r.lp_relaxation_seconds},
+          {"gap", r.gap ? nlohmann::json(*r.gap) : nlohmann::json()},  // null: no bound known
+          {"plan_source", r.plan_source},
           {"warm_start", r.warm_start},
           {"floor_bytes", r.floor_bytes},
           {"first_fit_seconds", r.first_fit_seconds},
-          {"neighbourhoods", r.solve.neighbourhoods},
-          {"planner_seconds", r.seconds},
+          {"neighbourhoods", r.neighbourhoods},
+          {"planner_seconds", r.planner_seconds},
           {"solves", r.solves},
-          {"program_budget_bytes", r.program_budget}};
+          {"program_budget_bytes", r.program_budget_bytes}};
 }
 
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak) {

@@ -10,19 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "base/byte_format.h"
-#include "base/memory_tracker.h"
-#include "cost/cost_model.h"
-#include "graph/graph.h"
-#include "graph/model_config.h"
-#include "plan/plan.h"
-#include "planner/monet_planner.h"
-#include "runtime/model_state.h"
-
+#include <monet/image_data.h>
 #include <monet/measurement.h>
 #include <monet/model_description.h>
 #include <monet/monet.h>
+#include <monet/operator_costs.h>
 #include <monet/plan_file.h>
+#include <monet/planning.h>
 
 namespace monet::cli {
 
@@ -61,14 +55,12 @@ struct ModelOptions {
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& options, int64_t default_batch = 1);
-/// Builds the graph for the options; bad model names or sizes become UsageError.
-Graph build_graph(const ModelOptions& options);
-/// The graph of `model` (zoo name or traced file) at `config` (a plan file's).
-Graph build_graph(const std::string& model, const ModelConfig& config);
-/// The effective ModelConfig for the options (defaults filled in).
-ModelConfig model_config(const ModelOptions& options);
-/// The public API's ModelSpec for the options (checked as model_config checks them).
+/// The public API's ModelSpec for the options; bad names, sizes and combinations become
+/// UsageError.
 ModelSpec model_spec(const ModelOptions& options);
+/// The model of the options (weights seeded `seed`; a traced model's own); bad input
+/// becomes UsageError.
+Model load_model(const ModelOptions& options, uint64_t seed = 0);
 
 /// Calls `f` (an API call on the user's input), turning std::invalid_argument, the API's
 /// error for bad input, into a UsageError (exit 2).
@@ -80,9 +72,6 @@ auto with_usage_errors(F&& f) -> decltype(f()) {
     throw UsageError(e.what());
   }
 }
-/// The parameters and buffers to train `graph` from: a TorchScript model's own values
-/// (loaded from the file), a zoo model's initialisation seeded by `seed`.
-ModelState initial_state(const Graph& graph, const std::string& model, uint64_t seed);
 
 void print_json(const nlohmann::json& j);
 
@@ -97,21 +86,21 @@ void write_trace_csv(const std::vector<MemoryTracePoint>& trace, const std::stri
 /// on a miss).
 struct CostOptions {
   std::string costs_file;  // --costs: read these instead of the cache
-  std::string cache_dir;   // --cache-dir (default: default_cost_cache_dir())
+  std::string cache_dir;   // --cache-dir (default: default_cache_dir())
   bool no_cache = false;   // --no-cache: profile afresh, write nothing
   int repeats = 3;         // --profile-repeats: timed calls per implementation
 };
 void add_cost_options(CLI::App* cmd, CostOptions& options);
-/// The costs for `graph`: from --costs, else the cache, else profiled now (progress on
-/// stderr) and cached. `allow_profiling` false returns false instead of profiling.
-bool obtain_costs(const Graph& graph, const CostOptions& options, bool allow_profiling,
-                  CostModel* costs);
-/// The cache directory the options select; empty with --no-cache.
-std::string cost_cache_dir(const CostOptions& options);
+/// The API's CostSource for the options.
+CostSource cost_source(const CostOptions& options);
+/// The costs of `model`: from --costs, else the cache, else profiled now (progress on
+/// stderr) and cached. `allow_profiling` false returns none instead of profiling.
+std::optional<OperatorCosts> obtain_costs(const Model& model, const CostOptions& options,
+                                          bool allow_profiling);
 
-/// Peak bytes of one autograd iteration of `graph` (the baseline a ratio budget refers
+/// Peak bytes of one autograd iteration of `model` (the baseline a ratio budget refers
 /// to), measured now; progress on stderr.
-int64_t measure_baseline_peak(const Graph& graph);
+int64_t measure_baseline_peak(const Model& model);
 /// The solver's flags, shared by `plan` and `sweep` (one meaning per flag).
 struct SolverCliOptions {
   double time_limit = 60;  // --time-limit: wall-clock seconds per plan
@@ -123,16 +112,16 @@ struct SolverCliOptions {
   /// --search-limit: "wall-clock" (stages end at their share of --time-limit) or "work"
   /// (they end by work counts: the same plan on every machine for the same costs).
   std::string search_limit = "wall-clock";
-  int max_nodes = kWorkLimitNodes;  // --max-nodes: CBC nodes per solve under "work"
+  int max_nodes = SearchSettings().max_nodes;  // --max-nodes: CBC nodes per solve under "work"
 };
 /// Adds --time-limit, --gap, --threads, --search-limit and --max-nodes; sets
 /// `options.threads` to its default.
 void add_solver_options(CLI::App* cmd, SolverCliOptions& options);
-/// The planner's SearchOptions for `options` (strategy kAuto, no progress).
-SearchOptions search_options(const SolverCliOptions& options);
+/// The API's SearchSettings for `options` (the search policy's strategy, no progress).
+SearchSettings search_settings(const SolverCliOptions& options);
 /// The figures of a solved 0-1 program, as `plan --json` ("solve") and each row of
 /// `sweep`'s sweep.json ("solve") write them: one writer, so each key has one meaning.
-nlohmann::json solve_json(const MonetResult& result);
+nlohmann::json solve_json(const SolveReport& report);
 /// "1.5GiB", "800MiB", "123456789", "0.4x" (of `baseline_peak()`) -> bytes; UsageError
 /// for anything else.
 int64_t parse_budget(const std::string& text, const std::function<int64_t()>& baseline_peak);

@@ -7,17 +7,11 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
-#include "cost/simulator.h"
-#include "graph/torchscript/torchscript_import.h"
-#include "planner/baselines/baseline_plans.h"
-#include "planner/minimum_budget.h"
-#include "planner/monet_planner.h"
-#include "planner/named_planner.h"
 
 namespace monet::cli {
 namespace {
 
-struct PlanOptions {
+struct PlanCommandOptions {
   ModelOptions model;
   CostOptions costs;
   std::string planner;  // default: monet with --budget, else storeall
@@ -27,24 +21,17 @@ struct PlanOptions {
   std::string output;
   bool json = false;
   bool exact = false;
-  std::string optimizer_update = "after-backward";  // --optimizer-update (UpdateMode's name)
+  std::string optimizer_update = "after-backward";  // --optimizer-update (OptimizerUpdate's name)
 };
 
-// The search options `monet plan` asks for: --exact forces CBC's branch and cut; otherwise
-// the search policy chooses (search_policy.h).
-SearchOptions plan_search_options(const PlanOptions& o) {
-  SearchOptions so = search_options(o.solver);
-  if (o.exact) so.strategy = SearchStrategy::kBranchAndCut;
-  return so;
-}
-
 // Throws the error for a budget no plan of a program-based planner fits: the solver ran
-// out of time, or the smallest budget with a plan (smallest_budget, as the API finds it).
-[[noreturn]] void explain_infeasible(const Graph& g, const CostModel& costs, const PlanOptions& o,
-                                     int64_t budget, const PlannerOutcome& outcome,
-                                     int64_t baseline_peak) {
-  const MonetResult& r = outcome.solve;
-  if (r.solve.status == MilpStatus::kNoSolution) {
+// out of time, or the smallest budget with a plan (smallest_iteration_budget, as the API
+// finds it).
+[[noreturn]] void explain_infeasible(const Model& model, const OperatorCosts& costs,
+                                     const PlanCommandOptions& o, PlanFileRequest request,
+                                     const PlanFileOutcome& outcome, int64_t baseline_peak) {
+  const int64_t budget = *request.budget_bytes;
+  if (outcome.out_of_time) {
     std::ostringstream why;
     why << "the solver found no plan within " << o.solver.time_limit << " s for a budget of "
         << format_bytes(budget, true) << "; raise --time-limit or the budget";
@@ -52,72 +39,58 @@ SearchOptions plan_search_options(const PlanOptions& o) {
   }
   std::cerr << "planner: no plan fits " << format_bytes(budget, true)
             << "; computing the smallest budget that has one ...\n";
-  const std::optional<int64_t> infeasible = proven_infeasible_budget(outcome, budget);
+  request.search.progress = false;
   // In the planner's own memory model (Checkmate's has no workspace).
-  const MinimumBudget m = smallest_budget(o.planner, g, costs, plan_search_options(o), infeasible);
-  std::string smallest =
-      m.bytes > 0 ? format_bytes(m.bytes, true) : "unknown (no solution in time)";
-  if (m.bytes > 0 && !m.proven) {
+  const SmallestBudget m =
+      smallest_iteration_budget(model, costs, request, outcome.proven_infeasible_bytes);
+  std::string smallest = m.bytes ? format_bytes(*m.bytes, true) : "unknown (no solution in time)";
+  if (m.bytes && !m.proven) {
+    const auto& infeasible = outcome.proven_infeasible_bytes;
     if (infeasible && m.bound_bytes == *infeasible + 1)
       smallest +=
           " (best found; proven lower bound: more than the budget, where the program's LP "
           "relaxation has no solution)";
-    else if (m.bound_bytes >= 0)
-      smallest += " (best found; proven lower bound " + format_bytes(m.bound_bytes, true) + ")";
+    else if (m.bound_bytes)
+      smallest += " (best found; proven lower bound " + format_bytes(*m.bound_bytes, true) + ")";
     else
       smallest += " (best found; no lower bound proven within the time limit)";
   }
-  if (baseline_peak > 0 && m.bytes > 0) {
+  if (baseline_peak > 0 && m.bytes) {
     char ratio[64];
     std::snprintf(ratio, sizeof ratio, " = %.3fx the baseline peak",
-                  double(m.bytes) / double(baseline_peak));
+                  double(*m.bytes) / double(baseline_peak));
     smallest += ratio;
   }
   std::string floor;
-  if (r.floor_bytes > 0)
-    floor = "; no plan can peak below the floor of " + format_bytes(r.floor_bytes, true) +
+  if (outcome.solve && outcome.solve->floor_bytes > 0)
+    floor = "; no plan can peak below the floor of " +
+            format_bytes(outcome.solve->floor_bytes, true) +
             " (parameters, gradients and the largest operator call)";
   throw UsageError("no " + o.planner + " plan fits a budget of " + format_bytes(budget, true) +
                    "; the smallest budget with a plan is " + smallest + floor);
 }
 
-// The counts `monet plan` reports of the plan it wrote.
-PlanSummary summarize(const Graph& g, const Plan& plan) {
-  PlanSummary s;
-  s.instructions = static_cast<int>(plan.program.size());
-  bool backward = false;
-  for (const auto& in : plan.program) {
-    backward = backward || in.kind == InstrKind::kBackward;
-    s.recomputations += backward && in.kind == InstrKind::kForward;
-    s.explicit_frees += in.kind == InstrKind::kFree;
-  }
-  s.lossy_forwards = lossy_forwards(g, plan);
-  return s;
-}
-
 // What `monet plan` reports of the plan it wrote.
 struct PlanReport {
-  const PlanOptions& options;
-  const Graph& graph;
-  const Plan& plan;
-  const PlannerOutcome& outcome;
+  const PlanCommandOptions& options;
+  const PlanFile& plan;
+  const PlanFileOutcome& outcome;
   int64_t budget = -1;         // bytes; -1: none
   int64_t baseline_peak = -1;  // measured autograd peak (bytes); -1: not measured
-  bool solved = false;         // the planner solved a program (it takes a budget)
   bool have_costs = false;     // sim and storeall are predictions
-  SimulationResult sim, storeall;
+  Prediction sim, storeall;
 };
 
 void print_json_report(const PlanReport& p) {
-  const PlanSummary s = summarize(p.graph, p.plan);
-  nlohmann::json j = {{"planner", p.plan.planner},
+  const PlanSummary s = p.plan.summary();
+  nlohmann::json j = {{"planner", p.plan.planner()},
                       {"output", p.options.output},
-                      {"fingerprint", p.plan.graph_fingerprint},
-                      {"instructions", p.plan.program.size()},
+                      {"fingerprint", p.plan.model_description().fingerprint},
+                      {"instructions", s.instructions},
                       {"recomputations", s.recomputations},
                       {"explicit_frees", s.explicit_frees},
                       {"lossy_forwards", s.lossy_forwards},
-                      {"optimizer_update", update_mode_name(p.graph.update_mode())}};
+                      {"optimizer_update", optimizer_update_name(p.plan.optimizer_update())}};
   if (p.budget > 0) j["budget_bytes"] = p.budget;
   if (p.baseline_peak > 0) j["baseline_peak_bytes"] = p.baseline_peak;
   if (p.have_costs) {
@@ -126,44 +99,44 @@ void print_json_report(const PlanReport& p) {
     j["storeall_predicted_peak_bytes"] = p.storeall.peak_bytes;
     j["storeall_predicted_seconds"] = p.storeall.seconds;
   }
-  if (p.solved) j["solve"] = solve_json(p.outcome.solve);
-  if (p.outcome.model_peak_bytes >= 0) j["checkmate_model_peak_bytes"] = p.outcome.model_peak_bytes;
+  if (p.outcome.solve) j["solve"] = solve_json(*p.outcome.solve);
+  if (p.outcome.checkmate_model_peak_bytes)
+    j["checkmate_model_peak_bytes"] = *p.outcome.checkmate_model_peak_bytes;
   print_json(j);
 }
 
 // The solve's lines: its status, size and gap, where the plan comes from, the floor.
-void print_solve(const MonetResult& r) {
-  std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, ",
-              milp_status_name(r.solve.status), r.solve.seconds, r.size.columns, r.size.rows,
-              static_cast<long long>(r.size.nonzeros));
-  if (std::isfinite(r.solve.gap))
-    std::printf("gap %.2f%%\n", 100 * r.solve.gap);
+void print_solve(const SolveReport& r) {
+  std::printf("solve         %s in %.1f s, %d columns, %d rows, %lld non-zeros, ", r.status.c_str(),
+              r.solve_seconds, r.columns, r.rows, static_cast<long long>(r.nonzeros));
+  if (r.gap)
+    std::printf("gap %.2f%%\n", 100 * *r.gap);
   else
     std::printf("no bound (the LP relaxation was not solved in time)\n");
-  if (r.source != PlanSource::kProgram)
+  if (r.plan_source != "program")
     std::printf(
         "              the plan is %s's: faster than the program's best, within the budget by "
         "the simulator (the program's memory rows may reject it)\n",
-        plan_source_name(r.source));
+        r.plan_source.c_str());
   if (r.floor_bytes > 0)
     std::printf("floor         %s: parameters, gradients and the largest operator call\n",
                 format_bytes(r.floor_bytes, true).c_str());
 }
 
 void print_text_report(const PlanReport& p) {
-  const PlanSummary s = summarize(p.graph, p.plan);
-  std::printf("wrote %s: %s plan for %s, %zu instructions (%d recomputations, %d explicit frees)\n",
-              p.options.output.c_str(), p.plan.planner.c_str(), p.options.model.model.c_str(),
-              p.plan.program.size(), s.recomputations, s.explicit_frees);
+  const PlanSummary s = p.plan.summary();
+  std::printf("wrote %s: %s plan for %s, %d instructions (%d recomputations, %d explicit frees)\n",
+              p.options.output.c_str(), p.plan.planner().c_str(), p.options.model.model.c_str(),
+              s.instructions, s.recomputations, s.explicit_frees);
   if (s.lossy_forwards > 0)
     std::printf(
         "LOSSY         %d forwards use a lossy implementation: gradients differ slightly "
         "from autograd's (--lossy)\n",
         s.lossy_forwards);
-  if (p.solved) print_solve(p.outcome.solve);
-  if (p.outcome.model_peak_bytes >= 0)
+  if (p.outcome.solve) print_solve(*p.outcome.solve);
+  if (p.outcome.checkmate_model_peak_bytes)
     std::printf("checkmate     peak %s in Checkmate's memory model (no workspace)\n",
-                format_bytes(p.outcome.model_peak_bytes, true).c_str());
+                format_bytes(*p.outcome.checkmate_model_peak_bytes, true).c_str());
   if (!p.have_costs) {
     std::printf("(no cached costs for this model: `monet profile` first to see predictions)\n");
     return;
@@ -178,48 +151,36 @@ void print_text_report(const PlanReport& p) {
                 format_bytes(p.baseline_peak, true).c_str());
 }
 
-int run_plan(PlanOptions o) {
+int run_plan(PlanCommandOptions o) {
   if (o.planner.empty()) o.planner = o.budget.empty() ? "storeall" : "monet";
-  Graph g = build_graph(o.model);
-  g.set_update_mode(update_mode_from_name(o.optimizer_update));
-  try {
-    check_planner_name(o.planner);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-  const bool solved = planner_requires_budget(o.planner);
-  if (solved && o.budget.empty()) throw UsageError("--planner " + o.planner + " needs --budget");
+  const PlannerInfo planner = with_usage_errors([&] { return planner_info(o.planner); });
+  const Model model = load_model(o.model);
+  if (planner.requires_budget && o.budget.empty())
+    throw UsageError("--planner " + o.planner + " needs --budget");
   int64_t baseline_peak = -1;
   auto baseline = [&] {
-    if (baseline_peak < 0) baseline_peak = measure_baseline_peak(g);
+    if (baseline_peak < 0) baseline_peak = measure_baseline_peak(model);
     return baseline_peak;
   };
   const int64_t budget = o.budget.empty() ? -1 : parse_budget(o.budget, baseline);
-  CostModel costs;
-  const bool have_costs =
-      obtain_costs(g, o.costs, planner_needs_costs(o.planner) || budget > 0, &costs);
+  const std::optional<OperatorCosts> costs =
+      obtain_costs(model, o.costs, planner.needs_costs || budget > 0);
 
-  PlannerRequest request;
+  PlanFileRequest request;
   request.planner = o.planner;
-  request.budget_bytes = budget;
+  if (budget > 0) request.budget_bytes = budget;
+  request.optimizer_update = optimizer_update_from_name(o.optimizer_update);
   request.seed = o.seed;
-  request.solver = plan_search_options(o);
-  request.solver.progress = true;
-  const PlannerOutcome outcome = make_plan(g, have_costs ? &costs : nullptr, request);
-  // (The lean and chain planners return their smallest plan instead, refused below.)
-  if (!outcome.found && planner_requires_budget(o.planner))
-    explain_infeasible(g, costs, o, budget, outcome, baseline_peak);
-  Plan plan = outcome.plan;
-  // A traced model's plan names its file absolutely, so `monet run --plan` works from
-  // any directory.
-  plan.model = is_torchscript_path(o.model.model)
-                   ? std::filesystem::absolute(o.model.model).lexically_normal().string()
-                   : o.model.model;
-  plan.config = model_config(o.model);
-  PlanReport report{o, g, plan, outcome, budget, baseline_peak, solved, have_costs, {}, {}};
-  if (have_costs) {
-    report.sim = simulate(g, plan, costs);
-    report.storeall = simulate(g, store_all_plan(g), costs);
+  request.search = search_settings(o.solver);
+  request.search.branch_and_cut = o.exact;
+  request.search.progress = true;
+  const PlanFileOutcome outcome = make_plan_file(model, costs ? &*costs : nullptr, request);
+  if (!outcome.plan) explain_infeasible(model, *costs, o, request, outcome, baseline_peak);
+  const PlanFile& plan = *outcome.plan;
+  PlanReport report{o, plan, outcome, budget, baseline_peak, costs.has_value(), {}, {}};
+  if (costs) {
+    report.sim = costs->predict(plan);
+    report.storeall = costs->predict_store_all();
     // A planner that does not take the budget (store-all, Chen, Gist, random) is refused
     // when its plan does not fit it.
     if (budget > 0 && report.sim.peak_bytes > budget)
@@ -227,7 +188,7 @@ int run_plan(PlanOptions o) {
                        format_bytes(report.sim.peak_bytes, true) + " exceeds the budget " +
                        format_bytes(budget, true) + "; use --planner monet to plan within it");
   }
-  write_file_atomically(o.output, plan_to_json(g, plan).dump(1) + "\n");
+  with_usage_errors([&] { plan.save(o.output); });
   if (o.json)
     print_json_report(report);
   else
@@ -239,11 +200,11 @@ int run_plan(PlanOptions o) {
 
 void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
   auto* cmd = root.add_subcommand("plan", "make an execution plan and write it as JSON");
-  auto o = std::make_shared<PlanOptions>();
+  auto o = std::make_shared<PlanCommandOptions>();
   add_model_options(cmd, o->model);
   add_cost_options(cmd, o->costs);
   std::string names;
-  for (const auto& n : planner_names()) names += (names.empty() ? "" : " | ") + n;
+  for (const std::string& n : planner_names()) names += (names.empty() ? "" : " | ") + n;
   cmd->add_option("--planner", o->planner,
                   names + " (default: monet with --budget, else storeall)");
   cmd->add_option(

@@ -3,9 +3,6 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
-#include "cost/profiler.h"
-#include "cost/simulator.h"
-#include "planner/baselines/baseline_plans.h"
 
 namespace monet::cli {
 namespace {
@@ -19,50 +16,42 @@ struct ProfileCommandOptions {
 };
 
 int run_profile(const ProfileCommandOptions& o) {
-  const Graph g = build_graph(o.model);
   if (!o.costs.costs_file.empty()) throw UsageError("--costs makes no sense for `monet profile`");
-  const std::string dir = cost_cache_dir(o.costs);
-  ProfileOptions po;
-  po.repeats = o.costs.repeats;
-  po.warmup = o.warmup;
-  po.progress = true;
-  bool from_cache = false;
-  const CostModel costs =
-      cached_profile_costs(g, ModelState::initialize(g, 0), make_batch(g, 1), po, dir, &from_cache);
-  if (!o.output.empty())
-    write_file_atomically(o.output, cost_model_to_json(g, costs).dump(1) + "\n");
-  int impls = 0;
-  int64_t workspace = 0;
-  for (const auto& nc : costs.nodes) {
-    impls += static_cast<int>(nc.forward.size() + nc.backward.size());
-    for (const auto& [k, c] : nc.forward) workspace = std::max(workspace, c.workspace_bytes);
-    for (const auto& [k, c] : nc.backward) workspace = std::max(workspace, c.workspace_bytes);
-  }
+  const Model model = load_model(o.model);
+  CostSource source = cost_source(o.costs);
+  source.warmup = o.warmup;
+  const OperatorCosts costs = OperatorCosts::obtain(model, source);
+  if (!o.output.empty()) with_usage_errors([&] { costs.save(o.output); });
+  const int impls = costs.implementations();
+  const int64_t workspace = costs.largest_workspace_bytes();
   // What the costs predict for autograd's own schedule (store-all, default operators).
-  const SimulationResult sim = simulate(g, store_all_plan(g), costs);
-  const std::string where = dir.empty() ? "" : cost_cache_path(g, dir);
+  const Prediction sim = costs.predict_store_all();
+  const bool from_cache = costs.from_cache();
+  const std::string where = costs.cache_file();
   if (o.json) {
     print_json({{"model", o.model.model},
-                {"fingerprint", g.fingerprint()},
+                {"fingerprint", model.fingerprint()},
                 {"implementations", impls},
                 {"from_cache", from_cache},
                 {"cache_file", where},
                 {"output", o.output},
-                {"threads", costs.threads},
+                {"threads", costs.threads()},
                 {"storeall_predicted_peak_bytes", sim.peak_bytes},
                 {"storeall_predicted_seconds", sim.seconds},
                 {"largest_workspace_bytes", workspace}});
     return 0;
   }
-  std::printf("%s: %zu nodes, %d (node, implementation) costs %s\n", o.model.model.c_str(),
-              g.nodes().size(), impls, from_cache ? "from the cache" : "measured");
+  std::printf("%s: %lld nodes, %d (node, implementation) costs %s\n", o.model.model.c_str(),
+              static_cast<long long>(model.node_count()), impls,
+              from_cache ? "from the cache" : "measured");
   if (!where.empty()) std::printf("cache    %s\n", where.c_str());
   if (!o.output.empty()) std::printf("written  %s\n", o.output.c_str());
   std::printf(
       "store-all with default operators, predicted: peak %s, %.4f s per iteration "
       "(%d threads)\n",
-      format_bytes(sim.peak_bytes, true).c_str(), sim.seconds, costs.threads);
-  std::printf("largest workspace of any implementation: %s\n", format_bytes(workspace).c_str());
+      format_bytes(sim.peak_bytes, true).c_str(), sim.seconds, costs.threads());
+  std::printf("largest workspace of any implementation: %s\n",
+              format_bytes(workspace, false).c_str());
   return 0;
 }
 

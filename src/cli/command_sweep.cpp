@@ -14,10 +14,6 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
-#include "cost/simulator.h"
-#include "graph/torchscript/torchscript_import.h"
-#include "planner/named_planner.h"
-#include "runtime/interleaved_measurement.h"
 
 namespace monet::cli {
 namespace {
@@ -35,6 +31,8 @@ struct SweepOptions {
   bool post_optimise = false;
   std::string output;
   bool json = false;
+  ModelSpec spec;  // the model's, once built
+  ModelDescription description;
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -52,10 +50,10 @@ struct Row {
   int64_t predicted_peak = -1, checkmate_model_peak = -1;
   double predicted_seconds = -1;
   nlohmann::json solve;           // solve_json of a program-based planner, else null
-  double make_plan_seconds = -1;  // make_plan's wall time (post-optimisation included)
+  double make_plan_seconds = -1;  // make_plan_file's wall time (post-optimisation included)
   double seconds_to_5pct = -1;    // solver: first incumbent within 5% of the final bound
   int algorithm_switches = -1;    // convolutions switched by post-optimisation
-  InterleavedMeasurement measured;
+  AutogradComparison measured;
   bool ran = false;
 };
 
@@ -86,10 +84,10 @@ std::string to_csv(const std::vector<Row>& rows) {
       << (r.predicted_peak >= 0 ? std::to_string(r.predicted_peak) : "") << ','
       << (r.checkmate_model_peak >= 0 ? std::to_string(r.checkmate_model_peak) : "") << ','
       << (r.ran ? std::to_string(m.peak_bytes) : "") << ','
-      << (r.ran ? std::to_string(m.baseline_peak_bytes) : "") << ','
+      << (r.ran ? std::to_string(m.autograd_peak_bytes) : "") << ','
       << csv_number(m.memory_ratio, r.ran) << ',' << csv_number(m.overhead, r.ran) << ','
-      << csv_number(m.median_seconds, r.ran) << ',' << csv_number(m.baseline_median_seconds, r.ran)
-      << ',' << csv_number(r.predicted_seconds, r.predicted_seconds >= 0) << ','
+      << csv_number(m.seconds, r.ran) << ',' << csv_number(m.autograd_seconds, r.ran) << ','
+      << csv_number(r.predicted_seconds, r.predicted_seconds >= 0) << ','
       << csv_number(r.make_plan_seconds, r.make_plan_seconds >= 0) << ',';
     for (double v : {solve_figure(r, "gap"), solve_figure(r, "first_incumbent_seconds"),
                      r.seconds_to_5pct, solve_figure(r, "columns"), solve_figure(r, "rows")})
@@ -115,20 +113,20 @@ nlohmann::json to_json(const SweepOptions& o, const std::vector<Row>& rows) {
     if (r.ran) {
       const auto& m = r.measured;
       j["measured_peak_bytes"] = m.peak_bytes;
-      j["baseline_peak_bytes"] = m.baseline_peak_bytes;
+      j["baseline_peak_bytes"] = m.autograd_peak_bytes;
       j["memory_ratio"] = m.memory_ratio;
       j["overhead"] = m.overhead;
-      j["seconds"] = m.seconds;
-      j["baseline_seconds"] = m.baseline_seconds;
+      j["seconds"] = m.iteration_seconds;
+      j["baseline_seconds"] = m.autograd_iteration_seconds;
     }
     list.push_back(j);
   }
-  const ModelConfig c = model_config(o.model);
+  const ModelDescription& c = o.description;
   nlohmann::json config = {
       {"batch", c.batch}, {"image", c.image}, {"width", c.width}, {"classes", c.classes}};
-  if (!c.inputs.empty()) config["input_shape"] = c.inputs[0].shape;
-  if (c.inputs.size() > 1)
-    for (const InputSpec& in : c.inputs) config["inputs"].push_back(input_spec_string(in));
+  if (!o.spec.inputs.empty()) config["input_shape"] = o.spec.inputs[0].shape;
+  if (o.model.input_shapes.size() > 1)
+    for (const std::string& in : o.model.input_shapes) config["inputs"].push_back(in);
   return {{"model", o.model.model},
           {"config", config},
           {"iters", o.iters},
@@ -159,16 +157,12 @@ std::string plot_script(const std::vector<Row>& rows, const std::string& title) 
 }
 
 // The solver's figures: time, gap, program size, and how fast it got close.
-void record_solve(const PlannerOutcome& out, Row* row) {
-  const MilpResult& s = out.solve.solve;
-  row->solve = solve_json(out.solve);
+void record_solve(const PlanFileOutcome& out, Row* row) {
+  row->solve = solve_json(*out.solve);
   row->make_plan_seconds = out.seconds;
   row->algorithm_switches = out.algorithm_switches;
-  for (const auto& [seconds, objective] : s.incumbent_trace)
-    if (objective - s.bound <= 0.05 * std::abs(objective)) {
-      row->seconds_to_5pct = seconds;
-      break;
-    }
+  if (out.solve->seconds_to_within_5_percent)
+    row->seconds_to_5pct = *out.solve->seconds_to_within_5_percent;
 }
 
 std::string plan_file_name(const Row& r) {
@@ -184,12 +178,13 @@ void check_sweep_request(const SweepOptions& o, const std::vector<std::string>& 
                          const std::vector<std::string>& budgets) {
   if (planners.empty()) throw UsageError("--planners lists no planner");
   for (const auto& p : planners) {
+    PlannerInfo info;
     try {
-      check_planner_name(p);
+      info = planner_info(p);
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--planners: ") + e.what());
     }
-    if (planner_requires_budget(p) && budgets.empty())
+    if (info.requires_budget && budgets.empty())
       throw UsageError("--planners " + p + " needs --budgets");
   }
   if (fs::exists(o.output) && !(fs::is_directory(o.output) && fs::is_empty(o.output)))
@@ -199,41 +194,35 @@ void check_sweep_request(const SweepOptions& o, const std::vector<std::string>& 
 
 // Plans `row`'s planner at its budget, writes the plan under plans/ and measures it against
 // autograd, interleaved; a failure is the row's status.
-void run_cell(const SweepOptions& o, const Graph& g, CostModel* costs, const Batch& batch,
-              Row* row) {
-  PlannerRequest request;
+void run_cell(const SweepOptions& o, const Model& model, const OperatorCosts& costs, Row* row) {
+  PlanFileRequest request;
   request.planner = row->planner;
-  request.budget_bytes = row->budget_bytes;
-  request.solver = search_options(o.solver);
+  if (row->budget_bytes > 0) request.budget_bytes = row->budget_bytes;
+  request.search = search_settings(o.solver);
+  request.search.progress = false;
   request.post_optimise_convolutions = o.post_optimise;
   try {
-    PlannerOutcome out = make_plan(g, costs, request);
-    if (out.solved) record_solve(out, row);
-    row->checkmate_model_peak = out.model_peak_bytes;
-    if (!out.found) {
-      row->status = out.solved && out.solve.solve.status == MilpStatus::kNoSolution
-                        ? "no plan in time"
-                        : "no plan fits";
+    const PlanFileOutcome out = make_plan_file(model, &costs, request);
+    if (out.solve) record_solve(out, row);
+    row->checkmate_model_peak = out.checkmate_model_peak_bytes.value_or(-1);
+    const bool fits = out.plan && (!request.budget_bytes ||
+                                   costs.predict(*out.plan).peak_bytes <= *request.budget_bytes);
+    if (!fits) {
+      row->status = out.out_of_time ? "no plan in time" : "no plan fits";
       return;
     }
-    Plan plan = out.plan;
-    plan.model = is_torchscript_path(o.model.model)
-                     ? fs::absolute(o.model.model).lexically_normal().string()
-                     : o.model.model;
-    plan.config = model_config(o.model);
-    const SimulationResult sim = simulate(g, plan, *costs);
+    const PlanFile& plan = *out.plan;
+    const Prediction sim = costs.predict(plan);
     row->predicted_peak = sim.peak_bytes;
     row->predicted_seconds = sim.seconds;
-    write_file_atomically((fs::path(o.output) / "plans" / plan_file_name(*row)).string(),
-                          plan_to_json(g, plan).dump(1) + "\n");
-    // Fresh weights per plan (the same every time): a kept copy would add its bytes to
-    // both sides' peaks and pull every ratio towards 1.
-    ModelState state = initial_state(g, o.model.model, 0);
-    InterleavedOptions io;
-    io.warmup = o.warmup;
-    io.iters = o.iters;
-    io.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
-    row->measured = measure_interleaved(g, state, plan, batch, io);
+    plan.save((fs::path(o.output) / "plans" / plan_file_name(*row)).string());
+    // Fresh weights per plan (the same every time, loaded by the measurement): a kept
+    // copy would add its bytes to both sides' peaks and pull every ratio towards 1.
+    MeasurementOptions mo;
+    mo.warmup = o.warmup;
+    mo.iters = o.iters;
+    mo.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    row->measured = compare_with_autograd(plan, mo);
     row->ran = true;
     row->status = "ok";
   } catch (const std::exception& e) {
@@ -245,8 +234,7 @@ void run_cell(const SweepOptions& o, const Graph& g, CostModel* costs, const Bat
 
 // Writes tradeoff.gp and, where gnuplot is installed, runs it. Returns whether it plotted.
 bool plot(const SweepOptions& o, const std::vector<Row>& rows) {
-  const std::string title =
-      o.model.model + ", batch " + std::to_string(model_config(o.model).batch);
+  const std::string title = o.model.model + ", batch " + std::to_string(o.description.batch);
   write_file_atomically((fs::path(o.output) / "tradeoff.gp").string(), plot_script(rows, title));
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     std::cerr << "sweep: gnuplot is not installed; no plot (script: " << o.output
@@ -266,8 +254,8 @@ void print_table(const std::vector<Row>& rows) {
   for (const auto& r : rows) {
     std::printf("%-14s %-8s %-16.16s %12s %12s ", r.planner.c_str(),
                 r.budget.empty() ? "-" : r.budget.c_str(), r.status.c_str(),
-                r.predicted_peak >= 0 ? format_bytes(r.predicted_peak).c_str() : "-",
-                r.ran ? format_bytes(r.measured.peak_bytes).c_str() : "-");
+                r.predicted_peak >= 0 ? format_bytes(r.predicted_peak, false).c_str() : "-",
+                r.ran ? format_bytes(r.measured.peak_bytes, false).c_str() : "-");
     if (r.ran)
       std::printf("%8.3f %+8.1f%% ", r.measured.memory_ratio, 100 * r.measured.overhead);
     else
@@ -282,14 +270,16 @@ void print_table(const std::vector<Row>& rows) {
   }
 }
 
-int run_sweep(const SweepOptions& o) {
+int run_sweep(SweepOptions o) {
   const auto planners = split_list(o.planners);
   const auto budgets = split_list(o.budgets);
   check_sweep_request(o, planners, budgets);
-  const Graph g = build_graph(o.model);
+  const Model model = load_model(o.model);
+  o.spec = model.spec();
+  o.description = describe(model);
   int64_t baseline_peak = -1;
   auto baseline = [&] {
-    if (baseline_peak < 0) baseline_peak = measure_baseline_peak(g);
+    if (baseline_peak < 0) baseline_peak = measure_baseline_peak(model);
     return baseline_peak;
   };
   std::vector<int64_t> budget_bytes;
@@ -297,19 +287,17 @@ int run_sweep(const SweepOptions& o) {
   std::error_code ec;
   fs::create_directories(fs::path(o.output) / "plans", ec);
   if (ec) throw UsageError("cannot create '" + o.output + "': " + ec.message());
-  CostModel costs;
-  obtain_costs(g, o.costs, true, &costs);
+  const OperatorCosts costs = *obtain_costs(model, o.costs, true);
 
-  const Batch batch = make_batch(g, 1);
   std::vector<Row> rows;
   for (const auto& p : planners) {
-    const bool budgeted = planner_uses_budget(p);
+    const bool budgeted = planner_info(p).takes_budget;
     for (size_t bi = 0; bi < (budgeted ? budgets.size() : 1); ++bi) {
       Row row;
       row.planner = p;
       if (budgeted) row.budget = budgets[bi], row.budget_bytes = budget_bytes[bi];
       std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << " ...\n";
-      run_cell(o, g, &costs, batch, &row);
+      run_cell(o, model, costs, &row);
       if (row.ran)
         std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << ": memory ratio "
                   << row.measured.memory_ratio << ", overhead " << 100 * row.measured.overhead

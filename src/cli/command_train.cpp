@@ -1,6 +1,6 @@
 // `monet train`: plan a model under a budget for a whole training step and train it on
 // an ImageFolder, CIFAR-10 or synthetic data with SGD or Adam; progress, checkpoints,
-// saved weights. A thin layer over the public API (monet/monet.h) and the data loader.
+// saved weights. A thin layer over the public API (monet/monet.h, monet/image_data.h).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,8 +16,6 @@
 #include "cli/cli_common.h"
 #include "cli/rank_launcher.h"
 #include "cli/train_options.h"
-#include "graph/torchscript/torchscript_import.h"
-#include "runtime/data/batch_loader.h"
 
 namespace monet::cli {
 namespace {
@@ -43,19 +41,16 @@ std::string clock_text(double seconds) {
 
 // Where batches come from: the loader (real data) or seeded synthetic batches.
 struct DataSource {
-  std::shared_ptr<ImageDataset> dataset;
-  std::unique_ptr<BatchLoader> loader;
+  std::optional<ImageData> dataset;
+  std::optional<ImageBatches> loader;
   int64_t steps_per_epoch = 0;
 };
 
-std::shared_ptr<ImageDataset> open_data(const TrainOptions& o) {
-  try {
-    if (o.data_format == "cifar10") return open_cifar10(o.data);
-    if (o.data_format == "imagefolder") return open_image_folder(o.data);
-  } catch (const DataError& e) {
-    throw UsageError(e.what());
-  }
-  throw UsageError("--data-format must be imagefolder or cifar10");
+ImageData open_data(const TrainOptions& o) {
+  if (o.data_format != "cifar10" && o.data_format != "imagefolder")
+    throw UsageError("--data-format must be imagefolder or cifar10");
+  return with_usage_errors(
+      [&] { return ImageData::open(o.data, image_data_format_from_name(o.data_format)); });
 }
 
 // Where this process is: one process alone, or a rank of a data-parallel job (RANK and
@@ -83,39 +78,22 @@ RankContext rank_context() {
   return c;
 }
 
-Model load_model(const TrainOptions& o, DataSource& data) {
+Model load_training_model(const TrainOptions& o, DataSource& data) {
   ModelOptions mo = o.model;
   if (!o.data.empty()) {
     data.dataset = open_data(o);
-    if (!is_torchscript_path(mo.model) && mo.classes == 0) mo.classes = data.dataset->classes();
+    if (!is_traced_model_file(mo.model) && mo.classes == 0) mo.classes = data.dataset->classes();
   }
-  const ModelConfig config = model_config(mo);
-  if (config.inputs.size() > 1)
+  const ModelSpec spec = model_spec(mo);
+  if (spec.inputs.size() > 1)
     throw UsageError("monet train feeds models of one input; " + mo.model + " takes " +
-                     std::to_string(config.inputs.size()) +
+                     std::to_string(spec.inputs.size()) +
                      " (plan, verify and run take several; train it from Python with "
                      "monet.optimize)");
-  ModelSpec spec;
-  spec.model = mo.model;
-  spec.batch = config.batch;
-  spec.image = config.image;
-  spec.width = config.width;
-  spec.classes = config.classes;
-  spec.output = mo.output;
-  if (!config.inputs.empty()) spec.input_shape = config.inputs[0].shape;
-  if (!config.inputs.empty() && config.inputs[0].dtype) {
-    spec.inputs = {{config.inputs[0].shape, config.inputs[0].dtype}};
-    spec.input_shape.clear();
-  }
-  spec.loss = loss_kind_from_name(mo.loss);
-  try {
-    return Model::load(spec, o.seed);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  return with_usage_errors([&] { return Model::load(spec, o.seed); });
 }
 
-PlanOptions plan_options(const TrainOptions& o, const Model& model, const LoaderOptions& lo,
+PlanOptions plan_options(const TrainOptions& o, const Model& model, const ImageBatchOptions& lo,
                          bool real_data, const RankContext& rc) {
   const bool primary = rc.primary();
   PlanOptions po;
@@ -189,19 +167,19 @@ void print_plan(const PlanReport& r, const DataSource& data, const RankContext& 
     std::cerr << "data parallel: " << rc.where.world_size << " ranks (Gloo, rendezvous at "
               << rc.where.master_addr << ":" << rc.where.master_port << "), batch " << batch
               << " per rank, " << batch * rc.where.world_size << " in all; gradient buckets "
-              << format_bytes(t.parallel->bucket_buffer_bytes()) << " per rank\n";
+              << format_bytes(t.parallel->bucket_buffer_bytes(), false) << " per rank\n";
   if (rc.distributed && t.parallel->shard() != ShardMode::kNone)
     std::cerr << "sharded (" << shard_mode_name(t.parallel->shard())
               << "): each rank keeps the optimizer state of its own parameters (rank "
-              << rc.where.rank << ": " << format_bytes(t.parallel->owned_parameter_bytes())
+              << rc.where.rank << ": " << format_bytes(t.parallel->owned_parameter_bytes(), false)
               << ") and updates them; the owners broadcast the updates\n";
   std::cerr << "plan: " << r.planner << (r.from_cache ? " (cached)" : "");
-  if (r.budget_bytes) std::cerr << ", budget " << format_bytes(*r.budget_bytes);
+  if (r.budget_bytes) std::cerr << ", budget " << format_bytes(*r.budget_bytes, false);
   if (r.baseline_peak_bytes)
     std::cerr << " (" << budget_baseline_name(r.budget_baseline) << ": "
-              << format_bytes(*r.baseline_peak_bytes) << ")";
+              << format_bytes(*r.baseline_peak_bytes, false) << ")";
   if (r.predicted_peak_bytes)
-    std::cerr << ", forward+backward predicted " << format_bytes(*r.predicted_peak_bytes);
+    std::cerr << ", forward+backward predicted " << format_bytes(*r.predicted_peak_bytes, false);
   std::cerr << ", optimizer updates " << optimizer_update_name(r.optimizer_update) << "\n";
 }
 
@@ -300,9 +278,9 @@ TrainTotals train_loop(const TrainOptions& o, Model& model, Trainer& trainer,
     } else if (show && (tty || (s + 1) % log_every == 0 || s + 1 == total)) {
       std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  peak %s", tty ? "\r" : "",
                    static_cast<long long>(s + 1), static_cast<long long>(total), step.loss, rate,
-                   format_bytes(peak).c_str());
+                   format_bytes(peak, false).c_str());
       if (r.budget_bytes)
-        std::fprintf(stderr, " / budget %s", format_bytes(*r.budget_bytes).c_str());
+        std::fprintf(stderr, " / budget %s", format_bytes(*r.budget_bytes, false).c_str());
       if (world > 1) std::fprintf(stderr, " per rank (%lld ranks)", static_cast<long long>(world));
       std::fprintf(stderr, "  ETA %s%s", clock_text(eta).c_str(), tty ? "   " : "\n");
     }
@@ -372,9 +350,9 @@ int launch_local_ranks(const TrainOptions& o) {
 }
 
 // The loader of `model`'s batches on this rank.
-LoaderOptions loader_options(const TrainOptions& o, const Model& model, const RankContext& rc) {
+ImageBatchOptions loader_options(const TrainOptions& o, const Model& model, const RankContext& rc) {
   const std::vector<int64_t> in_shape = model.input_shape();
-  LoaderOptions lo;
+  ImageBatchOptions lo;
   lo.batch = in_shape[0];
   lo.height = in_shape.size() > 2 ? in_shape[2] : 1;
   lo.width = in_shape.size() > 3 ? in_shape[3] : 1;
@@ -389,7 +367,7 @@ LoaderOptions loader_options(const TrainOptions& o, const Model& model, const Ra
 // Loads --resume's checkpoint (its seed into `o` and `lo`) and sets the loader's first
 // micro-batch. Returns the first optimizer step to run.
 int64_t resume(TrainOptions* o, Model& model, Trainer& trainer, torch::optim::Optimizer& optimizer,
-               LoaderOptions* lo) {
+               ImageBatchOptions* lo) {
   if (!o->resume.empty()) {
     try {
       lo->seed = o->seed = load_checkpoint(o->resume, model, optimizer);
@@ -409,14 +387,10 @@ int64_t resume(TrainOptions* o, Model& model, Trainer& trainer, torch::optim::Op
 }
 
 // The dataset's loader (none for synthetic data) and the steps per epoch.
-void open_loader(const LoaderOptions& lo, DataSource* data) {
+void open_loader(const ImageBatchOptions& lo, DataSource* data) {
   data->steps_per_epoch = 1;
   if (!data->dataset) return;
-  try {
-    data->loader = std::make_unique<BatchLoader>(data->dataset, lo);
-  } catch (const DataError& e) {
-    throw UsageError(e.what());
-  }
+  with_usage_errors([&] { data->loader.emplace(*data->dataset, lo); });
   data->steps_per_epoch = data->loader->steps_per_epoch();
 }
 
@@ -430,10 +404,10 @@ int run_train(TrainOptions o) {
   if (!rc.distributed && o.nproc * o.nnodes > 1) return launch_local_ranks(o);
   MemoryStats::install();
   DataSource data;
-  Model model = load_model(o, data);
-  LoaderOptions lo = loader_options(o, model, rc);
+  Model model = load_training_model(o, data);
+  ImageBatchOptions lo = loader_options(o, model, rc);
   Trainer trainer =
-      make_trainer(o, model, plan_options(o, model, lo, data.dataset != nullptr, rc), rc);
+      make_trainer(o, model, plan_options(o, model, lo, data.dataset.has_value(), rc), rc);
   auto optimizer = make_optimizer(o, model.parameters());
   if (trainer.planned().report().optimizer_update == OptimizerUpdate::kFused ||
       (trainer.parallel && trainer.parallel->shard() != ShardMode::kNone)) {

@@ -2,14 +2,12 @@
 // Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input.
 #include <iostream>
 
-#include "base/memory_tracker.h"
 #include "cli/cli_common.h"
 #include "cli/rank_launcher.h"
-#include "graph/graph.h"
 
 int main(int argc, char** argv) {
   // Count every tensor from the first one on.
-  monet::MemoryTracker::install();
+  monet::MemoryStats::install();
   monet::cli::set_command_line(argc, argv);
 
   CLI::App app{"monet: train deep networks in less memory (MONeT)", "monet"};

@@ -1,7 +1,8 @@
 """The layering of the sources (tools/check_layering.py): every #include of src/,
 include/monet/ and python/ follows docs/DESIGN.md's layer order, and none makes a cycle.
 The checker is also shown to fail on a planted upward include (between layers, and between
-the planner's sub-folders), a planted cycle and a private header used outside its layer."""
+the planner's sub-folders), a planted cycle, a private header used outside its layer and a
+layer below the public API included by the CLI."""
 import os
 import re
 import shutil
@@ -46,6 +47,9 @@ PLANTED = {
                   "(planner/solver -> planner/search, up)"),
     "private": ("src/cli/cli_common.cpp", '#include "api/model_impl.h"',
                 "src/cli/cli_common.cpp:1: includes src/api/model_impl.h, private to src/api/"),
+    "below the public API": ("src/cli/command_plan.cpp", '#include "planner/named_planner.h"',
+                             "src/cli/command_plan.cpp:1: includes src/planner/named_planner.h; "
+                             "cli/ reaches the library through include/monet/ alone"),
 }
 
 
