@@ -152,6 +152,20 @@ TEST(Measurement, APlanFileRunsInterleavedWithAutograd) {
   for (const MemoryTracePoint& p : c.trace) EXPECT_LE(p.current_bytes, p.peak_bytes);
 }
 
+TEST(Measurement, APlannedModelRunsInterleavedWithAutogradFromACopy) {
+  PlanOptions po;
+  po.planner = "chen";
+  po.use_cache = false;
+  po.progress = false;
+  PlannedModel planned(Model::load(small_resnet()), po);
+  const torch::Tensor before = planned.model().parameters()[0].clone();
+  const AutogradComparison c = compare_with_autograd(planned, 2);
+  EXPECT_EQ(c.iteration_seconds.size(), 2u);
+  EXPECT_GT(c.peak_bytes, 0);
+  EXPECT_DOUBLE_EQ(c.memory_ratio, double(c.peak_bytes) / double(c.autograd_peak_bytes));
+  EXPECT_TRUE(planned.model().parameters()[0].equal(before));  // the model is left unchanged
+}
+
 TEST(Measurement, AutogradIterationsReportPeakTimeAndTrace) {
   const Model model = Model::load(small_resnet());
   MeasurementOptions mo;

@@ -8,6 +8,7 @@
 #include "api/impl_access.h"
 #include "api/model_impl.h"
 #include "api/plan_file_impl.h"
+#include "api/planned_model_impl.h"
 #include "base/byte_format.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/gradient_comparison.h"
@@ -21,6 +22,20 @@ std::vector<MemoryTracePoint> trace_points(const std::vector<MemorySample>& trac
   out.reserve(trace.size());
   for (const MemorySample& s : trace) out.push_back({s.label, s.current_bytes, s.peak_bytes});
   return out;
+}
+
+AutogradComparison comparison_of(const InterleavedMeasurement& r) {
+  AutogradComparison c;
+  c.peak_bytes = r.peak_bytes;
+  c.autograd_peak_bytes = r.baseline_peak_bytes;
+  c.seconds = r.median_seconds;
+  c.autograd_seconds = r.baseline_median_seconds;
+  c.overhead = r.overhead;
+  c.memory_ratio = r.memory_ratio;
+  c.iteration_seconds = r.seconds;
+  c.autograd_iteration_seconds = r.baseline_seconds;
+  c.trace = trace_points(r.trace);
+  return c;
 }
 
 }  // namespace
@@ -57,6 +72,22 @@ AutogradIterations measure_autograd_iterations(const Model& model,
   return out;
 }
 
+AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
+  Model::Impl& m = *impl_of(planned.model());
+  MemoryTracker::install();
+  ModelState copy = m.state.clone();
+  // The batch in the state's floating type (a state converted after the model was built).
+  const auto params = m.graph.parameters();
+  const at::ScalarType dtype =
+      params.empty() ? m.graph.floating_dtype() : copy.tensor(params[0]).scalar_type();
+  Batch batch = make_batch(m.graph, 1);
+  for (auto& [id, t] : batch)
+    if (t.is_floating_point()) t = t.to(dtype);
+  InterleavedOptions io;
+  io.iters = std::max(1, iters);
+  return comparison_of(measure_interleaved(m.graph, copy, impl_of(planned).plan, batch, io));
+}
+
 AutogradComparison compare_with_autograd(const PlanFile& plan, const MeasurementOptions& options) {
   MemoryTracker::install();
   const PlanFile::Impl& p = impl_of(plan);
@@ -67,18 +98,7 @@ AutogradComparison compare_with_autograd(const PlanFile& plan, const Measurement
   io.iters = options.iters;
   io.record_last_trace = options.record_last_trace;
   io.progress = options.progress;
-  const InterleavedMeasurement r = measure_interleaved(p.graph, state, p.plan, batch, io);
-  AutogradComparison c;
-  c.peak_bytes = r.peak_bytes;
-  c.autograd_peak_bytes = r.baseline_peak_bytes;
-  c.seconds = r.median_seconds;
-  c.autograd_seconds = r.baseline_median_seconds;
-  c.overhead = r.overhead;
-  c.memory_ratio = r.memory_ratio;
-  c.iteration_seconds = r.seconds;
-  c.autograd_iteration_seconds = r.baseline_seconds;
-  c.trace = trace_points(r.trace);
-  return c;
+  return comparison_of(measure_interleaved(p.graph, state, p.plan, batch, io));
 }
 
 GradientCheck verify_gradients(const PlanFile& plan, torch::Dtype dtype) {

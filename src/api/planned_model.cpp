@@ -24,7 +24,6 @@
 #include "planner/named_planner.h"
 #include "runtime/autograd_baseline.h"
 #include "runtime/executor.h"
-#include "runtime/interleaved_measurement.h"
 #include "runtime/parameter_update.h"
 
 namespace monet {
@@ -323,30 +322,6 @@ const PlanReport& PlannedModel::report() const { return impl_->report; }
 void PlannedModel::save_plan(const std::string& path) const {
   write_text_atomically(path,
                         plan_to_json(impl_of(impl_->model)->graph, impl_->plan).dump(1) + "\n");
-}
-
-AutogradComparison compare_with_autograd(PlannedModel& planned, int iters) {
-  Model::Impl& m = *impl_of(planned.model());
-  MemoryTracker::install();
-  ModelState copy = m.state.clone();
-  // The batch in the state's floating type (a state converted after the model was built).
-  const auto params = m.graph.parameters();
-  const at::ScalarType dtype =
-      params.empty() ? m.graph.floating_dtype() : copy.tensor(params[0]).scalar_type();
-  Batch batch = make_batch(m.graph, 1);
-  for (auto& [id, t] : batch)
-    if (t.is_floating_point()) t = t.to(dtype);
-  InterleavedOptions io;
-  io.iters = std::max(1, iters);
-  const InterleavedMeasurement r =
-      measure_interleaved(m.graph, copy, impl_of(planned).plan, batch, io);
-  AutogradComparison c;
-  c.peak_bytes = r.peak_bytes;
-  c.autograd_peak_bytes = r.baseline_peak_bytes;
-  c.seconds = r.median_seconds;
-  c.autograd_seconds = r.baseline_median_seconds;
-  c.overhead = r.overhead;
-  return c;
 }
 
 void zero_grad(const std::vector<torch::Tensor>& parameters) {
