@@ -1,9 +1,9 @@
 // `monet sweep`: the memory / overhead trade-off of several planners on one model and
-// machine. Profiles once, plans every budget with every planner, runs each plan
+// machine. Profiles once, plans every budget with every planner, then runs each plan
 // interleaved with the autograd baseline, and writes DIR/sweep.csv, DIR/sweep.json, the
 // plans under DIR/plans/, and DIR/tradeoff.gp (plotted to DIR/tradeoff.png when gnuplot
-// is installed). The CSV and JSON are rewritten after every plan, so an interrupted
-// sweep keeps what it measured.
+// is installed). The CSV and JSON are written once every plan is made and rewritten after
+// every run, so an interrupted sweep keeps what it planned and measured.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -46,7 +46,8 @@ std::vector<std::string> split_list(const std::string& text) {
 struct Row {
   std::string planner, budget;  // budget as given ("0.5x"), empty for budget-free planners
   int64_t budget_bytes = -1;
-  std::string status;  // "ok", "no plan", "error: ..."
+  std::string
+      status;  // "ok", "planned" (not yet run), "no plan fits", "no plan in time", "error: ..."
   int64_t predicted_peak = -1, checkmate_model_peak = -1;
   double predicted_seconds = -1;
   nlohmann::json solve;           // solve_json of a program-based planner, else null
@@ -192,43 +193,56 @@ void check_sweep_request(const SweepOptions& o, const std::vector<std::string>& 
                      "' exists and is not empty; choose another -o (nothing is overwritten)");
 }
 
-// Plans `row`'s planner at its budget, writes the plan under plans/ and measures it against
-// autograd, interleaved; a failure is the row's status.
-void run_cell(const SweepOptions& o, const Model& model, const OperatorCosts& costs, Row* row) {
+// A failure as the row's status (commas and quotes made safe for the CSV).
+void record_error(const std::exception& e, Row* row) {
+  row->status = std::string("error: ") + e.what();
+  std::replace(row->status.begin(), row->status.end(), ',', ';');
+  std::replace(row->status.begin(), row->status.end(), '"', '\'');
+}
+
+// Plans `row`'s planner at its budget and writes the plan under plans/; a failure is the
+// row's status.
+std::optional<PlanFile> plan_cell(const SweepOptions& o, const Model& model,
+                                  const OperatorCosts& costs, Row* row) {
   PlanFileRequest request;
   request.planner = row->planner;
   if (row->budget_bytes > 0) request.budget_bytes = row->budget_bytes;
   request.search = search_settings(o.solver);
-  request.search.progress = false;
   request.post_optimise_convolutions = o.post_optimise;
   try {
-    const PlanFileOutcome out = make_plan_file(model, &costs, request);
+    PlanFileOutcome out = make_plan_file(model, &costs, request);
     if (out.solve) record_solve(out, row);
     row->checkmate_model_peak = out.checkmate_model_peak_bytes.value_or(-1);
     const bool fits = out.plan && (!request.budget_bytes ||
                                    costs.predict(*out.plan).peak_bytes <= *request.budget_bytes);
     if (!fits) {
       row->status = out.out_of_time ? "no plan in time" : "no plan fits";
-      return;
+      return std::nullopt;
     }
-    const PlanFile& plan = *out.plan;
-    const Prediction sim = costs.predict(plan);
+    const Prediction sim = costs.predict(*out.plan);
     row->predicted_peak = sim.peak_bytes;
     row->predicted_seconds = sim.seconds;
-    plan.save((fs::path(o.output) / "plans" / plan_file_name(*row)).string());
-    // Fresh weights per plan (the same every time, loaded by the measurement): a kept
-    // copy would add its bytes to both sides' peaks and pull every ratio towards 1.
-    MeasurementOptions mo;
-    mo.warmup = o.warmup;
-    mo.iters = o.iters;
-    mo.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    out.plan->save((fs::path(o.output) / "plans" / plan_file_name(*row)).string());
+    row->status = "planned";
+    return std::move(out.plan);
+  } catch (const std::exception& e) {
+    record_error(e, row);
+    return std::nullopt;
+  }
+}
+
+// Runs `plan` against autograd, interleaved; a failure is the row's status.
+void measure_cell(const SweepOptions& o, const PlanFile& plan, Row* row) {
+  MeasurementOptions mo;
+  mo.warmup = o.warmup;
+  mo.iters = o.iters;
+  mo.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+  try {
     row->measured = compare_with_autograd(plan, mo);
     row->ran = true;
     row->status = "ok";
   } catch (const std::exception& e) {
-    row->status = std::string("error: ") + e.what();
-    std::replace(row->status.begin(), row->status.end(), ',', ';');
-    std::replace(row->status.begin(), row->status.end(), '"', '\'');
+    record_error(e, row);
   }
 }
 
@@ -270,10 +284,11 @@ void print_table(const std::vector<Row>& rows) {
   }
 }
 
-int run_sweep(SweepOptions o) {
-  const auto planners = split_list(o.planners);
-  const auto budgets = split_list(o.budgets);
-  check_sweep_request(o, planners, budgets);
+// One row per planner and budget, planned (plans/) but not yet run. `o` gets the model's
+// spec and description.
+std::vector<std::pair<Row, std::optional<PlanFile>>> plan_cells(
+    SweepOptions& o, const std::vector<std::string>& planners,
+    const std::vector<std::string>& budgets) {
   const Model model = load_model(o.model);
   o.spec = model.spec();
   o.description = describe(model);
@@ -288,27 +303,50 @@ int run_sweep(SweepOptions o) {
   fs::create_directories(fs::path(o.output) / "plans", ec);
   if (ec) throw UsageError("cannot create '" + o.output + "': " + ec.message());
   const OperatorCosts costs = *obtain_costs(model, o.costs, true);
-
-  std::vector<Row> rows;
+  std::vector<std::pair<Row, std::optional<PlanFile>>> cells;
   for (const auto& p : planners) {
     const bool budgeted = planner_info(p).takes_budget;
     for (size_t bi = 0; bi < (budgeted ? budgets.size() : 1); ++bi) {
       Row row;
       row.planner = p;
       if (budgeted) row.budget = budgets[bi], row.budget_bytes = budget_bytes[bi];
-      std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << " ...\n";
-      run_cell(o, model, costs, &row);
-      if (row.ran)
-        std::cerr << "sweep: " << p << (budgeted ? " at " + row.budget : "") << ": memory ratio "
-                  << row.measured.memory_ratio << ", overhead " << 100 * row.measured.overhead
-                  << "%\n";
-      else
-        std::cerr << "sweep: " << p << ": " << row.status << "\n";
-      rows.push_back(std::move(row));
-      write_file_atomically((fs::path(o.output) / "sweep.csv").string(), to_csv(rows));
-      write_file_atomically((fs::path(o.output) / "sweep.json").string(),
-                            to_json(o, rows).dump(1) + "\n");
+      std::cerr << "sweep: planning " << p << (budgeted ? " at " + row.budget : "") << " ...\n";
+      std::optional<PlanFile> plan = plan_cell(o, model, costs, &row);
+      if (!plan) std::cerr << "sweep: " << p << ": " << row.status << "\n";
+      cells.emplace_back(std::move(row), std::move(plan));
     }
+  }
+  return cells;
+}
+
+int run_sweep(SweepOptions o) {
+  const auto planners = split_list(o.planners);
+  const auto budgets = split_list(o.budgets);
+  check_sweep_request(o, planners, budgets);
+  // Every plan first; then each runs from fresh weights (loaded by the measurement) with no
+  // other copy of the weights alive: a kept one would add its bytes to both sides' peaks
+  // and pull every ratio towards 1.
+  auto cells = plan_cells(o, planners, budgets);
+  std::vector<Row> rows;
+  for (auto& [row, plan] : cells) rows.push_back(row);
+  auto write_rows = [&] {
+    write_file_atomically((fs::path(o.output) / "sweep.csv").string(), to_csv(rows));
+    write_file_atomically((fs::path(o.output) / "sweep.json").string(),
+                          to_json(o, rows).dump(1) + "\n");
+  };
+  write_rows();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (!cells[i].second) continue;
+    Row& row = rows[i];
+    const std::string cell = row.planner + (row.budget.empty() ? "" : " at " + row.budget);
+    std::cerr << "sweep: running " << cell << " ...\n";
+    measure_cell(o, *cells[i].second, &row);
+    if (row.ran)
+      std::cerr << "sweep: " << cell << ": memory ratio " << row.measured.memory_ratio
+                << ", overhead " << 100 * row.measured.overhead << "%\n";
+    else
+      std::cerr << "sweep: " << cell << ": " << row.status << "\n";
+    write_rows();
   }
   const bool plotted = plot(o, rows);
   if (o.json) {
