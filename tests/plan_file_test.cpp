@@ -257,6 +257,7 @@ TEST(Planning, PlansWithinABudgetAndExplainsOneTooSmall) {
   EXPECT_LE(costs.predict(*fits.plan).peak_bytes, *request.budget_bytes);
   EXPECT_GT(fits.solve->columns, 0);
   EXPECT_GT(fits.solve->floor_bytes, 0);
+  EXPECT_TRUE(fits.solve->first_incumbent_seconds.has_value());  // (none only without a plan)
   const std::string path = ::testing::TempDir() + "/monet_made_plan.json";
   fits.plan->save(path);
   EXPECT_EQ(PlanFile::load(path).planner(), "monet");

@@ -57,22 +57,22 @@ struct SolveReport {
   std::string status;  // "optimal", "feasible", "infeasible", "no solution"
   int columns = 0, rows = 0;
   int64_t nonzeros = 0;
-  double solve_seconds = 0;             // the last solve's wall time
-  double first_incumbent_seconds = -1;  // until its first plan; -1: none
-  double objective_seconds = 0;         // the plan's profiled seconds, as the program counts them
-  double bound_seconds = 0;             // the proven lower bound on them
-  double lp_relaxation_seconds = 0;     // the LP relaxation's wall time
-  std::optional<double> gap;            // relative; none: no bound known
-  std::string plan_source;              // "program", or the heuristic whose plan was faster
-  std::string warm_start;               // what the last search started from ("": nothing)
+  double solve_seconds = 0;                       // the last solve's wall time
+  std::optional<double> first_incumbent_seconds;  // until its first plan; none: no plan
+  double objective_seconds = 0;      // the plan's profiled seconds, as the program counts them
+  double bound_seconds = 0;          // the proven lower bound on them
+  double lp_relaxation_seconds = 0;  // the LP relaxation's wall time
+  std::optional<double> gap;         // relative; none: no bound known
+  std::string plan_source;           // "program", or the heuristic whose plan was faster
+  std::string warm_start;            // what the last search started from ("": nothing)
   /// No plan can peak below this: what is alive before the iteration, the gradients of
   /// the parameters and the largest working set of one operator call.
   int64_t floor_bytes = 0;
-  double first_fit_seconds = -1;     // until a plan within the budget was known; -1: none
-  int neighbourhoods = 0;            // sub-programs solved by neighbourhood search
-  double planner_seconds = 0;        // the whole planner's wall time
-  int solves = 0;                    // 1 + budget corrections
-  int64_t program_budget_bytes = 0;  // the budget given to the last program
+  std::optional<double> first_fit_seconds;  // until a plan within the budget was known
+  int neighbourhoods = 0;                   // sub-programs solved by neighbourhood search
+  double planner_seconds = 0;               // the whole planner's wall time
+  int solves = 0;                           // 1 + budget corrections
+  int64_t program_budget_bytes = 0;         // the budget given to the last program
   /// Until the first plan within 5% of the final bound; none: none was.
   std::optional<double> seconds_to_within_5_percent;
 };

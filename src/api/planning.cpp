@@ -38,7 +38,7 @@ SolveReport solve_report(const PlannerOutcome& out) {
   j.rows = r.size.rows;
   j.nonzeros = r.size.nonzeros;
   j.solve_seconds = s.seconds;
-  j.first_incumbent_seconds = s.first_incumbent_seconds;
+  if (s.first_incumbent_seconds >= 0) j.first_incumbent_seconds = s.first_incumbent_seconds;
   j.objective_seconds = r.objective_seconds;
   j.bound_seconds = s.bound;
   j.lp_relaxation_seconds = s.lp_seconds;
@@ -46,7 +46,7 @@ SolveReport solve_report(const PlannerOutcome& out) {
   j.plan_source = plan_source_name(r.source);
   j.warm_start = r.warm_start;
   j.floor_bytes = r.floor_bytes;
-  j.first_fit_seconds = r.first_fit_seconds;
+  if (r.first_fit_seconds >= 0) j.first_fit_seconds = r.first_fit_seconds;
   j.neighbourhoods = s.neighbourhoods;
   j.planner_seconds = r.seconds;
   j.solves = r.solves;

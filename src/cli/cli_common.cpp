@@ -227,7 +227,7 @@ nlohmann::json solve_json(const SolveReport& r) {
           {"rows", r.rows},
           {"nonzeros", r.nonzeros},
           {"solve_seconds", r.solve_seconds},
-          {"first_incumbent_seconds", r.first_incumbent_seconds},
+          {"first_incumbent_seconds", r.first_incumbent_seconds.value_or(-1)},  // -1: none
           {"objective_seconds", r.objective_seconds},
           {"bound_seconds", r.bound_seconds},
           {"lp_relaxation_seconds", r.lp_relaxation_seconds},
@@ -235,7 +235,7 @@ nlohmann::json solve_json(const SolveReport& r) {
           {"plan_source", r.plan_source},
           {"warm_start", r.warm_start},
           {"floor_bytes", r.floor_bytes},
-          {"first_fit_seconds", r.first_fit_seconds},
+          {"first_fit_seconds", r.first_fit_seconds.value_or(-1)},
           {"neighbourhoods", r.neighbourhoods},
           {"planner_seconds", r.planner_seconds},
           {"solves", r.solves},
