@@ -30,10 +30,10 @@ struct PlanSummary {
 
 class PlanFile {
  public:
-  /// Reads, parses and validates the plan at `path` and builds the model it names (a zoo
-  /// model with weights seeded 0, or the traced file with its own weights). Throws
+  /// Reads, parses and validates the plan at `path` and builds the graph of the model it
+  /// names (no weights: the measurements load the model's own when they run it). Throws
   /// std::invalid_argument naming the file and the problem: unreadable, not JSON
-  /// (truncated?), made for another model or shape (PlanMismatch), an invalid program.
+  /// (truncated?), made for another model or shape, an invalid program.
   static PlanFile load(const std::string& path);
   /// Writes the plan to `path` atomically (a temporary file and a rename); throws
   /// std::invalid_argument when it cannot be written.

@@ -61,13 +61,16 @@ UpdateMode update_mode_of(OptimizerUpdate update) {
   return update == OptimizerUpdate::kFused ? UpdateMode::kFused : UpdateMode::kAfterBackward;
 }
 
+OptimizerUpdate optimizer_update_of(UpdateMode mode) {
+  return mode == UpdateMode::kFused ? OptimizerUpdate::kFused : OptimizerUpdate::kAfterBackward;
+}
+
 const char* optimizer_update_name(OptimizerUpdate update) {
   return update_mode_name(update_mode_of(update));
 }
 
 OptimizerUpdate optimizer_update_from_name(const std::string& name) {
-  return update_mode_from_name(name) == UpdateMode::kFused ? OptimizerUpdate::kFused
-                                                           : OptimizerUpdate::kAfterBackward;
+  return optimizer_update_of(update_mode_from_name(name));
 }
 
 OptimizerMemory optimizer_memory(const Model& model, OptimizerKind kind, double weight_decay) {

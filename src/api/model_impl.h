@@ -63,6 +63,8 @@ BudgetRange budget_range_of(const Graph& graph, const CostModel& costs, const Pl
                             std::optional<int64_t> infeasible_bytes = std::nullopt);
 /// The graph's update mode for `update` (the public enum's twin in graph/).
 UpdateMode update_mode_of(OptimizerUpdate update);
+/// And back.
+OptimizerUpdate optimizer_update_of(UpdateMode mode);
 /// The cache directory `options` name: "" when caching is off.
 std::string cache_dir_of(const PlanOptions& options);
 

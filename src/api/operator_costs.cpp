@@ -38,6 +38,14 @@ CostModel read_cost_file(const Graph& g, const std::string& path) {
   }
 }
 
+// Costs of `model` from `source`, not yet filled in.
+std::shared_ptr<OperatorCosts::Impl> costs_for(const Model& model, const CostSource& source) {
+  auto impl = std::make_shared<OperatorCosts::Impl>();
+  impl->graph = impl_of(model)->graph;
+  impl->cache_dir = cache_dir_of(source);
+  return impl;
+}
+
 OperatorCosts costs_of(std::shared_ptr<OperatorCosts::Impl> impl) {
   OperatorCosts c;
   ImplAccess::set(c, std::move(impl));
@@ -47,9 +55,7 @@ OperatorCosts costs_of(std::shared_ptr<OperatorCosts::Impl> impl) {
 }  // namespace
 
 std::optional<OperatorCosts> OperatorCosts::find(const Model& model, const CostSource& source) {
-  auto impl = std::make_shared<Impl>();
-  impl->graph = impl_of(model)->graph;
-  impl->cache_dir = cache_dir_of(source);
+  std::shared_ptr<Impl> impl = costs_for(model, source);
   impl->from_cache = true;
   if (!source.costs_file.empty()) {
     impl->costs = read_cost_file(impl->graph, source.costs_file);
@@ -66,9 +72,7 @@ std::optional<OperatorCosts> OperatorCosts::find(const Model& model, const CostS
 OperatorCosts OperatorCosts::obtain(const Model& model, const CostSource& source) {
   if (std::optional<OperatorCosts> found = find(model, source)) return *found;
   MemoryTracker::install();  // the profiler measures workspace through it
-  auto impl = std::make_shared<Impl>();
-  impl->graph = impl_of(model)->graph;
-  impl->cache_dir = cache_dir_of(source);
+  std::shared_ptr<Impl> impl = costs_for(model, source);
   ProfileOptions po;
   po.repeats = source.repeats;
   po.warmup = source.warmup;

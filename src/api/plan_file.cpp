@@ -15,30 +15,53 @@
 
 namespace monet {
 
-PlanFile PlanFile::load(const std::string& path) {
+nlohmann::json read_plan_json(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw std::invalid_argument("cannot read plan '" + path + "'");
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
+    return nlohmann::json::parse(f);
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument("plan '" + path + "' is not valid JSON (truncated?): " + e.what());
   }
-  auto impl = std::make_shared<Impl>();
-  impl->path = path;
+}
+
+Plan plan_for_graph(const Graph& g, const nlohmann::json& j, const std::string& path) {
   try {
-    std::string model;
-    ModelConfig config;
-    read_plan_model(j, &model, &config);
-    impl->graph = build_graph(model, config);
-    impl->graph.set_update_mode(plan_update_mode(j));
-    impl->plan = plan_from_json(impl->graph, j);
-    impl->plan.model = model;
-    impl->plan.config = config;
-    validate_plan(impl->graph, impl->plan);
+    Plan plan = plan_from_json(g, j);
+    validate_plan(g, plan);
+    return plan;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("plan '" + path + "' is not valid JSON (truncated?): " + e.what());
   } catch (const PlanError& e) {
     throw std::invalid_argument("plan '" + path + "': " + e.what());
   }
+}
+
+Plan read_plan(const Graph& g, const std::string& path) {
+  const nlohmann::json j = read_plan_json(path);
+  if (j.is_object() && j.contains("fingerprint") && j["fingerprint"] != g.fingerprint())
+    throw PlanMismatch("plan '" + path + "' was made for another model or shape (fingerprint " +
+                       j["fingerprint"].dump() + "; this model and shape have \"" +
+                       g.fingerprint() + "\")");
+  return plan_for_graph(g, j, path);
+}
+
+PlanFile PlanFile::load(const std::string& path) {
+  const nlohmann::json j = read_plan_json(path);
+  auto impl = std::make_shared<Impl>();
+  impl->path = path;
+  std::string model;
+  ModelConfig config;
+  try {
+    read_plan_model(j, &model, &config);
+    impl->graph = build_graph(model, config);
+    impl->graph.set_update_mode(plan_update_mode(j));
+  } catch (const PlanError& e) {
+    throw std::invalid_argument("plan '" + path + "': " + e.what());
+  }
+  impl->plan = plan_for_graph(impl->graph, j, path);
+  impl->plan.model = model;
+  impl->plan.config = config;
   PlanFile p;
   ImplAccess::set(p, std::move(impl));
   return p;
@@ -49,8 +72,7 @@ const std::string& PlanFile::planner() const { return impl_->plan.planner; }
 const std::string& PlanFile::model_name() const { return impl_->plan.model; }
 
 OptimizerUpdate PlanFile::optimizer_update() const {
-  return impl_->graph.update_mode() == UpdateMode::kFused ? OptimizerUpdate::kFused
-                                                          : OptimizerUpdate::kAfterBackward;
+  return optimizer_update_of(impl_->graph.update_mode());
 }
 
 PlanSummary PlanFile::summary() const { return summarize(impl_->graph, impl_->plan); }

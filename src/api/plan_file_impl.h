@@ -4,6 +4,8 @@
 
 #include <monet/plan_file.h>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "runtime/model_state.h"
@@ -15,6 +17,16 @@ struct PlanFile::Impl {
   Graph graph;
   Plan plan;  // its model and config are the file's
 };
+
+/// The plan file at `path` as JSON; throws std::invalid_argument naming the file when it
+/// cannot be read or is not JSON.
+nlohmann::json read_plan_json(const std::string& path);
+/// The plan of `json` (read from `path`) for `graph`, validated; throws
+/// std::invalid_argument naming the file for any problem.
+Plan plan_for_graph(const Graph& graph, const nlohmann::json& json, const std::string& path);
+/// The plan file at `path` for a model's `graph` (PlannedModel's plan_file and plan cache):
+/// PlanMismatch when the file names another fingerprint, as plan_for_graph otherwise.
+Plan read_plan(const Graph& graph, const std::string& path);
 
 /// The plan's model's initial weights, loaded afresh: a traced file's own, a zoo model's
 /// seeded 0.

@@ -3,7 +3,6 @@
 // caches the plan by fingerprint + planner + budget, and runs steps under it.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 #include <torch/csrc/autograd/function.h>
@@ -12,6 +11,7 @@
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
 #include "api/plan_cache.h"
+#include "api/plan_file_impl.h"
 #include "api/planned_model_impl.h"
 #include "api/planning_limit.h"
 #include "base/byte_format.h"
@@ -19,7 +19,6 @@
 #include "base/progress.h"
 #include "cost/profiler.h"
 #include "cost/simulator.h"
-#include "plan/plan_validator.h"
 #include "planner/baselines/baseline_plans.h"
 #include "planner/named_planner.h"
 #include "runtime/autograd_baseline.h"
@@ -74,25 +73,6 @@ class PlannedBackward : public torch::autograd::Node {
   std::unique_ptr<PendingIteration> pending_;
   std::function<void()> after_;  // PlannedModel::Impl::after_backward
 };
-
-Plan read_plan(const Graph& g, const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::invalid_argument("cannot read plan '" + path + "'");
-  try {
-    const nlohmann::json j = nlohmann::json::parse(f);
-    if (j.is_object() && j.contains("fingerprint") && j["fingerprint"] != g.fingerprint())
-      throw PlanMismatch("plan '" + path + "' was made for another model or shape (fingerprint " +
-                         j["fingerprint"].dump() + "; this model and shape have \"" +
-                         g.fingerprint() + "\")");
-    Plan plan = plan_from_json(g, j);
-    validate_plan(g, plan);
-    return plan;
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument("plan '" + path + "' is not valid JSON (truncated?): " + e.what());
-  } catch (const PlanError& e) {
-    throw std::invalid_argument("plan '" + path + "': " + e.what());
-  }
-}
 
 // The error for a budget no plan fits, with the budgets that do.
 // `infeasible`: an iteration budget the planner proved to have no plan.

@@ -74,6 +74,13 @@ PlanFile plan_file_of(Graph graph, const ModelSpec& spec, Plan plan) {
   return p;
 }
 
+// `model`'s graph for the step `request` plans (its optimizer update mode).
+Graph graph_for(const Model& model, const PlanFileRequest& request) {
+  Graph graph = impl_of(model)->graph;
+  graph.set_update_mode(update_mode_of(request.optimizer_update));
+  return graph;
+}
+
 }  // namespace
 
 PlannerInfo planner_info(const std::string& name) {
@@ -84,15 +91,9 @@ PlannerInfo planner_info(const std::string& name) {
 PlanFileOutcome make_plan_file(const Model& model, const OperatorCosts* costs,
                                const PlanFileRequest& request) {
   const Model::Impl& m = *impl_of(model);
-  const PlannerInfo planner = planner_info(request.planner);
-  if (planner.requires_budget && !request.budget_bytes)
-    throw std::invalid_argument("planner " + request.planner + " needs a budget");
-  if (planner.needs_costs && !costs)
-    throw std::invalid_argument("planner " + request.planner + " needs profiled costs");
   if (costs && impl_of(*costs).graph.fingerprint() != m.graph.fingerprint())
     throw std::invalid_argument("the costs are for another model or shape");
-  Graph graph = m.graph;
-  graph.set_update_mode(update_mode_of(request.optimizer_update));
+  Graph graph = graph_for(model, request);
   PlannerRequest r;
   r.planner = request.planner;
   r.budget_bytes = request.budget_bytes.value_or(-1);
@@ -111,7 +112,7 @@ PlanFileOutcome make_plan_file(const Model& model, const OperatorCosts* costs,
   o.seconds = out.seconds;
   o.algorithm_switches = out.algorithm_switches;
   // (The lean and chain planners return their smallest plan when none fits.)
-  if (out.found || !planner.requires_budget)
+  if (out.found || !planner_info(request.planner).requires_budget)
     o.plan = plan_file_of(std::move(graph), m.spec, out.plan);
   return o;
 }
@@ -119,10 +120,9 @@ PlanFileOutcome make_plan_file(const Model& model, const OperatorCosts* costs,
 SmallestBudget smallest_iteration_budget(const Model& model, const OperatorCosts& costs,
                                          const PlanFileRequest& request,
                                          std::optional<int64_t> infeasible_bytes) {
-  Graph graph = impl_of(model)->graph;
-  graph.set_update_mode(update_mode_of(request.optimizer_update));
-  const MinimumBudget m = smallest_budget(request.planner, graph, impl_of(costs).costs,
-                                          search_options_of(request.search), infeasible_bytes);
+  const MinimumBudget m =
+      smallest_budget(request.planner, graph_for(model, request), impl_of(costs).costs,
+                      search_options_of(request.search), infeasible_bytes);
   SmallestBudget s;
   if (m.bytes > 0) s.bytes = m.bytes;
   if (m.bound_bytes >= 0) s.bound_bytes = m.bound_bytes;

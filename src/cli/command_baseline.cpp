@@ -30,9 +30,6 @@ int run_baseline(const BaselineOptions& o) {
   mo.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const AutogradIterations r = measure_autograd_iterations(model, mo);
   if (mo.record_last_trace) write_trace_csv(r.trace, o.trace_csv);
-  const std::vector<double>& seconds = r.seconds;
-  const int64_t peak = r.peak_bytes, start = r.start_bytes;
-  const double loss = r.loss, med = r.median_seconds;
   if (o.json) {
     print_json({{"model", o.model.model},
                 {"batch", d.batch},
@@ -41,21 +38,22 @@ int run_baseline(const BaselineOptions& o) {
                 {"fingerprint", d.fingerprint},
                 {"iters", o.iters},
                 {"warmup", o.warmup},
-                {"peak_bytes", peak},
-                {"start_bytes", start},
-                {"median_seconds", med},
-                {"seconds", seconds},
-                {"loss", loss},
+                {"peak_bytes", r.peak_bytes},
+                {"start_bytes", r.start_bytes},
+                {"median_seconds", r.median_seconds},
+                {"seconds", r.seconds},
+                {"loss", r.loss},
                 {"threads", at::get_num_threads()}});
     return 0;
   }
   std::printf("model            %s (batch %lld, image %s)\n", o.model.model.c_str(),
               static_cast<long long>(d.batch), image_size_string(d.image).c_str());
-  std::printf("peak memory      %s\n", format_bytes(peak, true).c_str());
-  std::printf("  of which live at start (weights, batch) %s\n", format_bytes(start, false).c_str());
-  std::printf("time/iteration   %.4f s (median of %d, %d threads)\n", med, o.iters,
+  std::printf("peak memory      %s\n", format_bytes(r.peak_bytes, true).c_str());
+  std::printf("  of which live at start (weights, batch) %s\n",
+              format_bytes(r.start_bytes, false).c_str());
+  std::printf("time/iteration   %.4f s (median of %d, %d threads)\n", r.median_seconds, o.iters,
               at::get_num_threads());
-  std::printf("loss             %.6f\n", loss);
+  std::printf("loss             %.6f\n", r.loss);
   return 0;
 }
 

@@ -30,19 +30,17 @@ int run_run(const RunOptions& o) {
   mo.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const AutogradComparison m = with_usage_errors([&] { return compare_with_autograd(plan, mo); });
   if (mo.record_last_trace) write_trace_csv(m.trace, o.trace_csv);
-  const double ratio = m.memory_ratio, overhead = m.overhead;
-  const int64_t peak_plan = m.peak_bytes, peak_base = m.autograd_peak_bytes;
   if (o.json) {
     print_json({{"plan", o.plan},
                 {"planner", plan.planner()},
                 {"model", plan.model_name()},
                 {"iters", o.iters},
-                {"peak_bytes", peak_plan},
-                {"baseline_peak_bytes", peak_base},
-                {"memory_ratio", ratio},
+                {"peak_bytes", m.peak_bytes},
+                {"baseline_peak_bytes", m.autograd_peak_bytes},
+                {"memory_ratio", m.memory_ratio},
                 {"median_seconds", m.seconds},
                 {"baseline_median_seconds", m.autograd_seconds},
-                {"overhead", overhead},
+                {"overhead", m.overhead},
                 {"seconds", m.iteration_seconds},
                 {"baseline_seconds", m.autograd_iteration_seconds}});
     return 0;
@@ -50,9 +48,10 @@ int run_run(const RunOptions& o) {
   std::printf("%s plan for %s, %d interleaved iterations\n", plan.planner().c_str(),
               plan.model_name().c_str(), o.iters);
   std::printf("peak memory   plan %s   baseline %s   ratio %.3f\n",
-              format_bytes(peak_plan, true).c_str(), format_bytes(peak_base, true).c_str(), ratio);
+              format_bytes(m.peak_bytes, true).c_str(),
+              format_bytes(m.autograd_peak_bytes, true).c_str(), m.memory_ratio);
   std::printf("time/iter     plan %.4f s   baseline %.4f s   overhead %+.1f%%\n", m.seconds,
-              m.autograd_seconds, 100 * overhead);
+              m.autograd_seconds, 100 * m.overhead);
   return 0;
 }
 
@@ -63,23 +62,20 @@ int run_verify(const RunOptions& o) {
   const torch::Dtype dtype = o.precision == "float32" ? torch::kFloat32 : torch::kFloat64;
   const PlanFile plan = with_usage_errors([&] { return PlanFile::load(o.plan); });
   const GradientCheck c = with_usage_errors([&] { return verify_gradients(plan, dtype); });
-  const double max_abs = c.max_abs_error, max_rel = c.max_relative_error;
-  const std::string& worst = c.worst_parameter;
-  const int parameters = c.parameters;
-  const bool ok = max_rel <= o.tolerance;
+  const bool ok = c.max_relative_error <= o.tolerance;
   if (o.json) {
     print_json({{"plan", o.plan},
                 {"precision", o.precision},
-                {"max_abs_error", max_abs},
-                {"max_rel_error", max_rel},
-                {"worst_parameter", worst},
+                {"max_abs_error", c.max_abs_error},
+                {"max_rel_error", c.max_relative_error},
+                {"worst_parameter", c.worst_parameter},
                 {"loss", c.loss},
                 {"baseline_loss", c.autograd_loss},
                 {"tolerance", o.tolerance},
                 {"ok", ok}});
   } else {
     std::printf("gradients of %d parameters: max abs error %.3g, max rel error %.3g (%s)\n",
-                parameters, max_abs, max_rel, worst.c_str());
+                c.parameters, c.max_abs_error, c.max_relative_error, c.worst_parameter.c_str());
     std::printf("loss %.6f (baseline %.6f): %s\n", c.loss, c.autograd_loss,
                 ok ? "OK" : "ABOVE TOLERANCE");
   }

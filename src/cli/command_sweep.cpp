@@ -284,11 +284,12 @@ void print_table(const std::vector<Row>& rows) {
   }
 }
 
-// One row per planner and budget, planned (plans/) but not yet run. `o` gets the model's
-// spec and description.
-std::vector<std::pair<Row, std::optional<PlanFile>>> plan_cells(
-    SweepOptions& o, const std::vector<std::string>& planners,
-    const std::vector<std::string>& budgets) {
+// One row per planner and budget into `rows`, planned (plans/) but not yet run, and each
+// row's plan (none where planning failed). `o` gets the model's spec and description.
+std::vector<std::optional<PlanFile>> plan_cells(SweepOptions& o,
+                                                const std::vector<std::string>& planners,
+                                                const std::vector<std::string>& budgets,
+                                                std::vector<Row>* rows) {
   const Model model = load_model(o.model);
   o.spec = model.spec();
   o.description = describe(model);
@@ -303,7 +304,7 @@ std::vector<std::pair<Row, std::optional<PlanFile>>> plan_cells(
   fs::create_directories(fs::path(o.output) / "plans", ec);
   if (ec) throw UsageError("cannot create '" + o.output + "': " + ec.message());
   const OperatorCosts costs = *obtain_costs(model, o.costs, true);
-  std::vector<std::pair<Row, std::optional<PlanFile>>> cells;
+  std::vector<std::optional<PlanFile>> plans;
   for (const auto& p : planners) {
     const bool budgeted = planner_info(p).takes_budget;
     for (size_t bi = 0; bi < (budgeted ? budgets.size() : 1); ++bi) {
@@ -311,12 +312,12 @@ std::vector<std::pair<Row, std::optional<PlanFile>>> plan_cells(
       row.planner = p;
       if (budgeted) row.budget = budgets[bi], row.budget_bytes = budget_bytes[bi];
       std::cerr << "sweep: planning " << p << (budgeted ? " at " + row.budget : "") << " ...\n";
-      std::optional<PlanFile> plan = plan_cell(o, model, costs, &row);
-      if (!plan) std::cerr << "sweep: " << p << ": " << row.status << "\n";
-      cells.emplace_back(std::move(row), std::move(plan));
+      plans.push_back(plan_cell(o, model, costs, &row));
+      if (!plans.back()) std::cerr << "sweep: " << p << ": " << row.status << "\n";
+      rows->push_back(std::move(row));
     }
   }
-  return cells;
+  return plans;
 }
 
 int run_sweep(SweepOptions o) {
@@ -326,21 +327,20 @@ int run_sweep(SweepOptions o) {
   // Every plan first; then each runs from fresh weights (loaded by the measurement) with no
   // other copy of the weights alive: a kept one would add its bytes to both sides' peaks
   // and pull every ratio towards 1.
-  auto cells = plan_cells(o, planners, budgets);
   std::vector<Row> rows;
-  for (auto& [row, plan] : cells) rows.push_back(row);
+  const std::vector<std::optional<PlanFile>> plans = plan_cells(o, planners, budgets, &rows);
   auto write_rows = [&] {
     write_file_atomically((fs::path(o.output) / "sweep.csv").string(), to_csv(rows));
     write_file_atomically((fs::path(o.output) / "sweep.json").string(),
                           to_json(o, rows).dump(1) + "\n");
   };
   write_rows();
-  for (size_t i = 0; i < cells.size(); ++i) {
-    if (!cells[i].second) continue;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i]) continue;
     Row& row = rows[i];
     const std::string cell = row.planner + (row.budget.empty() ? "" : " at " + row.budget);
     std::cerr << "sweep: running " << cell << " ...\n";
-    measure_cell(o, *cells[i].second, &row);
+    measure_cell(o, *plans[i], &row);
     if (row.ran)
       std::cerr << "sweep: " << cell << ": memory ratio " << row.measured.memory_ratio
                 << ", overhead " << 100 * row.measured.overhead << "%\n";

@@ -47,10 +47,13 @@ struct DataSource {
 };
 
 ImageData open_data(const TrainOptions& o) {
-  if (o.data_format != "cifar10" && o.data_format != "imagefolder")
-    throw UsageError("--data-format must be imagefolder or cifar10");
-  return with_usage_errors(
-      [&] { return ImageData::open(o.data, image_data_format_from_name(o.data_format)); });
+  ImageDataFormat format;
+  try {
+    format = image_data_format_from_name(o.data_format);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--data-format: ") + e.what());
+  }
+  return with_usage_errors([&] { return ImageData::open(o.data, format); });
 }
 
 // Where this process is: one process alone, or a rank of a data-parallel job (RANK and
