@@ -115,6 +115,43 @@ def _checkpoints_inlined():
             ckpt.CheckpointFunction.apply = own
 
 
+def _cumulative_forward(bn, x):
+    """nn.BatchNorm's training forward with momentum=None in tensor operations: the factor
+    1 / num_batches_tracked read from the buffer (PyTorch computes it in Python, which a
+    trace would record as one number), the batch's mean and unbiased variance folded into
+    the running statistics as ATen folds them (PyTorch counts the batch first: the factor
+    is 1 / (count + 1), monet.optimize's module counting it after the planned forward),
+    and the output normalised by the batch's statistics."""
+    bn._check_input_dim(x)
+    dims = [0] + list(range(2, x.dim()))
+    with torch.no_grad():
+        factor = (bn.num_batches_tracked + 1).to(x.dtype).reciprocal()
+        bn.running_mean.mul_(1 - factor).add_(x.mean(dims) * factor)
+        bn.running_var.mul_(1 - factor).add_(x.var(dims, unbiased=True) * factor)
+    return torch.nn.functional.batch_norm(x, None, None, bn.weight, bn.bias, True, 0.0, bn.eps)
+
+
+@contextlib.contextmanager
+def _cumulative_averages_traced(module):
+    """While tracing, each batch norm with momentum=None in training mode runs
+    _cumulative_forward, so that every planned step uses its own factor."""
+    cumulative = [m for m in module.modules()
+                  if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training
+                  and m.momentum is None and m.track_running_stats
+                  and m.num_batches_tracked is not None]
+    own = [m.__dict__.get("forward") for m in cumulative]
+    for m in cumulative:
+        m.forward = _cumulative_forward.__get__(m)
+    try:
+        yield
+    finally:
+        for m, forward in zip(cumulative, own):
+            if forward is None:
+                del m.forward
+            else:
+                m.forward = forward
+
+
 def _refuse_python_functions(traced):
     """A torch.autograd.Function's call is recorded as one Python operator, without its
     code: refused in one line, naming it and where the model calls it."""
@@ -134,7 +171,8 @@ def _traced(module, inputs):
         return module
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
-    with _state_kept(module), torch.no_grad(), _checkpoints_inlined():
+    with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
+            _cumulative_averages_traced(module):
         try:
             # strict=False: a module returning a dict (torchvision's segmentation models).
             traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
@@ -191,9 +229,8 @@ def _detection_models():
 
 
 def _refuse_untraceable(module):
-    """What a trace records wrongly: nn.BatchNorm with momentum=None computes its factor
-    1 / num_batches_tracked in Python, which a trace bakes in as a constant; torchvision's
-    detection models take lists of images and target dicts and branch on their values."""
+    """What a trace cannot record: torchvision's detection models take lists of images and
+    target dicts and branch on their values."""
     inner = module.module if isinstance(module, WithLoss) else module
     if isinstance(inner, _detection_models()):
         raise UnsupportedOperator(
@@ -201,13 +238,6 @@ def _refuse_untraceable(module):
             "lists of images and target dicts and branches on their values (proposals, "
             "matching), which a trace cannot capture; monet plans models a trace records "
             "(its backbone, e.g. model.backbone, can be planned on its own)", "")
-    for name, m in module.named_modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.momentum is None \
-                and m.track_running_stats:
-            raise UnsupportedOperator(
-                f"{name or type(module).__name__}: batch norm with momentum=None (a cumulative "
-                "average) computes its factor in Python, which tracing records as a constant; "
-                "give it a momentum", "aten::batch_norm")
 
 
 def _floating_dtype(module):

@@ -219,7 +219,7 @@ Graph fuse_attention(const Graph& g, const AttentionFusionOptions& options, int*
         map[v.id] = out.add_parameter(v.name, v.shape, v.init);
         continue;
       case ValueKind::kBuffer:
-        map[v.id] = out.add_buffer(v.name, v.shape, v.init);
+        map[v.id] = out.add_buffer(v.name, v.shape, v.init, v.dtype);
         continue;
       case ValueKind::kActivation:
         break;

@@ -97,8 +97,11 @@ int Graph::add_parameter(const std::string& name, std::vector<int64_t> shape, In
   return add_state(ValueKind::kParameter, name, std::move(shape), init);
 }
 
-int Graph::add_buffer(const std::string& name, std::vector<int64_t> shape, InitSpec init) {
-  return add_state(ValueKind::kBuffer, name, std::move(shape), init);
+int Graph::add_buffer(const std::string& name, std::vector<int64_t> shape, InitSpec init,
+                      std::optional<at::ScalarType> dtype) {
+  const int id = add_state(ValueKind::kBuffer, name, std::move(shape), init);
+  if (dtype) values_[id].dtype = *dtype;
+  return id;
 }
 
 int Graph::add_node(OpKind op, const std::string& name, std::vector<int> inputs, OpAttrs attrs) {
@@ -246,11 +249,15 @@ void Graph::validate() const {
   if (!values_[loss].shape.empty()) throw GraphError("the loss must be a scalar");
   // A result nothing reads is computed only for what its operator updates: a batch norm's
   // running statistics (a traced model's auxiliary head that the trained output does not
-  // read, kept for its statistics as PyTorch's forward keeps it).
-  for (const auto& v : values_)
-    if (v.kind == ValueKind::kActivation && v.consumers.empty() && v.id != loss &&
-        nodes_[v.producer].op != OpKind::kBatchNorm)
+  // read, kept for its statistics as PyTorch's forward keeps it), or a buffer's next value
+  // (AtenCall::writes_buffer: instance norm's running statistics).
+  for (const auto& v : values_) {
+    if (v.kind != ValueKind::kActivation || !v.consumers.empty() || v.id == loss) continue;
+    const Node& producer = nodes_[v.producer];
+    if (producer.op != OpKind::kBatchNorm &&
+        !(producer.op == OpKind::kAten && producer.attrs.aten->writes_buffer))
       throw GraphError("value '" + v.name + "' is computed but never used");
+  }
   for (const auto& n : nodes_) {
     if (!n.attrs.inplace) continue;
     const auto& target = values_[n.inputs.at(0)];

@@ -90,7 +90,10 @@ class Graph {
                 std::optional<at::ScalarType> dtype = std::nullopt,
                 ValueKind kind = ValueKind::kInput);
   int add_parameter(const std::string& name, std::vector<int64_t> shape, InitSpec init);
-  int add_buffer(const std::string& name, std::vector<int64_t> shape, InitSpec init);
+  /// A buffer of `dtype` (the graph's floating type when not given: an integer one is a
+  /// count read by generic operators, batch norm's num_batches_tracked).
+  int add_buffer(const std::string& name, std::vector<int64_t> shape, InitSpec init,
+                 std::optional<at::ScalarType> dtype = std::nullopt);
   /// Adds a node and its output value; returns the output value id. Throws GraphError
   /// if an input does not exist or shapes do not fit the operator.
   int add_node(OpKind op, const std::string& name, std::vector<int> inputs, OpAttrs attrs = {});

@@ -10,6 +10,7 @@
 #include "graph/aten_call.h"
 #include "graph/attention_fusion.h"
 #include "graph/shape_inference.h"
+#include "graph/torchscript/instance_norm_statistics.h"
 #include "graph/torchscript/torchscript_importer.h"
 #include "graph/torchscript/view_writes.h"
 
@@ -51,6 +52,7 @@ Graph Importer::run() {
   // A write into a view nothing reads afterwards (torchvision MViT's in-place dropout on
   // its class token, x[:, 0]) leaves scatters into a base no one reads: dropped.
   if (functionalize_view_writes(*jit) > 0) eliminate_dead_code(*jit);
+  expose_instance_norm_statistics(*jit);
   keep_trained_output(*jit);
   const auto inputs = jit->inputs();
   if (inputs.size() != inputs_.size() + 1)
@@ -234,13 +236,15 @@ void Importer::translate_attribute(JitNode* node) {
   const std::string path = join(owner.path, node->s(torch::jit::attr::name));
   if (node->output()->type()->cast<c10::ClassType>()) {
     entries_[node->output()] = module_entry(path);
-  } else if (state_.count(path) &&
+  } else if (state_.count(path) && !ends_with(path, "num_batches_tracked") &&
              (!state_.at(path).first.is_floating_point() ||
               (!state_.at(path).second && !state_arguments_.count(node->output())))) {
     // A buffer other than a norm's running statistics or one the forward writes (Swin's
     // relative position index, a causal attention mask) is a constant of the trace.
     // A float one an operator takes as a tensor argument (through a Linear) is a buffer
-    // value of the graph there (tensor()).
+    // value of the graph there (tensor()). Batch norm's num_batches_tracked is state: its
+    // increment is skipped (skip_state_update), and a forward reading it (a cumulative
+    // average's factor, monet.optimize's trace of momentum=None) reads the live count.
     Entry e = constant_entry(state_.at(path).first);
     e.path = path;
     entries_[node->output()] = e;

@@ -228,7 +228,9 @@ class Importer {
   int state_value(const JitNode* node, const std::string& name) {
     if (auto it = state_ids_.find(name); it != state_ids_.end()) return it->second;
     const auto& [t, trainable] = state_.at(name);
-    if (t.scalar_type() != graph_.floating_dtype())
+    // An integer buffer: a count that generic operators read (num_batches_tracked).
+    const bool count = !trainable && !t.is_floating_point() && !t.is_complex();
+    if (!count && t.scalar_type() != graph_.floating_dtype())
       fail(node, "tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) +
                      "; the model's parameters are " + c10::toString(graph_.floating_dtype()));
     if (auto same = state_by_tensor_.find(t.unsafeGetTensorImpl()); same != state_by_tensor_.end())
@@ -241,8 +243,9 @@ class Importer {
       init.kind = InitKind::kKaimingUniformDefault;
     else if (ends_with(name, ".weight") || ends_with(name, "running_var"))
       init.kind = InitKind::kOnes;
-    const int id =
-        trainable ? graph_.add_parameter(name, shape, init) : graph_.add_buffer(name, shape, init);
+    const int id = trainable ? graph_.add_parameter(name, shape, init)
+                   : count   ? graph_.add_buffer(name, shape, init, t.scalar_type())
+                             : graph_.add_buffer(name, shape, init);
     state_ids_[name] = id;
     state_by_tensor_[t.unsafeGetTensorImpl()] = id;
     return id;
