@@ -75,10 +75,15 @@ def optimizer_memory(optimizer, weight_decay, optimizer_update):
             name = "sgd-momentum" if any(g["momentum"] for g in groups) else "sgd"
         else:
             name = "adam"
-        if any(g.get("maximize") or g.get("foreach") or g.get("differentiable")
-               for g in groups):
-            raise ValueError("monet fuses torch.optim's plain updates (maximize, foreach and "
-                             "differentiable off)")
+        # foreach=True is the same arithmetic on a list of tensors: each fused update
+        # steps a list of one, with the same temporaries.
+        if optimizer_update != "after-backward" and \
+                any(g.get("maximize") or g.get("differentiable") for g in groups):
+            raise ValueError(
+                f"monet fuses {type(optimizer).__name__}'s plain updates (maximize and "
+                "differentiable off): minimise the negated objective instead of maximize=True, "
+                "or plan with optimizer_update='after-backward' and call its step() after the "
+                "backward")
         decay = max(g["weight_decay"] for g in groups)
         return name, max(weight_decay, decay), optimizer_update or "fused"
     if optimizer_update == "fused":

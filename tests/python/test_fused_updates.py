@@ -17,7 +17,19 @@ OPTIMIZERS = {
     "sgd-dampening": lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9, dampening=0.1),
     "amsgrad": lambda p: torch.optim.Adam(p, lr=1e-3, amsgrad=True, weight_decay=1e-4),
     "adamw": lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=1e-2),
+    # foreach: the same arithmetic on lists of tensors (each fused update a list of one);
+    # parameter groups with their own learning rate and weight decay.
+    "adamw-foreach-groups": lambda p: torch.optim.AdamW(decay_groups(p), lr=1e-3, foreach=True),
 }
+
+
+def decay_groups(parameters):
+    """The usual AdamW recipe: weight decay on matrices and kernels, none (and another
+    learning rate) on biases and norms' parameters."""
+    parameters = list(parameters)
+    return [{"params": [p for p in parameters if p.dim() > 1], "weight_decay": 0.05},
+            {"params": [p for p in parameters if p.dim() <= 1], "weight_decay": 0.0,
+             "lr": 5e-4}]
 SCHEDULES = {
     "step": lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
     "cosine": lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4),
@@ -123,6 +135,12 @@ def test_other_optimizers_and_fused_names_are_refused_in_one_line(cache_dir):
     with pytest.raises(ValueError, match="unknown optimizer_update"):
         monet.optimize(model, x, optimizer="adam", optimizer_update="later",
                        cache_dir=cache_dir, planner="storeall")
+    maximizing = torch.optim.SGD(model.parameters(), lr=0.1, maximize=True)
+    with pytest.raises(ValueError, match="maximize and differentiable off"):
+        monet.optimize(model, x, optimizer=maximizing, cache_dir=cache_dir, planner="storeall")
+    fast = monet.optimize(model, x, optimizer=maximizing, optimizer_update="after-backward",
+                          cache_dir=cache_dir, planner="storeall")
+    assert fast.plan.optimizer_update == "after-backward"
     other = torch.nn.Linear(4, 2)
     with pytest.raises(ValueError, match="holds none of the module's parameters"):
         monet.optimize(model, x, optimizer=torch.optim.SGD(other.parameters(), lr=0.1),
