@@ -45,11 +45,8 @@ std::vector<int64_t> parse_sizes(const std::string& text, char sep, const std::s
 }  // namespace
 
 std::vector<int64_t> parse_input_shape(const std::string& text) {
-  const auto dims = parse_sizes(text, ',', "input shape", "B,C,H,W (batch first)");
-  if (dims.size() < 2)
-    throw std::invalid_argument("invalid input shape '" + text +
-                                "': give the batch size and at least one more dimension");
-  return dims;
+  // A shape of one dimension is a value per sample (a diffusion model's timesteps).
+  return parse_sizes(text, ',', "input shape", "B,C,H,W (batch first)");
 }
 
 namespace {

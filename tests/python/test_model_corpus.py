@@ -15,6 +15,7 @@ halfway between the leanest plan and store-all and trained 3 steps of SGD with m
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
 import copy
 import json
+import math
 import os
 import subprocess
 
@@ -462,6 +463,28 @@ class RunningStatistics(torch.nn.Module):
         return self.head(torch.relu(self.bn1d(self.fc(h.flatten(1)))))
 
 
+class TimestepConditioned(torch.nn.Module):
+    """A diffusion model's shape: an image and one timestep per sample (a 1-D input),
+    sinusoidal features of the timestep scaling and shifting group-normalised features."""
+
+    def __init__(self):
+        super().__init__()
+        self.time = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.SiLU(),
+                                        torch.nn.Linear(32, 16))
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = torch.nn.GroupNorm(2, 8)
+        self.film = torch.nn.Linear(16, 16)
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, x, t):
+        freqs = torch.exp(-math.log(10000) * torch.arange(8, dtype=x.dtype) / 8)
+        angles = t[:, None] * freqs[None]
+        emb = self.time(torch.cat([torch.cos(angles), torch.sin(angles)], -1))
+        scale, shift = self.film(emb).chunk(2, -1)
+        h = self.norm(self.conv(x)) * (1 + scale[:, :, None, None]) + shift[:, :, None, None]
+        return self.head(torch.nn.functional.silu(h).mean((2, 3)))
+
+
 class FourierMixing(torch.nn.Module):
     """FNet's token mixing: a Fourier transform over the features and the positions, its
     real and imaginary parts read back (complex intermediates, complex gradients)."""
@@ -685,6 +708,7 @@ CASES = {
     "spectral_norm": (SpectralNormed, "features", (4, 3, 8, 8)),
     "buffer_updated_in_forward": (RunningMean, "features", (4, 3, 8, 8)),
     "running_statistics": (RunningStatistics, "features", (4, 3, 8, 8)),
+    "timestep_conditioned": (TimestepConditioned, "image_and_timestep", (4, 3, 8, 8)),
     "fourier_mixing": (FourierMixing, "features", (4, 8, 16)),
     "ids_and_features": (TabularNet, "ids_and_features", (4, 3)),
     "checkpointed_blocks": (CheckpointedBlocks, "features", (4, 16)),
@@ -720,6 +744,12 @@ def batches(kind, shape):
     if kind == "ids_and_features":  # categorical ids [N, 3] and 6 continuous features
         xs = [(torch.randint(0, VOCAB, shape, generator=g),
                torch.randn(shape[0], 6, generator=g, dtype=torch.float64)) for _ in range(STEPS)]
+        ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
+        return xs, ys, torch.nn.functional.cross_entropy
+    if kind == "image_and_timestep":  # images [N, C, H, W] and timesteps [N]
+        xs = [(torch.randn(shape, generator=g, dtype=torch.float64),
+               100 * torch.rand(shape[0], generator=g, dtype=torch.float64))
+              for _ in range(STEPS)]
         ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
         return xs, ys, torch.nn.functional.cross_entropy
     if kind == "reconstruction":  # the target is the input
@@ -807,6 +837,21 @@ def test_frozen_parameters_get_no_gradient(cache_dir):
 def monet_cli(*args):
     return subprocess.run([os.environ["MONET_BINARY"], *args], capture_output=True, text=True,
                           timeout=300)
+
+
+def test_a_value_per_sample_from_the_cli(tmp_path):
+    """A 1-D input (a timestep per sample): `--input-shape 4` plans and verifies."""
+    torch.manual_seed(0)
+    traced = str(tmp_path / "diffusion.pt")
+    x, t = torch.randn(4, 3, 8, 8), 100 * torch.rand(4)
+    torch.jit.trace(TimestepConditioned().train(), (x, t), check_trace=False).save(traced)
+    plan = str(tmp_path / "plan.json")
+    r = monet_cli("plan", "--model", traced, "--input-shape", "4,3,8,8", "--input-shape", "4",
+                  "--budget", "0.95x", "--time-limit", "5", "--search-limit", "work",
+                  "--cache-dir", str(tmp_path / "cache"), "-o", plan)
+    assert r.returncode == 0, r.stderr
+    r = monet_cli("verify", "--plan", plan)
+    assert r.returncode == 0 and "OK" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
 def test_several_inputs_from_the_cli(tmp_path):
