@@ -532,6 +532,11 @@ class OptimizedModule(torch.nn.Module):
         self._batch_norms = _batch_norms(module)
 
     def forward(self, *inputs):
+        if torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled():
+            raise RuntimeError(
+                "monet runs its plan in the module's floating type (float32 or float64), which "
+                "the plan's memory is counted in; call it outside torch.autocast (or convert "
+                "the module with .double() / .float() and plan that)")
         if not (self.training and torch.is_grad_enabled()):
             out = self.plan._traced_module(*inputs)
             return out[0] if self.plan.loss_inside else out  # WithLoss: the loss first
@@ -549,6 +554,13 @@ class OptimizedModule(torch.nn.Module):
                 if m.training:
                     m.num_batches_tracked.add_(1)
         return out
+
+    def __reduce_ex__(self, protocol):
+        # deepcopy and torch.save pickle: the plan is bound to the module's own tensors.
+        raise TypeError(
+            "an OptimizedModule runs a plan bound to its module's own tensors and cannot be "
+            "copied or pickled: copy or save its module (fast.module, or its state_dict()) "
+            "and plan a copy with monet.optimize")
 
     def last_step(self):
         """The last planned iteration whose backward ran: peak_bytes (tracked, absolute),

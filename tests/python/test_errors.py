@@ -1,5 +1,8 @@
 """monet's exceptions and their fields: an unsupported operator, a budget below every
 plan, a plan or a batch for another shape, and bad arguments."""
+import copy
+import io
+
 import pytest
 import torch
 
@@ -265,3 +268,21 @@ def test_what_was_not_computed_is_none(tmp_path):
     with pytest.raises(ValueError, match="known: none, sgd, sgd-momentum, adam"):
         options.optimizer = "lamb"
     assert monet.OPTIMIZERS == ("none", "sgd", "sgd-momentum", "adam")
+
+
+def test_autocast_and_copies_are_refused_in_one_line(cache_dir):
+    """Under torch.autocast the plan's operators would run in another type than the one
+    its memory is counted in; an OptimizedModule's plan is bound to the module's tensors,
+    so copying or pickling it is refused, naming what to copy instead."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    x = torch.randn(2, 4)
+    fast = monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(RuntimeError, match="outside torch.autocast"):
+            fast(x)
+    with pytest.raises(TypeError, match="copy or save its module"):
+        copy.deepcopy(fast)
+    with pytest.raises(TypeError, match="copy or save its module"):
+        torch.save(fast, io.BytesIO())
+    fast(x).sum().backward()  # still usable
+    assert all(p.grad is not None for p in model.parameters())
