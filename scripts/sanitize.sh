@@ -74,12 +74,13 @@ cat "$fuzz_log" >&2
 # of the model corpus, the cases whose import paths no other part covers (lists of
 # tensors into einsum and LSTM weights, a stacked LSTM split per layer, a dict output,
 # integer tensors and views through generic fallbacks, a detached branch, a spatial
-# transformer's channel view, the one-line refusals); of the fused updates, the Python
+# transformer's channel view, the one-line refusals, instance norm's running statistics
+# written out and a count buffer read, a 1-D input through the CLI); of the fused updates, the Python
 # update called from inside the backward (its errors included, then a step that succeeds;
 # the state_dict continuation plans under the work limit, which takes over 20 min with
 # the sanitizers, and runs in the main suite).
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output or integer_tensor_ops or expanded_bag or detached_features or spatial_transformer or cannot_train" \
+for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output or integer_tensor_ops or expanded_bag or detached_features or spatial_transformer or cannot_train or running_statistics or value_per_sample" \
             "fused_updates -k refused or error_in_the_update"; do
   read -r name filter <<<"$part"
   run "python_$name" env LD_PRELOAD="$preload" PYTHONPATH="$build/python" \

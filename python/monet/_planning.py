@@ -14,6 +14,7 @@ import torch
 
 from . import _C
 from ._step import (WithLoss, check_optimizer_holds, one_parameter_step, optimizer_memory)
+from ._structure import Flattened, call_arguments, flat_arguments, output_name, traceable
 from .errors import UnsupportedOperator
 
 #: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
@@ -166,43 +167,66 @@ def _refuse_python_functions(traced):
                 "prim::PythonOp", frames[0] if frames else "")
 
 
+class _ResultNotTraceable(Exception):
+    """The module's forward ran and returned what a trace cannot return (a dataclass,
+    lists inside a dict)."""
+
+
 def _traced(module, inputs):
+    """(the trace of `module` on `inputs`, what its forward returned)."""
     if isinstance(module, torch.jit.ScriptModule):
-        return module
+        return module, None
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
+    returned = []
+
+    def keep(_module, _arguments, result):  # stops the trace at a result it cannot return
+        returned.append(result)
+        if not traceable(result):
+            raise _ResultNotTraceable()
+
+    hook = module.register_forward_hook(keep)
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
             _cumulative_averages_traced(module):
         try:
             # strict=False: a module returning a dict (torchvision's segmentation models).
             traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
+        except _ResultNotTraceable:
+            raise
         except Exception as e:  # the model's own error on the example input, in one line
-            first = (str(e).strip().splitlines() or [""])[0]
-            what = (f"{type(module.module).__name__}.forward and the loss on the example "
-                    "input and target" if isinstance(module, WithLoss)
-                    else f"{type(module).__name__}.forward on the example input")
-            hint = ""
-            if isinstance(module, WithLoss) and module.output is None and module.returned:
-                hint = (f" (the loss gets the whole {module.returned} the module returns, as "
-                        "loss(module(x), target) does in PyTorch; output= picks one of its "
-                        "outputs for it)")
-            raise UnsupportedOperator(
-                f"tracing {what} failed: {type(e).__name__}: {first}{hint}",
-                "torch.jit.trace") from e
+            raise _trace_failure(module, e) from e
+        finally:
+            hook.remove()
     _refuse_python_functions(traced)
-    return traced
+    return traced, returned[-1] if returned else None
 
 
-def _example_inputs(example_input):
-    """The example input(s) as a tuple of tensors, checked: one tensor, or a tuple or
-    list of them for a module whose forward takes several (tokens and a mask)."""
-    inputs = (example_input,) if isinstance(example_input, torch.Tensor) else example_input
-    if not isinstance(inputs, (tuple, list)) or not inputs or \
-            not all(isinstance(x, torch.Tensor) for x in inputs):
-        raise TypeError("example_input must be a tensor, or a tuple of tensors for a module "
-                        "whose forward takes several (the batch the model is planned for)")
+def _trace_failure(module, e):
+    """The module's error on the example input, in one line."""
+    first = (str(e).strip().splitlines() or [""])[0]
+    inner = module.module if isinstance(module, Flattened) else module
+    what = (f"{type(inner.module).__name__}.forward and the loss on the example input and "
+            "target" if isinstance(inner, WithLoss)
+            else f"{type(inner).__name__}.forward on the example input")
+    hint = ""
+    if isinstance(inner, WithLoss) and inner.output is None and inner.returned:
+        hint = (f" (the loss gets the whole {inner.returned} the module returns, as "
+                "loss(module(x), target) does in PyTorch; output= picks one of its "
+                "outputs for it)")
+    return UnsupportedOperator(f"tracing {what} failed: {type(e).__name__}: {first}{hint}",
+                               "torch.jit.trace")
+
+
+# Element types of non-floating inputs (ids and masks); libmonet reads their names
+# ("int64" for torch.int64).
+_ID_DTYPES = (torch.int64, torch.int32, torch.bool)
+
+
+def _check_inputs(inputs):
+    """Checks each example tensor (forward's arguments, flattened): a CPU tensor with
+    elements, floating-point or int64/int32 ids or bool masks."""
     for i, x in enumerate(inputs):
-        what = "example_input" if len(inputs) == 1 else f"example_input[{i}]"
+        what = "example_input" if len(inputs) == 1 else f"example_input's tensor {i}"
         if x.device.type != "cpu":
             raise ValueError(f"monet runs on CPU tensors; {what} is on {x.device}")
         if x.numel() == 0:
@@ -210,12 +234,6 @@ def _example_inputs(example_input):
         if x.is_complex() or x.dtype not in _ID_DTYPES and not x.is_floating_point():
             raise TypeError(f"{what} has dtype {x.dtype}; monet takes floating-point inputs, "
                             "int64 or int32 ids and bool masks")
-    return tuple(inputs)
-
-
-# Element types of non-floating inputs (ids and masks); libmonet reads their names
-# ("int64" for torch.int64).
-_ID_DTYPES = (torch.int64, torch.int32, torch.bool)
 
 
 def _detection_models():
@@ -253,13 +271,23 @@ def _floating_dtype(module):
 
 
 def _import(module, example_input, output, lossy=False):
-    """The C++ model of `module` traced on `example_input` (a tensor or a tuple of them),
-    using the module's tensors; `lossy`: whether its lossy implementations are offered to
+    """(the C++ model of `module` traced on `example_input`, using the module's tensors;
+    the module traced, `module` or a Flattened one; the structure of forward's arguments,
+    None when they are tensors). `lossy`: whether its lossy implementations are offered to
     the planner."""
     _refuse_untraceable(module)
-    inputs = _example_inputs(example_input)
+    inputs, spec = flat_arguments(example_input)
+    _check_inputs(inputs)
     _floating_dtype(module)
-    traced = _traced(module, inputs[0] if len(inputs) == 1 else inputs)
+    planned = module if spec is None else Flattened(module, spec)
+    try:
+        traced, returned = _traced(planned, inputs[0] if len(inputs) == 1 else inputs)
+    except _ResultNotTraceable:  # a dataclass, lists inside a dict: a dict of paths
+        planned = Flattened(module, spec)
+        traced, returned = _traced(planned, inputs[0] if len(inputs) == 1 else inputs)
+    if isinstance(planned, Flattened):
+        returned = planned.returned
+    output = output_name(output, returned, isinstance(planned, Flattened))
     fd, path = tempfile.mkstemp(suffix=".pt", prefix="monet-trace-")
     os.close(fd)
     try:
@@ -270,9 +298,9 @@ def _import(module, example_input, output, lossy=False):
                                      "" if output is None else str(output), "sum", bool(lossy))
     finally:
         os.unlink(path)
-    tensors = list(module.named_parameters()) + list(module.named_buffers())
+    tensors = list(planned.named_parameters()) + list(planned.named_buffers())
     model.share_tensors([(name, t) for name, t in tensors])
-    return model
+    return model, planned, spec
 
 
 class Plan:
@@ -433,8 +461,8 @@ def _planned_with(runner, module, example_input, kw):
                        kw["optimizer_update"])
     traced, example_input, output, loss_copies = _with_loss(
         module, example_input, kw["output"], kw["loss_copies"], kw["loss"], kw["target"])
-    model = _import(traced, example_input, output, kw["lossy"])
-    _leave_room_beside(model, traced, loss_copies, options)
+    model, planned_module, arguments = _import(traced, example_input, output, kw["lossy"])
+    _leave_room_beside(model, planned_module, loss_copies, options)
     planned = runner(model, options)
     if options.optimizer_update == "fused":
         check_optimizer_holds(optimizer, module)
@@ -443,6 +471,7 @@ def _planned_with(runner, module, example_input, kw):
     loss = kw["loss"]
     result.loss_inside = loss is not None
     result._traced_module = traced
+    result._arguments = arguments  # the structure of forward's arguments (None: tensors)
     return result
 
 
@@ -457,7 +486,8 @@ def _with_loss(module, example_input, output, loss_copies, loss, target):
         raise TypeError(f"loss must be a callable of (output, target), not {type(loss).__name__}")
     if not isinstance(target, torch.Tensor):
         raise TypeError("loss= needs target=, an example target tensor (the batch's labels)")
-    inputs = (example_input,) if isinstance(example_input, torch.Tensor) else tuple(example_input)
+    inputs = tuple(example_input) if isinstance(example_input, (tuple, list)) \
+        else (example_input,)
     return WithLoss(module, loss, output), inputs + (target,), "0", 0
 
 
@@ -504,8 +534,8 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
                        cache_dir, use_cache, progress, search_limit, optimizer_update)
     traced, example_input, output, loss_copies = _with_loss(module, example_input, output,
                                                             loss_copies, loss, target)
-    model = _import(traced, example_input, output)
-    _leave_room_beside(model, traced, loss_copies, options)
+    model, planned_module, _ = _import(traced, example_input, output)
+    _leave_room_beside(model, planned_module, loss_copies, options)
     return _C.budget_range(model, options)
 
 
@@ -540,6 +570,7 @@ class OptimizedModule(torch.nn.Module):
         if not (self.training and torch.is_grad_enabled()):
             out = self.plan._traced_module(*inputs)
             return out[0] if self.plan.loss_inside else out  # WithLoss: the loss first
+        inputs = call_arguments(inputs, self.plan._arguments)
         if any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             raise ValueError("monet computes the parameters' gradients, not the input's: pass "
                              "an input that does not require grad")

@@ -3,6 +3,8 @@ the plan (WithLoss), and optimizer updates fused into the planned backward
 (optimizer_memory, one_parameter_step)."""
 import torch
 
+from ._structure import named_tensors, select
+
 #: torch.optim classes whose updates monet fuses into the backward.
 FUSABLE_OPTIMIZERS = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
 
@@ -36,23 +38,10 @@ class WithLoss(torch.nn.Module):
             self.returned = type(outputs).__name__
         if self.output is None:
             return (self.loss(outputs, target),)
-        key = self.output  # "0": a tuple's first, as the importer reads it
-        if isinstance(outputs, (tuple, list)) and str(key).isdigit():
-            key = int(key)
-        out = outputs[key]
-        others = [t for t in _tensors_of(outputs) if t is not out]
+        # "0": a tuple's first, as the importer reads it; a key, field or path ("aux.0").
+        out = select(outputs, self.output)
+        others = [t for _, t in named_tensors(outputs) if t is not out]
         return (self.loss(out, target), *others)
-
-
-def _tensors_of(value):
-    """The tensors of a module's output (a tensor, or tuples, lists and dicts of them)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors_of(v)]
-    return []
 
 
 def optimizer_memory(optimizer, weight_decay, optimizer_update):

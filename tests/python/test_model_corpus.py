@@ -13,7 +13,9 @@ reshape), nn.EmbeddingBag with expanded logits, a detached branch, LSTM and GRU 
 unrolled over positions, and a spatial transformer (affine_grid, grid_sample). Each is planned at a budget
 halfway between the leanest plan and store-all and trained 3 steps of SGD with momentum
 in float64: losses and parameters equal PyTorch's (1e-9 relative)."""
+import collections
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -485,6 +487,63 @@ class TimestepConditioned(torch.nn.Module):
         return self.head(torch.nn.functional.silu(h).mean((2, 3)))
 
 
+class FeatureLevels(torch.nn.Module):
+    """forward takes a list of feature maps (a feature pyramid's levels) and fuses them."""
+
+    def __init__(self):
+        super().__init__()
+        self.lateral = torch.nn.ModuleList([torch.nn.Conv2d(3, 8, 1), torch.nn.Conv2d(5, 8, 1)])
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, levels):
+        coarse = torch.nn.functional.interpolate(self.lateral[1](levels[1]), scale_factor=2.0)
+        fused = self.lateral[0](levels[0]) + coarse
+        return self.head(torch.relu(fused).mean((2, 3)))
+
+
+class BatchDict(torch.nn.Module):
+    """forward takes the batch as a dict: images and a weight per sample."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, batch):
+        features = torch.relu(self.conv(batch["image"])).mean((2, 3))
+        return self.head(features * batch["weight"][:, None])
+
+
+Prediction = collections.namedtuple("Prediction", "features logits")
+
+
+@dataclasses.dataclass
+class Outputs:
+    logits: torch.Tensor
+    features: torch.Tensor
+    note: str = "a field that is no tensor"
+
+
+class StructuredOutputs(torch.nn.Module):
+    """Results a trace returns without names (a named tuple) or not at all (a dataclass,
+    a list inside a dict)."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.body = torch.nn.Linear(16, 12)
+        self.head = torch.nn.Linear(12, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        logits = self.head(h)
+        if self.kind == "named_tuple":
+            return Prediction(h, logits)
+        if self.kind == "dataclass":
+            return Outputs(logits, h)
+        return {"out": logits, "aux": [h, 2 * h]}
+
+
 class FourierMixing(torch.nn.Module):
     """FNet's token mixing: a Fourier transform over the features and the positions, its
     real and imaginary parts read back (complex intermediates, complex gradients)."""
@@ -709,6 +768,11 @@ CASES = {
     "buffer_updated_in_forward": (RunningMean, "features", (4, 3, 8, 8)),
     "running_statistics": (RunningStatistics, "features", (4, 3, 8, 8)),
     "timestep_conditioned": (TimestepConditioned, "image_and_timestep", (4, 3, 8, 8)),
+    "feature_levels": (FeatureLevels, "feature_levels", (4, 3, 8, 8)),
+    "batch_dict": (BatchDict, "batch_dict", (4, 3, 8, 8)),
+    "named_tuple_output": (lambda: StructuredOutputs("named_tuple"), "features", (4, 16)),
+    "dataclass_output": (lambda: StructuredOutputs("dataclass"), "features", (4, 16)),
+    "nested_output": (lambda: StructuredOutputs("nested"), "features", (4, 16)),
     "fourier_mixing": (FourierMixing, "features", (4, 8, 16)),
     "ids_and_features": (TabularNet, "ids_and_features", (4, 3)),
     "checkpointed_blocks": (CheckpointedBlocks, "features", (4, 16)),
@@ -720,7 +784,17 @@ CASES = {
     "submodules_in_evaluation": (SubmodulesInEvaluation, "features", (4, 3, 8, 8)),
 }
 # The output trained, of models returning several (monet.optimize's `output`).
-OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0"}
+OUTPUT = {"tuple_output": "0", "dict_output": "out", "auxiliary_head": "0",
+          "named_tuple_output": "logits", "dataclass_output": "logits", "nested_output": "out"}
+
+
+def picked(out, name):
+    """The output `name` picks: a tuple's index, a dict's key, a field."""
+    if torch.is_tensor(out):
+        return out
+    if isinstance(out, dict):
+        return out[name]
+    return out[int(name)] if name.isdigit() else getattr(out, name)
 
 
 def trained_output(case, loss_fn):
@@ -728,8 +802,7 @@ def trained_output(case, loss_fn):
     name = OUTPUT.get(case)
     if name is None:
         return loss_fn
-    key = int(name) if name.isdigit() else name
-    return lambda out, y: loss_fn(out if torch.is_tensor(out) else out[key], y)
+    return lambda out, y: loss_fn(picked(out, name), y)
 
 
 def batches(kind, shape):
@@ -750,6 +823,16 @@ def batches(kind, shape):
         xs = [(torch.randn(shape, generator=g, dtype=torch.float64),
                100 * torch.rand(shape[0], generator=g, dtype=torch.float64))
               for _ in range(STEPS)]
+        ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
+        return xs, ys, torch.nn.functional.cross_entropy
+    if kind in ("feature_levels", "batch_dict"):  # one argument: a list, or a dict
+        images = [torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+        if kind == "feature_levels":
+            coarse = (shape[0], 5, shape[2] // 2, shape[3] // 2)
+            xs = [([x, torch.randn(coarse, generator=g, dtype=torch.float64)],) for x in images]
+        else:
+            xs = [({"image": x, "weight": torch.rand(shape[0], generator=g,
+                                                     dtype=torch.float64)},) for x in images]
         ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(STEPS)]
         return xs, ys, torch.nn.functional.cross_entropy
     if kind == "reconstruction":  # the target is the input
@@ -837,6 +920,37 @@ def test_frozen_parameters_get_no_gradient(cache_dir):
 def monet_cli(*args):
     return subprocess.run([os.environ["MONET_BINARY"], *args], capture_output=True, text=True,
                           timeout=300)
+
+
+@pytest.mark.parametrize("kind", ["named_tuple", "dataclass", "nested"])
+def test_a_structured_result_trains_the_output_named(kind, cache_dir):
+    """Without the loss in the plan: the planned module returns the output `output=`
+    names (a named tuple's field, a dataclass's, a path into nested containers, or a
+    position), and its gradients are autograd's."""
+    torch.manual_seed(0)
+    model = StructuredOutputs(kind).double()
+    reference = copy.deepcopy(model)
+    x = torch.randn(4, 16, dtype=torch.float64)
+    name = {"named_tuple": "1", "dataclass": "logits", "nested": "out"}[kind]
+    fast = monet.optimize(model, x, planner="storeall", output=name, cache_dir=cache_dir)
+    logits = fast(x)
+    assert torch.equal(logits, picked(reference(x), "logits" if name == "1" else name))
+    logits.pow(2).sum().backward()
+    picked(reference(x), "logits" if name == "1" else name).pow(2).sum().backward()
+    for (n, p), q in zip(model.named_parameters(), reference.parameters()):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-12, atol=0), n
+
+
+def test_arguments_structured_otherwise_are_refused_in_one_line(cache_dir):
+    """A call whose arguments are structured unlike the example's names both."""
+    model = FeatureLevels().double()
+    levels = [torch.randn(2, 3, 8, 8, dtype=torch.float64),
+              torch.randn(2, 5, 4, 4, dtype=torch.float64)]
+    fast = monet.optimize(model, (levels,), planner="storeall", cache_dir=cache_dir)
+    with pytest.raises(TypeError, match="planned for arguments structured as"):
+        fast(levels[0], levels[1])
+    with pytest.raises(TypeError, match="holding a str"):
+        monet.optimize(model, ([levels[0], "coarse"],), planner="storeall", cache_dir=cache_dir)
 
 
 def test_a_value_per_sample_from_the_cli(tmp_path):
