@@ -303,9 +303,17 @@ TEST(Cli, SweepWritesCsvJsonPlansAndRefusesToOverwrite) {
 
 TEST(Cli, BadInputGivesOneLineAndExitCode2) {
   expect_usage_error("show --model resnet51", "unknown model 'resnet51'");
-  expect_usage_error("show --model resnet50 --batch 0", "--batch");
-  expect_usage_error("show --model resnet50 --batch -3", "--batch");
-  expect_usage_error("baseline --model resnet50 --iters 0", "--iters");
+  expect_usage_error("show --model resnet50 --batch 0", "--batch: 0 is not positive");
+  expect_usage_error("show --model resnet50 --batch -3", "--batch: -3 is not positive");
+  expect_usage_error("baseline --model resnet50 --iters 0", "--iters: 0 is not positive");
+  // Where a file cannot be written: refused before any work.
+  expect_usage_error("plan --model resnet18 --budget 0.5x -o /nonexistent-folder/p.json",
+                     "--output: cannot write '/nonexistent-folder/p.json': folder "
+                     "'/nonexistent-folder' does not exist");
+  expect_usage_error("plan --model resnet18 --budget 0.5x -o " + ::testing::TempDir(),
+                     "is a folder, not a file");
+  expect_usage_error("baseline --model resnet18 --trace-csv /nonexistent-folder/t.csv",
+                     "--trace-csv: cannot write");
   expect_usage_error("show --model resnet50 --frobnicate", "frobnicate");
   expect_usage_error("show --model resnet50 --image 0", "image size");
   expect_usage_error("show --model resnet50 --image 12x", "image size");

@@ -1,14 +1,62 @@
 #include "cli/cli_common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 namespace monet::cli {
+
+namespace {
+
+// A number a check can read: the option's own parse reports text that is none.
+std::optional<double> number_in(const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    return used == text.size() ? std::optional<double>(v) : std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+const CLI::Validator kPositive(
+    [](std::string& text) {
+      const auto v = number_in(text);
+      return v && *v <= 0 ? text + " is not positive" : std::string();
+    },
+    "POSITIVE", "positive");
+
+const CLI::Validator kNonNegative(
+    [](std::string& text) {
+      const auto v = number_in(text);
+      return v && *v < 0 ? text + " is negative" : std::string();
+    },
+    "NONNEGATIVE", "non-negative");
+
+const CLI::Validator kWritableFile(
+    [](std::string& path) {
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      if (fs::is_directory(path, ec)) return "'" + path + "' is a folder, not a file";
+      const fs::path folder =
+          fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+      if (!fs::is_directory(folder, ec))
+        return "cannot write '" + path + "': folder '" + folder.string() + "' does not exist";
+      if (::access(folder.c_str(), W_OK) != 0)
+        return "cannot write '" + path + "': folder '" + folder.string() + "' is not writable";
+      return std::string();
+    },
+    "FILE", "writable file");
 
 void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
   o.batch = default_batch;
@@ -17,14 +65,14 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, int64_t default_batch) {
                   "torch.jit.trace(...).save(FILE.pt)")
       ->required();
   cmd->add_option("--batch,-b", o.batch, "samples per iteration")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--image", o.image, "input size: N, HxW or DxHxW (default: model's own)");
   cmd->add_option("--width", o.width, "channel width multiplier")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--classes", o.classes, "output classes (default: model's own)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--input-shape", o.input_shapes,
                   "input shape of a traced model, batch first: B,C,H,W (e.g. 8,3,224,224), "
                   "optionally with its element type (8,16:int64; float32, float64, int64, "
@@ -150,7 +198,7 @@ void add_cost_options(CLI::App* cmd, CostOptions& o) {
   cmd->add_option("--cache-dir", o.cache_dir, "cost cache directory (default ~/.cache/monet)");
   cmd->add_flag("--no-cache", o.no_cache, "profile afresh and do not cache");
   cmd->add_option("--profile-repeats", o.repeats, "timed calls per implementation when profiling")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
 }
 
@@ -185,17 +233,17 @@ int64_t measure_baseline_peak(const Model& model) {
 
 void add_solver_options(CLI::App* cmd, SolverCliOptions& o) {
   cmd->add_option("--time-limit", o.time_limit, "solver wall-clock limit per plan (seconds)")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--gap", o.gap, "relative optimality gap at which the solver stops")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cmd->add_option("--threads", o.threads,
                   "CBC threads of a branch and cut over a whole program of up to 20,000 "
                   "columns (default: one per core; larger programs and the neighbourhood "
                   "search's sub-programs use one)")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--search-limit", o.search_limit,
                   "what ends the searches: wall-clock (their share of --time-limit) or work "
@@ -206,7 +254,7 @@ void add_solver_options(CLI::App* cmd, SolverCliOptions& o) {
       ->capture_default_str();
   cmd->add_option("--max-nodes", o.max_nodes,
                   "CBC's branch-and-cut nodes per solve under --search-limit work")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
 }
 

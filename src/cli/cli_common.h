@@ -32,6 +32,13 @@ struct ReportedElsewhere {
   int exit_code = 1;
 };
 
+/// CLI11 checks with messages that say what is wanted: a number above 0 ("--batch: 0 is not
+/// positive"), a number of 0 or more, and a file the command can create or replace (its
+/// folder exists and is writable, and it is not a folder), checked before any work.
+extern const CLI::Validator kPositive;
+extern const CLI::Validator kNonNegative;
+extern const CLI::Validator kWritableFile;
+
 /// One subcommand: its CLI11 app and what to run when it was chosen (returns exit code).
 struct Command {
   CLI::App* app = nullptr;

@@ -65,16 +65,17 @@ void add_baseline_command(CLI::App& root, std::vector<Command>& commands) {
   auto o = std::make_shared<BaselineOptions>();
   add_model_options(cmd, o->model);
   cmd->add_option("--iters", o->iters, "measured iterations")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "unmeasured warm-up iterations")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed for weights and data")->capture_default_str();
   cmd->add_option("--threads", o->threads, "intra-op threads (default: LibTorch's choice)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--trace-csv", o->trace_csv,
-                  "write the memory trace of the last iteration (label,current,peak bytes)");
+                  "write the memory trace of the last iteration (label,current,peak bytes)")
+      ->check(kWritableFile);
   cmd->add_flag("--json", o->json, "machine-readable output");
   commands.push_back({cmd, [o] { return run_baseline(*o); }});
 }

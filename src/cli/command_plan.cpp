@@ -222,7 +222,7 @@ void add_plan_command(CLI::App& root, std::vector<Command>& commands) {
                   "backward once the plan is done with it)")
       ->check(CLI::IsMember({"after-backward", "fused"}))
       ->capture_default_str();
-  cmd->add_option("-o,--output", o->output, "plan file to write")->required();
+  cmd->add_option("-o,--output", o->output, "plan file to write")->required()->check(kWritableFile);
   cmd->add_flag("--json", o->json, "machine-readable output");
   commands.push_back({cmd, [o] { return run_plan(*o); }});
 }

@@ -64,9 +64,10 @@ void add_profile_command(CLI::App& root, std::vector<Command>& commands) {
   add_model_options(cmd, o->model);
   add_cost_options(cmd, o->costs);
   cmd->add_option("--warmup", o->warmup, "untimed calls per implementation")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
-  cmd->add_option("-o,--output", o->output, "also write the costs to this file");
+  cmd->add_option("-o,--output", o->output, "also write the costs to this file")
+      ->check(kWritableFile);
   cmd->add_flag("--json", o->json, "machine-readable output");
   commands.push_back({cmd, [o] { return run_profile(*o); }});
 }

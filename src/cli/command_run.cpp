@@ -89,13 +89,14 @@ void add_run_commands(CLI::App& root, std::vector<Command>& commands) {
   auto o = std::make_shared<RunOptions>();
   run->add_option("--plan,-p", o->plan, "plan file (monet plan -o ...)")->required();
   run->add_option("--iters", o->iters, "measured iterations")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   run->add_option("--warmup", o->warmup, "unmeasured iterations")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
-  run->add_option("--threads", o->threads, "intra-op threads")->check(CLI::PositiveNumber);
-  run->add_option("--trace-csv", o->trace_csv, "memory after every instruction of the last run");
+  run->add_option("--threads", o->threads, "intra-op threads")->check(kPositive);
+  run->add_option("--trace-csv", o->trace_csv, "memory after every instruction of the last run")
+      ->check(kWritableFile);
   run->add_flag("--json", o->json, "machine-readable output");
   commands.push_back({run, [o] { return run_run(*o); }});
 

@@ -374,10 +374,10 @@ void add_sweep_command(CLI::App& root, std::vector<Command>& commands) {
       ->capture_default_str();
   add_solver_options(cmd, o->solver);
   cmd->add_option("--iters", o->iters, "measured iterations per plan")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "unmeasured iterations per plan")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_flag("--post-optimise", o->post_optimise,
                 "MONeT modes that do not choose convolution algorithms: then switch each "

@@ -14,7 +14,7 @@ void add_data_parallel_options(CLI::App* cmd, TrainOptions& o) {
       ->check(CLI::Range(1, 1024))
       ->group(group);
   cmd->add_option("--node-rank", o.node_rank, "this host's index, 0 .. nnodes-1")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->group(group);
   cmd->add_option("--master-addr", o.master_addr,
                   "host of rank 0 (default $MASTER_ADDR, else 127.0.0.1)")
@@ -23,7 +23,7 @@ void add_data_parallel_options(CLI::App* cmd, TrainOptions& o) {
       ->check(CLI::Range(1, 65535))
       ->group(group);
   cmd->add_option("--bucket-mib", o.bucket_mib, "gradient bucket size (MiB)")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--gradient-sync", o.sync,
@@ -40,7 +40,7 @@ void add_data_parallel_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--timeout", o.timeout,
                   "seconds a rank waits for the others (rendezvous, each collective) before "
                   "stopping with an error")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str()
       ->group(group);
 }
@@ -60,7 +60,7 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--planner", o.planner, "planner (see monet plan --help)")->capture_default_str();
   cmd->add_option("--plan", o.plan_file, "run this plan file instead of planning");
   cmd->add_option("--time-limit", o.time_limit, "planner wall-clock limit (seconds)")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--search-limit", o.search_limit,
                   "what ends the planner's searches: wall-clock or work (the same plan on "
@@ -79,40 +79,42 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--clip-grad-norm", o.clip_grad_norm,
                   "scale the gradients down to this global norm before each update "
                   "(torch.nn.utils.clip_grad_norm_; takes after-backward updates)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--accumulate", o.accumulate,
                   "micro-batches per optimizer step, their gradients averaged (takes "
                   "after-backward updates; the budget keeps room for every gradient)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
-  cmd->add_option("--lr", o.lr, "learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--lr", o.lr, "learning rate")->check(kPositive)->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_option("--weight-decay", o.weight_decay, "L2 weight decay")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
-  cmd->add_option("--epochs", o.epochs, "passes over the data")->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", o.steps, "training steps in all")->check(CLI::PositiveNumber);
+  cmd->add_option("--epochs", o.epochs, "passes over the data")->check(kPositive);
+  cmd->add_option("--steps", o.steps, "training steps in all")->check(kPositive);
   cmd->add_option("--seed", o.seed, "initialisation and data-order seed")->capture_default_str();
   cmd->add_option("--prefetch", o.prefetch, "batches decoded ahead in the background")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--save", o.save,
                   "write the trained weights here (TorchScript for a .pt model, "
-                  "else a state_dict torch.load reads)");
+                  "else a state_dict torch.load reads)")
+      ->check(kWritableFile);
   cmd->add_option("--checkpoint", o.checkpoint,
                   "checkpoint file (written at the end, and every "
-                  "--checkpoint-every steps)");
+                  "--checkpoint-every steps)")
+      ->check(kWritableFile);
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--resume", o.resume, "continue from this checkpoint");
   cmd->add_option("--log-every", o.log_every,
                   "steps between progress lines when stderr is not a terminal");
   cmd->add_option("--compare-autograd", o.compare_iters,
                   "after training, time this many forward+backward passes under the plan and "
                   "under autograd, interleaved")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_flag("--json", o.json, "one JSON object per step on stdout, and a summary");
   add_data_parallel_options(cmd, o);
 }
