@@ -296,6 +296,10 @@ def _import(module, example_input, output, lossy=False):
                                      [str(x.dtype).removeprefix("torch.")
                                       if x.dtype in _ID_DTYPES else "" for x in inputs],
                                      "" if output is None else str(output), "sum", bool(lossy))
+    except Exception as e:  # its messages name the temporary file: not the caller's
+        e.args = tuple(a.replace(f"'{path}': ", "") if isinstance(a, str) else a
+                       for a in e.args)
+        raise
     finally:
         os.unlink(path)
     tensors = list(planned.named_parameters()) + list(planned.named_buffers())

@@ -37,11 +37,19 @@ class WithLoss(torch.nn.Module):
         if not isinstance(outputs, torch.Tensor):
             self.returned = type(outputs).__name__
         if self.output is None:
-            return (self.loss(outputs, target),)
+            return (self._loss(outputs, target),)
         # "0": a tuple's first, as the importer reads it; a key, field or path ("aux.0").
         out = select(outputs, self.output)
         others = [t for _, t in named_tensors(outputs) if t is not out]
-        return (self.loss(out, target), *others)
+        return (self._loss(out, target), *others)
+
+    def _loss(self, output, target):
+        value = self.loss(output, target)
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"the loss returned a {type(value).__name__}; monet's loss= must "
+                            "return the loss tensor (reduce what it computes to the value "
+                            "backward() starts from)")
+        return value
 
 
 def optimizer_memory(optimizer, weight_decay, optimizer_update):

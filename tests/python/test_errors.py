@@ -286,3 +286,18 @@ def test_autocast_and_copies_are_refused_in_one_line(cache_dir):
         torch.save(fast, io.BytesIO())
     fast(x).sum().backward()  # still usable
     assert all(p.grad is not None for p in model.parameters())
+
+
+def test_degenerate_models_and_losses_are_refused_in_one_line(cache_dir):
+    """A model returning its input (nothing to plan), and a loss= returning no tensor."""
+    class Identity(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    x = torch.randn(2, 4)
+    with pytest.raises(ValueError, match="the model's output is its input") as e:
+        monet.optimize(Identity(), x, planner="storeall", cache_dir=cache_dir)
+    assert "monet-trace" not in str(e.value)  # not the temporary file monet traced into
+    with pytest.raises(monet.UnsupportedOperator, match="the loss returned a tuple"):
+        monet.optimize(torch.nn.Linear(4, 2), x, loss=lambda out, y: (out.sum(), out),
+                       target=torch.randn(2, 2), planner="storeall", cache_dir=cache_dir)

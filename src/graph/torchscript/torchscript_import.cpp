@@ -77,6 +77,10 @@ Graph Importer::run() {
   const Entry& output = entry(jit->outputs()[0]);
   if (output.kind != Entry::kTensor)
     throw ImportError("'" + path_ + "': the model's output is not a tensor it computes");
+  if (graph_.value(output.value).kind == ValueKind::kInput)
+    throw ImportError("'" + path_ + "': the model's output is its input '" +
+                      graph_.value(output.value).name +
+                      "' as it is: nothing is computed to plan (choose another output)");
   add_loss(output.value);
   if (!generic_path()) graph_ = fuse_attention(graph_);
   copy_views_where_needed(graph_);
