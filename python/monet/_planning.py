@@ -564,6 +564,25 @@ class OptimizedModule(torch.nn.Module):
         self.module = module
         self.plan = plan
         self._batch_norms = _batch_norms(module)
+        # What the plan was made for: each parameter, its type and whether it trains.
+        self._planned_for = [(name, p, p.dtype, p.requires_grad)
+                             for name, p in module.named_parameters()]
+
+    def _check_parameters(self):
+        """Refuses a planned step after the module's parameters changed under the plan:
+        one replaced, converted to another type, frozen or unfrozen."""
+        now = list(self.module.named_parameters())
+        if len(now) != len(self._planned_for):
+            raise RuntimeError(f"the module has {len(now)} parameters and was planned with "
+                               f"{len(self._planned_for)}: plan it again (monet.optimize)")
+        for (name, p), (_, planned, dtype, trains) in zip(now, self._planned_for):
+            what = ("was replaced" if p is not planned
+                    else f"is now {p.dtype}, planned as {dtype}" if p.dtype != dtype
+                    else ("was frozen" if trains else "was unfrozen")
+                    if p.requires_grad != trains else None)
+            if what:
+                raise RuntimeError(f"parameter '{name}' {what} after planning: plan the "
+                                   "module again (monet.optimize)")
 
     def forward(self, *inputs):
         if torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled():
@@ -574,6 +593,7 @@ class OptimizedModule(torch.nn.Module):
         if not (self.training and torch.is_grad_enabled()):
             out = self.plan._traced_module(*inputs)
             return out[0] if self.plan.loss_inside else out  # WithLoss: the loss first
+        self._check_parameters()
         inputs = call_arguments(inputs, self.plan._arguments)
         if any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             raise ValueError("monet computes the parameters' gradients, not the input's: pass "

@@ -301,3 +301,20 @@ def test_degenerate_models_and_losses_are_refused_in_one_line(cache_dir):
     with pytest.raises(monet.UnsupportedOperator, match="the loss returned a tuple"):
         monet.optimize(torch.nn.Linear(4, 2), x, loss=lambda out, y: (out.sum(), out),
                        target=torch.randn(2, 2), planner="storeall", cache_dir=cache_dir)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: setattr(m[0], "weight", torch.nn.Parameter(torch.zeros(8, 4))), "was replaced"),
+    (lambda m: m.double(), "is now torch.float64, planned as torch.float32"),
+    (lambda m: m[0].requires_grad_(False), "was frozen"),
+])
+def test_parameters_changed_after_planning_are_refused(change, message, cache_dir):
+    """A planned step after the module's parameters changed under the plan (replaced,
+    converted, frozen): the plan would train tensors the module no longer has, or
+    count memory in another type, or give a frozen parameter a gradient."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    fast = monet.optimize(model, torch.randn(2, 4), planner="storeall", cache_dir=cache_dir)
+    change(model)
+    x = torch.randn(2, 4, dtype=next(model.parameters()).dtype)
+    with pytest.raises(RuntimeError, match=message):
+        fast(x)
