@@ -2,7 +2,6 @@
 library with the module's own parameters and buffers (shared, not copied), plan a
 training step under a memory budget (profiles and plans cached on disk), and run the
 forward and backward under the plan."""
-import contextlib
 import itertools
 import json
 import math
@@ -14,7 +13,8 @@ import torch
 
 from . import _C
 from ._step import (WithLoss, check_optimizer_holds, one_parameter_step, optimizer_memory)
-from ._structure import Flattened, call_arguments, flat_arguments, output_name, traceable
+from ._structure import Flattened, call_arguments, flat_arguments, output_name
+from ._tracing import _ResultNotTraceable, _traced
 from .errors import UnsupportedOperator
 
 #: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
@@ -78,143 +78,6 @@ def _options(budget=None, planner="monet", optimizer="sgd-momentum", weight_deca
     o.plan_file, o.cache_dir = str(plan_file or ""), str(cache_dir or "")
     o.use_cache, o.progress, o.optimizer_update = bool(use_cache), bool(progress), optimizer_update
     return o
-
-
-@contextlib.contextmanager
-def _state_kept(module):
-    """Tracing runs the module once: its buffers (batch-norm statistics) and the random
-    number generator are put back as they were."""
-    buffers = [(b, b.detach().clone()) for b in module.buffers()]
-    rng = torch.random.get_rng_state()
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for b, saved in buffers:
-                b.copy_(saved)
-        torch.random.set_rng_state(rng)
-
-
-@contextlib.contextmanager
-def _checkpoints_inlined():
-    """torch.utils.checkpoint's reentrant form (its default) is a Python autograd function,
-    which a trace cannot save: while tracing, the checkpointed function runs inline (monet
-    decides what to recompute itself)."""
-    from torch.utils import checkpoint as ckpt
-    if not hasattr(ckpt, "CheckpointFunction"):  # a PyTorch without the reentrant form
-        yield
-        return
-    own = ckpt.CheckpointFunction.__dict__.get("apply")
-    ckpt.CheckpointFunction.apply = staticmethod(lambda function, _preserve, *args:
-                                                 function(*args))
-    try:
-        yield
-    finally:
-        if own is None:
-            del ckpt.CheckpointFunction.apply
-        else:
-            ckpt.CheckpointFunction.apply = own
-
-
-def _cumulative_forward(bn, x):
-    """nn.BatchNorm's training forward with momentum=None in tensor operations: the factor
-    1 / num_batches_tracked read from the buffer (PyTorch computes it in Python, which a
-    trace would record as one number), the batch's mean and unbiased variance folded into
-    the running statistics as ATen folds them (PyTorch counts the batch first: the factor
-    is 1 / (count + 1), monet.optimize's module counting it after the planned forward),
-    and the output normalised by the batch's statistics."""
-    bn._check_input_dim(x)
-    dims = [0] + list(range(2, x.dim()))
-    with torch.no_grad():
-        factor = (bn.num_batches_tracked + 1).to(x.dtype).reciprocal()
-        bn.running_mean.mul_(1 - factor).add_(x.mean(dims) * factor)
-        bn.running_var.mul_(1 - factor).add_(x.var(dims, unbiased=True) * factor)
-    return torch.nn.functional.batch_norm(x, None, None, bn.weight, bn.bias, True, 0.0, bn.eps)
-
-
-@contextlib.contextmanager
-def _cumulative_averages_traced(module):
-    """While tracing, each batch norm with momentum=None in training mode runs
-    _cumulative_forward, so that every planned step uses its own factor."""
-    cumulative = [m for m in module.modules()
-                  if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training
-                  and m.momentum is None and m.track_running_stats
-                  and m.num_batches_tracked is not None]
-    own = [m.__dict__.get("forward") for m in cumulative]
-    for m in cumulative:
-        m.forward = _cumulative_forward.__get__(m)
-    try:
-        yield
-    finally:
-        for m, forward in zip(cumulative, own):
-            if forward is None:
-                del m.forward
-            else:
-                m.forward = forward
-
-
-def _refuse_python_functions(traced):
-    """A torch.autograd.Function's call is recorded as one Python operator, without its
-    code: refused in one line, naming it and where the model calls it."""
-    for node in traced.inlined_graph.nodes():
-        if node.kind() == "prim::PythonOp":
-            frames = node.sourceRange().splitlines()
-            where = f" at {frames[0]}" if frames else ""
-            raise UnsupportedOperator(
-                f"the model calls the Python autograd function '{node.pyname()}'{where}: a "
-                "trace records the call but not its Python forward and backward, and monet "
-                "runs traced ATen operators only; write it with torch operators",
-                "prim::PythonOp", frames[0] if frames else "")
-
-
-class _ResultNotTraceable(Exception):
-    """The module's forward ran and returned what a trace cannot return (a dataclass,
-    lists inside a dict)."""
-
-
-def _traced(module, inputs):
-    """(the trace of `module` on `inputs`, what its forward returned)."""
-    if isinstance(module, torch.jit.ScriptModule):
-        return module, None
-    if not isinstance(module, torch.nn.Module):
-        raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
-    returned = []
-
-    def keep(_module, _arguments, result):  # stops the trace at a result it cannot return
-        returned.append(result)
-        if not traceable(result):
-            raise _ResultNotTraceable()
-
-    hook = module.register_forward_hook(keep)
-    with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
-            _cumulative_averages_traced(module):
-        try:
-            # strict=False: a module returning a dict (torchvision's segmentation models).
-            traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
-        except _ResultNotTraceable:
-            raise
-        except Exception as e:  # the model's own error on the example input, in one line
-            raise _trace_failure(module, e) from e
-        finally:
-            hook.remove()
-    _refuse_python_functions(traced)
-    return traced, returned[-1] if returned else None
-
-
-def _trace_failure(module, e):
-    """The module's error on the example input, in one line."""
-    first = (str(e).strip().splitlines() or [""])[0]
-    inner = module.module if isinstance(module, Flattened) else module
-    what = (f"{type(inner.module).__name__}.forward and the loss on the example input and "
-            "target" if isinstance(inner, WithLoss)
-            else f"{type(inner).__name__}.forward on the example input")
-    hint = ""
-    if isinstance(inner, WithLoss) and inner.output is None and inner.returned:
-        hint = (f" (the loss gets the whole {inner.returned} the module returns, as "
-                "loss(module(x), target) does in PyTorch; output= picks one of its "
-                "outputs for it)")
-    return UnsupportedOperator(f"tracing {what} failed: {type(e).__name__}: {first}{hint}",
-                               "torch.jit.trace")
 
 
 # Element types of non-floating inputs (ids and masks); libmonet reads their names
