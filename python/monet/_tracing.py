@@ -1,9 +1,11 @@
 """How monet.optimize traces a module: once, with its buffers and random state put back
-afterwards, under no_grad, with torch.utils.checkpoint run inline and batch norms of
-momentum=None written as tensor operations; a result a trace cannot return stops the
+afterwards, under no_grad, with torch.utils.checkpoint run inline, batch norms of
+momentum=None written as tensor operations and what the model computes under its own
+torch.no_grad detached; a result a trace cannot return stops the
 trace (the caller traces a Flattened module instead); the model's own error on the
 example input becomes one line."""
 import contextlib
+import sys
 
 import torch
 
@@ -57,10 +59,10 @@ def _cumulative_forward(bn, x):
     and the output normalised by the batch's statistics."""
     bn._check_input_dim(x)
     dims = [0] + list(range(2, x.dim()))
-    with torch.no_grad():
-        factor = (bn.num_batches_tracked + 1).to(x.dtype).reciprocal()
-        bn.running_mean.mul_(1 - factor).add_(x.mean(dims) * factor)
-        bn.running_var.mul_(1 - factor).add_(x.var(dims, unbiased=True) * factor)
+    # Traced under no_grad already: the statistics take no gradient.
+    factor = (bn.num_batches_tracked + 1).to(x.dtype).reciprocal()
+    bn.running_mean.mul_(1 - factor).add_(x.mean(dims) * factor)
+    bn.running_var.mul_(1 - factor).add_(x.var(dims, unbiased=True) * factor)
     return torch.nn.functional.batch_norm(x, None, None, bn.weight, bn.bias, True, 0.0, bn.eps)
 
 
@@ -83,6 +85,65 @@ def _cumulative_averages_traced(module):
                 del m.forward
             else:
                 m.forward = forward
+
+
+_CALL = compile("func(*args, **kwargs)", "<monet>", "eval")
+
+
+def _called_from(frame, func, args, kwargs):
+    """func(*args, **kwargs) run by code of `frame`'s file and line, where the trace then
+    records the operator (its source in monet's error messages), not in this module."""
+    code = _CALL.replace(co_filename=frame.f_code.co_filename, co_firstlineno=frame.f_lineno,
+                         co_name=frame.f_code.co_name)
+    return eval(code, {"func": func, "args": args, "kwargs": kwargs})
+
+
+class _ResultsDetached(torch.overrides.TorchFunctionMode):
+    """Each new floating-point tensor a torch function returns is detached, so that the
+    trace records aten::detach after it (results written in place are left as they are)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        caller = sys._getframe(1)
+        while caller.f_back is not None and caller.f_code.co_filename == torch.overrides.__file__:
+            caller = caller.f_back  # the mode's dispatch
+        result = _called_from(caller, func, args, kwargs or {})
+        arguments = [a for a in torch.utils._pytree.tree_flatten((args, kwargs))[0]
+                     if isinstance(a, torch.Tensor)]
+
+        def detached(r):
+            new = not any(r is a for a in arguments)
+            return r.detach() if new and r.is_floating_point() else r
+        return torch.utils._pytree.tree_map(
+            lambda r: detached(r) if isinstance(r, torch.Tensor) else r, result)
+
+
+@contextlib.contextmanager
+def _model_no_grad_detached():
+    """The trace runs under no_grad, so it does not record where the model's forward turns
+    gradients off itself (a teacher or target network under `with torch.no_grad()`, a
+    @torch.no_grad method), and monet would differentiate through it. While tracing, the
+    model's grad mode is kept aside from the real one (torch.is_grad_enabled and
+    torch._C._set_grad_enabled, which every grad-mode context calls, read and write it),
+    and while the model has it off, what it computes is detached (_ResultsDetached)."""
+    own = torch.is_grad_enabled, torch._C._set_grad_enabled
+    model = {"enabled": True, "mode": None}
+
+    def set_enabled(enabled):
+        model["enabled"] = bool(enabled)
+        if not enabled and model["mode"] is None:
+            model["mode"] = _ResultsDetached()
+            model["mode"].__enter__()
+        elif enabled and model["mode"] is not None:
+            model["mode"].__exit__(None, None, None)
+            model["mode"] = None
+
+    torch.is_grad_enabled = lambda: model["enabled"]
+    torch._C._set_grad_enabled = set_enabled
+    try:
+        yield
+    finally:
+        set_enabled(True)
+        torch.is_grad_enabled, torch._C._set_grad_enabled = own
 
 
 def _refuse_python_functions(traced):
@@ -119,7 +180,7 @@ def _traced(module, inputs):
 
     hook = module.register_forward_hook(keep)
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
-            _cumulative_averages_traced(module):
+            _cumulative_averages_traced(module), _model_no_grad_detached():
         try:
             # strict=False: a module returning a dict (torchvision's segmentation models).
             traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)

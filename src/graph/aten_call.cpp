@@ -120,6 +120,25 @@ void seed_generators(torch::jit::Stack* stack, const c10::FunctionSchema& schema
   }
 }
 
+// slice_scatter / select_scatter (view_writes.h) of complex tensors as a clone of the base
+// with the part copied into its view: ATen has no complex derivative for the scatters, and
+// autograd differentiates the clone, the view and the copy. Returns whether it did.
+bool scatter_complex(const AtenCall& c, torch::jit::Stack* stack) {
+  const bool slice = c.name == "aten::slice_scatter";
+  if (!slice && c.name != "aten::select_scatter") return false;
+  if (stack->size() < (slice ? 6u : 4u)) return false;
+  const at::Tensor base = (*stack)[0].toTensor();
+  if (!at::isComplexType(base.scalar_type())) return false;
+  at::Tensor out = base.clone();
+  const int64_t dim = (*stack)[2].toInt();
+  at::Tensor part = slice ? out.slice(dim, (*stack)[3].toOptional<int64_t>(),
+                                      (*stack)[4].toOptional<int64_t>(), (*stack)[5].toInt())
+                          : out.select(dim, (*stack)[3].toInt());
+  part.copy_((*stack)[1].toTensor());
+  *stack = {out};
+  return true;
+}
+
 }  // namespace
 
 bool draws_random(const c10::FunctionSchema& schema) {
@@ -149,7 +168,7 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs,
   }
   for (auto& [slot, list] : lists) stack[slot] = std::move(list);
   if (c.draws_random) seed_generators(&stack, op->schema(), inputs, random_seed);
-  op->callBoxed(&stack);
+  if (!scatter_complex(c, &stack)) op->callBoxed(&stack);
   if (c.several_results && stack.size() == 1 && stack[0].isTensorList()) {
     // A list of tensors (tensor_split, meshgrid): the node is one of its elements.
     const c10::List<at::Tensor> list = stack[0].toTensorList();

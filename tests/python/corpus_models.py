@@ -1,8 +1,9 @@
 """Small models of the architectures people train, written as their users write them
 (not with monet in mind): BERT-, T5-, GPT-2- and LLaMA-style blocks, the full
 nn.Transformer, recurrent layers in their variants, U-Nets, super-resolution, mixtures of
-experts, graph networks, capsules, WaveNet, Perceiver, dynamic convolution and the less
-common pooling layers. test_architectures.py trains each like PyTorch. Inputs: "tokens"
+experts, graph networks, capsules, WaveNet, Perceiver, dynamic convolution, the less
+common pooling layers, a Fourier neural operator, a spatial transformer, a VQ-VAE,
+distillation from a teacher under torch.no_grad and state the forward counts. test_architectures.py trains each like PyTorch. Inputs: "tokens"
 ([N, T] ids of VOCAB), "ids_and_mask" (ids and an int64 attention mask), "two_tokens"
 (source and target ids), "features" (floats of the given shape), "two_features",
 "features_and_adjacency" (node features and a dense adjacency)."""
@@ -434,6 +435,128 @@ class DynamicConv(nn.Module):
         return self.fc(F.conv2d(x, kernel).flatten(1))
 
 
+class FourierLayer(nn.Module):
+    """A Fourier neural operator's layer: rfft2, a complex product with weights stored as
+    real pairs, written into a slice of a complex zeros tensor, irfft2."""
+
+    def __init__(self):
+        super().__init__()
+        self.lift, self.skip = nn.Conv2d(3, 8, 1), nn.Conv2d(8, 8, 1)
+        self.weights = nn.Parameter(torch.randn(8, 8, 3, 3, 2) * 0.1)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = self.lift(x)
+        f = torch.fft.rfft2(h)
+        modes = torch.zeros(h.size(0), 8, h.size(-2), h.size(-1) // 2 + 1, dtype=f.dtype)
+        modes[:, :, :3, :3] = torch.einsum("bixy,ioxy->boxy", f[:, :, :3, :3],
+                                           torch.view_as_complex(self.weights))
+        h = F.gelu(torch.fft.irfft2(modes, s=h.shape[-2:]) + self.skip(h))
+        return self.head(h.mean((2, 3)))
+
+
+class SpatialTransformer(nn.Module):
+    """A localisation network's affine transform, affine_grid and grid_sample."""
+
+    def __init__(self):
+        super().__init__()
+        self.locate = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                    nn.Flatten(), nn.Linear(4, 6))
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                  nn.Flatten(), nn.Linear(8, 10))
+
+    def forward(self, x):
+        identity = torch.tensor([[1.0, 0, 0], [0, 1, 0]], dtype=x.dtype)
+        theta = self.locate(x).view(-1, 2, 3) + identity
+        grid = F.affine_grid(theta, x.size(), align_corners=False)
+        return self.body(F.grid_sample(x, grid, align_corners=False))
+
+
+class VectorQuantiser(nn.Module):
+    """VQ-VAE: the nearest code by argmin, the straight-through estimator and the
+    commitment terms (detach)."""
+
+    def __init__(self):
+        super().__init__()
+        self.encode, self.decode = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 3, 3, padding=1)
+        self.codes, self.fc = nn.Embedding(6, 4), nn.Linear(3, 10)
+
+    def forward(self, x):
+        z = self.encode(x).permute(0, 2, 3, 1)
+        q = self.codes((z.unsqueeze(-2) - self.codes.weight).pow(2).sum(-1).argmin(-1))
+        commitment = (q.detach() - z).pow(2).mean() + (q - z.detach()).pow(2).mean()
+        q = z + (q - z).detach()
+        return self.fc(self.decode(q.permute(0, 3, 1, 2)).mean((2, 3))) + commitment
+
+
+class Distillation(nn.Module):
+    """A student and a teacher the forward runs under torch.no_grad (and a @torch.no_grad
+    method): the teacher's parameters get no gradient, as in PyTorch."""
+
+    def __init__(self):
+        super().__init__()
+        def net():
+            return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                 nn.Flatten(), nn.Linear(8, 10))
+        self.student, self.teacher, self.target = net(), net(), nn.Linear(10, 10)
+
+    @torch.no_grad()
+    def soft_target(self, logits):
+        return self.target(logits).softmax(-1)
+
+    def forward(self, x):
+        with torch.no_grad():
+            teacher = self.teacher(x)
+        student = self.student(x)
+        return student + 0.1 * teacher + self.soft_target(student)
+
+
+class StepCount(nn.Module):
+    """An integer buffer counted in the forward and read after its update (a warm-up
+    weight), and a float average updated in place under torch.no_grad."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("step", torch.zeros((), dtype=torch.long))
+        self.register_buffer("average", torch.zeros(10))
+        self.a, self.b = nn.Linear(192, 10), nn.Linear(192, 10)
+
+    def forward(self, x):
+        self.step += 1
+        w = torch.clamp(self.step.to(x.dtype) / 4, max=1.0)
+        x = x.flatten(1)
+        out = self.a(x) * w + self.b(torch.tanh(x)) * (1 - w)
+        with torch.no_grad():
+            self.average.mul_(0.9).add_(out.mean(0), alpha=0.1)
+        return out - self.average
+
+
+class EncoderDecoder(nn.Module):
+    """nn.TransformerEncoder and nn.TransformerDecoder with the causal mask made in the
+    forward (generate_square_subsequent_mask), LSTM and GRU cells unrolled over time."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, 16)
+        self.encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(16, 2, 32, 0.0, batch_first=True), 1)
+        self.decoder = nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(16, 2, 32, 0.0, batch_first=True), 1)
+        self.lstm, self.gru, self.head = nn.LSTMCell(16, 8), nn.GRUCell(8, 8), nn.Linear(8, VOCAB)
+
+    def forward(self, tokens):
+        mask = nn.Transformer.generate_square_subsequent_mask(tokens.size(1)).to(torch.float64)
+        e = self.embed(tokens)
+        d = self.decoder(e, self.encoder(e), tgt_mask=mask)
+        h = c = g = torch.zeros(tokens.size(0), 8, dtype=e.dtype)
+        outs = []
+        for t in range(tokens.size(1)):
+            h, c = self.lstm(d[:, t], (h, c))
+            g = self.gru(h, g)
+            outs.append(g)
+        return self.head(torch.stack(outs, 1))
+
+
 # name: (constructor, inputs, shape)
 CASES = {
     "mini_bert": (MiniBert, "ids_and_mask", (2, 6)),
@@ -459,4 +582,10 @@ CASES = {
     "capsules": (Capsules, "features", (2, 3, 8, 8)),
     "patches_1d": (Patches1d, "features", (4, 1, 32)),
     "dynamic_conv": (DynamicConv, "features", (2, 3, 8, 8)),
+    "fourier_layer": (FourierLayer, "features", (2, 3, 8, 8)),
+    "spatial_transformer": (SpatialTransformer, "features", (2, 3, 8, 8)),
+    "vector_quantiser": (VectorQuantiser, "features", (2, 3, 8, 8)),
+    "distillation": (Distillation, "features", (2, 3, 8, 8)),
+    "step_count": (StepCount, "features", (2, 3, 8, 8)),
+    "encoder_decoder": (EncoderDecoder, "tokens", (2, 5)),
 }

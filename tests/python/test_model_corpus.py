@@ -1074,29 +1074,15 @@ class PackedLSTM(torch.nn.Module):
         return self.head(h)
 
 
-class StepCounter(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = torch.nn.Embedding(VOCAB, 8)
-        self.head = torch.nn.Linear(8, VOCAB)
-        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
-
-    def forward(self, tokens):
-        self.steps.add_(1)
-        return self.head(self.embed(tokens))
-
-
 @pytest.mark.parametrize("make, reason", [
     (PackedLSTM, "packed sequences"),
-    (StepCounter, "integer buffer 'steps'"),
     (lambda: torch.nn.Sequential(torch.nn.Embedding(VOCAB, 8, max_norm=1.0),
                                  torch.nn.Linear(8, VOCAB)), "on a view of '0.weight'"),
     (MaskIndexed, "'aten::index' with a boolean mask: its result's shape follows the values"),
     (NonzeroCount, "'aten::nonzero': its result's shape follows the values"),
 ])
 def test_what_a_trace_cannot_train_is_refused_in_one_line(make, reason, cache_dir):
-    """Packed sequences (their shapes follow the lengths' values), an integer buffer
-    updated in the forward (monet writes floating-point buffers), an embedding with
+    """Packed sequences (their shapes follow the lengths' values), an embedding with
     max_norm (it renormalises its weight in place in the forward, through a detached view)
     and results shaped by values (indexing by a computed mask, nonzero)."""
     with pytest.raises(monet.UnsupportedOperator, match=reason) as e:

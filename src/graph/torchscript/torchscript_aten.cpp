@@ -111,17 +111,11 @@ bool Importer::skip_state_update(JitNode* node, const std::string& kind) {
   // Batch norm's num_batches_tracked += 1 in a train-mode trace: not part of the
   // computation being trained (batch norm updates its running statistics itself).
   const bool parameter = state_.count(written.path) && state_.at(written.path).second;
-  const bool floating =
-      state_.count(written.path) && state_.at(written.path).first.is_floating_point();
   if (!ends_with(written.path, "num_batches_tracked")) {
-    if (!parameter && floating) return false;  // written when the iteration ends (translate_aten)
-    fail(node, "in-place '" + kind + "' on the " +
-                   (parameter ? "parameter '" + written.path +
-                                    "' is not supported: it would update the model's "
-                                    "parameters in the forward"
-                              : "integer buffer '" + written.path +
-                                    "' is not supported: monet writes floating-point buffers") +
-                   "; update it outside forward()");
+    if (!parameter) return false;  // written when the iteration ends (translate_aten)
+    fail(node, "in-place '" + kind + "' on the parameter '" + written.path +
+                   "' is not supported: it would update the model's parameters in the "
+                   "forward; update it outside forward()");
   }
   for (const JitValue* output : node->outputs()) entries_[output] = written;
   return true;

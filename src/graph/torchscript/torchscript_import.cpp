@@ -241,10 +241,11 @@ void Importer::translate_attribute(JitNode* node) {
   if (node->output()->type()->cast<c10::ClassType>()) {
     entries_[node->output()] = module_entry(path);
   } else if (state_.count(path) && !ends_with(path, "num_batches_tracked") &&
-             (!state_.at(path).first.is_floating_point() ||
-              (!state_.at(path).second && !state_arguments_.count(node->output())))) {
+             !state_.at(path).second && !state_arguments_.count(node->output())) {
     // A buffer other than a norm's running statistics or one the forward writes (Swin's
-    // relative position index, a causal attention mask) is a constant of the trace.
+    // relative position index, a causal attention mask) is a constant of the trace; one
+    // the forward writes (a float average, an integer count) is state, written when the
+    // iteration ends.
     // A float one an operator takes as a tensor argument (through a Linear) is a buffer
     // value of the graph there (tensor()). Batch norm's num_batches_tracked is state: its
     // increment is skipped (skip_state_update), and a forward reading it (a cumulative
