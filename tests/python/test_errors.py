@@ -305,7 +305,7 @@ def test_degenerate_models_and_losses_are_refused_in_one_line(cache_dir):
 
 @pytest.mark.parametrize("change, message", [
     (lambda m: setattr(m[0], "weight", torch.nn.Parameter(torch.zeros(8, 4))), "was replaced"),
-    (lambda m: m.double(), "is now torch.float64, planned as torch.float32"),
+    (lambda m: m.double(), "was torch.float32 when planned and is torch.float64 now"),
     (lambda m: m[0].requires_grad_(False), "was frozen"),
 ])
 def test_parameters_changed_after_planning_are_refused(change, message, cache_dir):
@@ -318,3 +318,18 @@ def test_parameters_changed_after_planning_are_refused(change, message, cache_di
     x = torch.randn(2, 4, dtype=next(model.parameters()).dtype)
     with pytest.raises(RuntimeError, match=message):
         fast(x)
+
+
+def test_a_smaller_last_batch_says_what_to_do(cache_dir):
+    """A DataLoader's last batch, smaller than the planned one, is refused naming both
+    sizes and the way out; the module itself trains it (autograd, outside the plan)."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    fast = monet.optimize(model, torch.randn(4, 4), planner="storeall", cache_dir=cache_dir)
+    with pytest.raises(monet.PlanMismatch, match="a batch of 3 samples, the plan is for "
+                       "batches of 4: drop the smaller last batch .*drop_last=True"):
+        fast(torch.randn(3, 4))
+    model(torch.randn(3, 4)).sum().backward()
+    assert model[0].weight.grad is not None
+    with pytest.raises(monet.PlanMismatch, match=r"shape \[4, 5\]"):
+        fast(torch.randn(4, 5))  # another shape: the planned model's own message
+
