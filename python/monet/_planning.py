@@ -4,6 +4,7 @@ training step under a memory budget (profiles and plans cached on disk), and run
 forward and backward under the plan."""
 import itertools
 import json
+import logging
 import math
 import os
 import sys
@@ -166,8 +167,23 @@ def _import(module, example_input, output, lossy=False):
     finally:
         os.unlink(path)
     tensors = list(planned.named_parameters()) + list(planned.named_buffers())
+    _make_contiguous([t for _, t in tensors])
     model.share_tensors([(name, t) for name, t in tensors])
     return model, planned, spec
+
+
+def _make_contiguous(tensors):
+    """Lays out the module's parameters and buffers contiguously, in place (their objects,
+    values and optimizer entries stay): monet's memory model and kernels take contiguous
+    tensors, and a channels_last weight makes each convolution copy its input."""
+    strided = [t for t in tensors if not t.is_contiguous()]
+    if strided:
+        logging.getLogger("monet").info(
+            "%d parameter(s) or buffer(s) not laid out contiguously (channels_last) are "
+            "made contiguous", len(strided))
+    with torch.no_grad():
+        for t in strided:
+            t.data = t.data.contiguous()
 
 
 class Plan:

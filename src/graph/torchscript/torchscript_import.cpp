@@ -217,6 +217,10 @@ bool Importer::translate_structure(JitNode* node, const std::string& kind) {
     entries_[node->output()] = constant_entry(*v);
   } else if (kind == "prim::GetAttr") {
     translate_attribute(node);
+  } else if (kind == "prim::If") {
+    translate_branch(node);
+  } else if (kind == "prim::Loop") {
+    translate_loop(node);
   } else if (kind == "prim::ListConstruct") {
     translate_list(node);
   } else if (kind == "prim::TupleConstruct" || kind == "prim::DictConstruct") {
@@ -226,12 +230,25 @@ bool Importer::translate_structure(JitNode* node, const std::string& kind) {
     translate_element(node, kind);
   } else if (kind == "aten::size" || kind == "aten::numel" || kind == "aten::dim") {
     translate_size(node, kind);
-  } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit") {
-    entries_[node->output()] = constant_entry(constant(node, 0, "value"));
+  } else if (kind == "prim::NumToTensor" || kind == "aten::Int" || kind == "aten::ScalarImplicit" ||
+             kind == "aten::Bool" || kind == "aten::Float") {
+    translate_number(node, kind);
   } else {
     return fold_arithmetic(node, kind) || fold_constants(node, kind);
   }
   return true;
+}
+
+void Importer::translate_number(JitNode* node, const std::string& kind) {
+  if (arg(node, 0).kind != Entry::kConstant)
+    fail(node, "'" + kind +
+                   "' makes a Python number of a tensor the model computes (int(t), bool(t > 0), "
+                   "t.item()), which a plan cannot follow: it fixes one computation; keep it a "
+                   "tensor (torch.where, a mask)");
+  c10::IValue value = constant(node, 0, "value");
+  if (value.isTensor() && kind == "aten::Bool") value = value.toTensor().item<bool>();
+  if (value.isTensor() && kind == "aten::Float") value = value.toTensor().item<double>();
+  entries_[node->output()] = constant_entry(std::move(value));
 }
 
 void Importer::translate_attribute(JitNode* node) {
