@@ -162,7 +162,11 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs,
       stack[c.tensor_slots[k]] = inputs[k];
       continue;
     }
-    c10::List<at::Tensor>& list = lists[c.tensor_slots[k]];
+    const int slot = c.tensor_slots[k];
+    if (!lists.count(slot))  // the trace's constants among the elements (AtenCall::arguments)
+      lists[slot] =
+          stack[slot].isTensorList() ? stack[slot].toTensorList().copy() : c10::List<at::Tensor>();
+    c10::List<at::Tensor>& list = lists[slot];
     if (static_cast<int>(list.size()) <= list_index) list.resize(list_index + 1);
     list.set(list_index, inputs[k]);
   }
@@ -198,13 +202,19 @@ void point_storage_at(const at::Tensor& t, const c10::Storage& storage) {
 
 namespace {
 
+// The values a probe's floating inputs take: standard normal, or uniform in [0, 1) for
+// operators whose inputs are probabilities (binary_cross_entropy), tried when normal
+// values fail.
+enum class ProbeValues { kNormal, kUnitInterval };
+
 // Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry:
 // a view's layout, an expanded one's zero strides included; integer ones as indices 0 or
-// 1; floating and complex ones in their type, float32 where `dtypes` has no entry), the same on
-// every call.
+// 1; floating and complex ones in their type, float32 where `dtypes` has no entry, drawn
+// as `values` says), the same on every call.
 std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& shapes,
                                      const std::vector<std::vector<int64_t>>& strides,
-                                     const std::vector<at::ScalarType>& dtypes) {
+                                     const std::vector<at::ScalarType>& dtypes,
+                                     ProbeValues values) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   std::vector<at::Tensor> in;
   for (size_t k = 0; k < shapes.size(); ++k) {
@@ -215,9 +225,10 @@ std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& sh
       extent += (shapes[k][d] - 1) * strides[k][d];
     const std::vector<int64_t> storage_shape = strided ? std::vector<int64_t>{extent} : shapes[k];
     const bool floating = k < dtypes.size() && differentiable_type(dtypes[k]);
-    at::Tensor t = integral   ? at::randint(0, 2, storage_shape, gen, at::dtype(dtypes[k]))
-                   : floating ? at::randn(storage_shape, gen, at::dtype(dtypes[k]))
-                              : at::randn(storage_shape, gen);
+    const at::TensorOptions type = floating ? at::dtype(dtypes[k]) : at::dtype(at::kFloat);
+    at::Tensor t = integral ? at::randint(0, 2, storage_shape, gen, at::dtype(dtypes[k]))
+                   : values == ProbeValues::kNormal ? at::randn(storage_shape, gen, type)
+                                                    : at::rand(storage_shape, gen, type);
     in.push_back(strided ? t.as_strided(shapes[k], strides[k]) : t);
   }
   return in;
@@ -230,10 +241,10 @@ std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& sh
 void probe_autograd_node(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
                          const std::vector<bool>& differentiable,
                          const std::vector<std::vector<int64_t>>& strides,
-                         const std::vector<at::ScalarType>& dtypes) {
+                         const std::vector<at::ScalarType>& dtypes, ProbeValues values) {
   MemoryTracker::install();
   at::AutoGradMode grad_mode(true);
-  std::vector<at::Tensor> in = probe_inputs(shapes, strides, dtypes);
+  std::vector<at::Tensor> in = probe_inputs(shapes, strides, dtypes, values);
   std::vector<c10::Storage> storages;
   for (size_t k = 0; k < in.size(); ++k) {
     storages.push_back(in[k].storage());
@@ -257,9 +268,9 @@ void probe_autograd_node(AtenCall* c, const std::vector<std::vector<int64_t>>& s
 void probe_aten_call(AtenCall* c, const std::vector<std::vector<int64_t>>& shapes,
                      const std::vector<bool>& differentiable,
                      const std::vector<std::vector<int64_t>>& strides,
-                     const std::vector<at::ScalarType>& dtypes) {
+                     const std::vector<at::ScalarType>& dtypes, ProbeValues values) {
   at::AutoGradMode grad_mode(true);
-  std::vector<at::Tensor> in = probe_inputs(shapes, strides, dtypes);
+  std::vector<at::Tensor> in = probe_inputs(shapes, strides, dtypes, values);
   std::vector<int64_t> before;
   bool any = false;
   for (size_t k = 0; k < shapes.size(); ++k) {
@@ -330,10 +341,23 @@ std::shared_ptr<const AtenCall> make_aten_call(
     call->draws_random = draws_random(op->schema());
   }
   call->result_index = result_index;
-  probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
+  ProbeValues values = ProbeValues::kNormal;
+  try {
+    probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes, values);
+  } catch (const AtenCallError&) {
+    values = ProbeValues::kUnitInterval;  // probabilities; the first error where these fail
+    try {
+      probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes,
+                      values);
+    } catch (const AtenCallError&) {
+      values = ProbeValues::kNormal;
+    }
+    if (values == ProbeValues::kNormal) throw;
+  }
   if (!call->output_aliases_input && !call->saves_output && !call->no_gradient &&
       differentiable_type(call->output_dtype))
-    probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes);
+    probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes,
+                        values);
   // A derivative that keeps a tensor of its own made from the inputs (matmul's contiguous
   // copy of a strided operand) needs their values, though it keeps none of them itself.
   if (call->autograd_saved_bytes > 0) call->saves_input.assign(call->saves_input.size(), true);

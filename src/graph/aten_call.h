@@ -118,8 +118,8 @@ void point_storage_at(const at::Tensor& t, const c10::Storage& storage);
 /// derivative for it (AtenCall::no_gradient). Throws AtenCallError when the call fails or
 /// its result is not a tensor. An operator with several results (torch.max(x, dim):
 /// values, indices) is called for its result `result_index` (AtenCall::several_results).
-/// `list_indices`: as AtenCall::list_indices (the slot's argument in `arguments` is then
-/// ignored).
+/// `list_indices`: as AtenCall::list_indices (the slot's argument in `arguments`, where it
+/// is a list of tensors, gives the elements no node input takes: the trace's constants).
 std::shared_ptr<const AtenCall> make_aten_call(
     std::string name, std::string overload, std::vector<c10::IValue> arguments,
     std::vector<int> tensor_slots, const std::vector<std::vector<int64_t>>& input_shapes,

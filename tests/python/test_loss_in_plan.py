@@ -113,6 +113,15 @@ TARGET_LOSSES = {
         "tokens"),
     "mse_of_a_scaled_target": (
         lambda out, y: torch.nn.functional.mse_loss(out, 2 * y), "values"),
+    # probabilities in [0, 1] (BCELoss after a sigmoid; probed on values in [0, 1))
+    "binary_cross_entropy_of_probabilities": (
+        lambda out, y: torch.nn.BCELoss()(torch.sigmoid(out), y.sigmoid()), "values"),
+    # the target's classes and a constant padding concatenated (a list of tensors with a
+    # constant of the trace among them), and a computed zero column beside the output
+    "multilabel_margin_with_padding": (
+        lambda out, y: torch.nn.functional.multilabel_margin_loss(
+            torch.cat([out[:, 0], out.new_zeros(4, 1)], 1),
+            torch.cat([y[:, :2], torch.full((4, 31), -1)], 1)), "tokens"),
 }
 
 

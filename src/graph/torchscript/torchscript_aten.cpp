@@ -231,16 +231,18 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
       arguments.push_back(argument_constant(node, i, e.constant));
       continue;
     }
-    arguments.emplace_back();
     // A list of tensors (einsum's operands, a recurrent layer's weights): each element is
-    // a node input at this argument.
-    const std::vector<int> values =
-        e.kind == Entry::kTensorList ? e.values : std::vector<int>{tensor(node, i)};
+    // a node input at this argument, and its constants are the argument's.
+    const bool list = e.kind == Entry::kTensorList;
+    arguments.push_back(list && !e.positions.empty() ? e.constant : c10::IValue());
+    const std::vector<int> values = list ? e.values : std::vector<int>{tensor(node, i)};
     for (size_t j = 0; j < values.size(); ++j) {
       const Value& value = graph_.value(values[j]);
       if (value.kind == ValueKind::kParameter && module.empty()) module = parent(value.name);
       slots.push_back(static_cast<int>(i));
-      list_indices.push_back(e.kind == Entry::kTensorList ? static_cast<int>(j) : -1);
+      list_indices.push_back(!list                 ? -1
+                             : e.positions.empty() ? static_cast<int>(j)
+                                                   : e.positions[j]);
       inputs.push_back(values[j]);
     }
   }

@@ -35,8 +35,7 @@ void Importer::translate_loop(JitNode* node) {
   const auto constant_condition = [](const Entry& e) {
     return e.kind == Entry::kConstant && e.constant.isBool();
   };
-  if (trips.kind != Entry::kConstant || !trips.constant.isInt() ||
-      !constant_condition(initially))
+  if (trips.kind != Entry::kConstant || !trips.constant.isInt() || !constant_condition(initially))
     fail(node, std::string("a loop whose length follows a value the model computes (prim::Loop "
                            "in scripted code)") +
                    kTraceInstead);

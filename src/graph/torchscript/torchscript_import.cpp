@@ -296,7 +296,21 @@ void Importer::translate_list(JitNode* node) {
   } else if (tensors) {
     Entry e;
     e.kind = Entry::kTensorList;
-    for (size_t i = 0; i < node->inputs().size(); ++i) e.values.push_back(tensor(node, i));
+    c10::List<at::Tensor> list;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const Entry& x = entry(node->inputs()[i]);
+      const bool baked = x.kind == Entry::kConstant && x.constant.isTensor() &&
+                         (x.path.empty() || !x.constant.toTensor().is_floating_point());
+      list.push_back(baked ? x.constant.toTensor() : at::Tensor());
+      if (baked) continue;
+      e.values.push_back(tensor(node, i));
+      e.positions.push_back(static_cast<int>(i));
+    }
+    if (e.values.size() < list.size()) {
+      e.constant = c10::IValue(list);
+    } else {
+      e.positions.clear();
+    }
     entries_[node->output()] = e;
   } else {
     fail(node, "list mixing tensors and other values");
@@ -373,6 +387,7 @@ void Importer::translate_specialised(JitNode* node, const std::string& kind) {
   } else if (kind == "aten::cat" || kind == "aten::concat") {
     const Entry& list = arg(node, 0);
     if (list.kind != Entry::kTensorList) fail(node, "cat of something that is not a tensor list");
+    if (!list.positions.empty()) return translate_aten(node, kind);  // constants among them
     OpAttrs a;
     a.dim = int_arg(node, 1, "dim");
     if (a.dim < 0) a.dim += static_cast<int64_t>(shape_of(list.values.at(0)).size());

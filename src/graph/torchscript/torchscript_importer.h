@@ -46,7 +46,11 @@ struct Entry {
   std::string path;
   int value = -1;           // kTensor, kGroupedChannels, kPieces: graph value id
   c10::IValue constant;     // kConstant
-  std::vector<int> values;  // kTensorList
+  std::vector<int> values;  // kTensorList: the graph values among its elements
+  /// kTensorList with constant tensors among its elements (torch.cat([x, zeros])): each
+  /// value's position in the list, and `constant` the whole list, its other elements the
+  /// trace's constants. Empty where every element is a value.
+  std::vector<int> positions;
   int64_t groups = 1;       // kGroupedChannels
   bool transposed = false;  // kGroupedChannels: dims 1 and 2 swapped
   /// kGroupedChannels: the view and transposes that made it, translated as generic nodes

@@ -153,6 +153,15 @@ void Importer::translate_unpack(JitNode* node) {
       entries_[outputs[i]] = constant_entry(c10::IValue(pieces.get(i)));
     return;
   }
+  if (list.kind == Entry::kTensorList && !list.positions.empty() &&
+      list.constant.toTensorList().size() == outputs.size()) {  // constants among them
+    const Entry elements = list;                                // alias() may rehash entries_
+    const c10::List<at::Tensor> all = elements.constant.toTensorList();
+    for (size_t i = 0; i < outputs.size(); ++i) entries_[outputs[i]] = constant_entry(all.get(i));
+    for (size_t j = 0; j < elements.values.size(); ++j)
+      alias(node, elements.values[j], outputs[elements.positions[j]]);
+    return;
+  }
   const size_t count = list.kind == Entry::kPieces       ? list.lengths.size()
                        : list.kind == Entry::kTensorList ? list.values.size()
                                                          : 0;
