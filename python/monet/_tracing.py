@@ -178,6 +178,7 @@ def _traced(module, inputs):
         if not traceable(result):
             raise _ResultNotTraceable()
 
+    _refuse_uninitialized(module)
     hook = module.register_forward_hook(keep)
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
             _cumulative_averages_traced(module), _model_no_grad_detached():
@@ -192,6 +193,18 @@ def _traced(module, inputs):
             hook.remove()
     _refuse_python_functions(traced)
     return traced, returned[-1] if returned else None
+
+
+def _refuse_uninitialized(module):
+    """Lazy modules (nn.LazyLinear, LazyConv2d, LazyBatchNorm2d) make their parameters at
+    their first forward: PyTorch asks for one before anything else uses them."""
+    lazy = [name for name, t in list(module.named_parameters()) + list(module.named_buffers())
+            if isinstance(t, torch.nn.parameter.UninitializedTensorMixin)]
+    if lazy:
+        raise ValueError(
+            f"the module's lazy modules have not made their parameters yet ('{lazy[0]}'"
+            f"{f' and {len(lazy) - 1} more' if len(lazy) > 1 else ''}): run it once on a "
+            "batch (model(x)) before monet.optimize, as before building its optimizer")
 
 
 def _trace_failure(module, e):

@@ -333,3 +333,15 @@ def test_a_smaller_last_batch_says_what_to_do(cache_dir):
     with pytest.raises(monet.PlanMismatch, match=r"shape \[4, 5\]"):
         fast(torch.randn(4, 5))  # another shape: the planned model's own message
 
+
+def test_lazy_modules_not_yet_run_are_refused_in_one_line(cache_dir):
+    """Lazy modules have no parameters before their first forward; once run, they plan."""
+    model = torch.nn.Sequential(torch.nn.LazyLinear(8), torch.nn.ReLU(), torch.nn.LazyLinear(2))
+    x = torch.randn(4, 6)
+    with pytest.raises(ValueError, match=r"lazy modules have not made their parameters yet "
+                       r"\('0.weight' and 3 more\): run it once on a batch"):
+        monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)
+    model(x)
+    monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)(x).sum().backward()
+    assert model[2].weight.grad is not None
+
