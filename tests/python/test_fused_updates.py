@@ -126,9 +126,12 @@ def test_fused_updates_give_the_plan_the_gradients_bytes(cache_dir):
 def test_other_optimizers_and_fused_names_are_refused_in_one_line(cache_dir):
     model = torch.nn.Sequential(torch.nn.Linear(4, 2))
     x = torch.randn(2, 4)
-    with pytest.raises(TypeError, match="after-backward"):
+    with pytest.raises(TypeError, match="after-backward' and optimizer='sgd-momentum'"):
         monet.optimize(model, x, optimizer=torch.optim.Adagrad(model.parameters()),
                        cache_dir=cache_dir, planner="storeall")
+    centered = torch.optim.RMSprop(model.parameters(), momentum=0.9, centered=True)
+    with pytest.raises(TypeError, match="optimizer='adam' .* and reserved_bytes for 1 more"):
+        monet.optimize(model, x, optimizer=centered, cache_dir=cache_dir, planner="storeall")
     with pytest.raises(ValueError, match="needs the optimizer itself"):
         monet.optimize(model, x, optimizer="adam", optimizer_update="fused",
                        cache_dir=cache_dir, planner="storeall")
