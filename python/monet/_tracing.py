@@ -215,6 +215,10 @@ def _trace_failure(module, e):
             "target" if isinstance(inner, WithLoss)
             else f"{type(inner).__name__}.forward on the example input")
     hint = ""
+    if "register a hook on a tensor" in first or "retain_grad" in first:
+        hint = (" (monet traces the forward without autograd and computes the backward "
+                "itself: a gradient hook or retain_grad() inside forward() cannot change or "
+                "see it; remove it, or write the gradient's change with torch operators)")
     if isinstance(inner, WithLoss) and inner.output is None and inner.returned:
         hint = (f" (the loss gets the whole {inner.returned} the module returns, as "
                 "loss(module(x), target) does in PyTorch; output= picks one of its "

@@ -345,3 +345,20 @@ def test_lazy_modules_not_yet_run_are_refused_in_one_line(cache_dir):
     monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)(x).sum().backward()
     assert model[2].weight.grad is not None
 
+
+class GradientHook(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = self.a(x)
+        h.register_hook(lambda g: -g)  # a gradient reversal written as a hook
+        return self.b(h)
+
+
+def test_gradient_hooks_in_the_forward_are_refused_saying_why(cache_dir):
+    with pytest.raises(monet.UnsupportedOperator, match="a gradient hook or retain_grad"):
+        monet.optimize(GradientHook(), torch.randn(2, 4), planner="storeall",
+                       cache_dir=cache_dir)
+
