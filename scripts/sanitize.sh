@@ -81,7 +81,9 @@ cat "$fuzz_log" >&2
 # the sanitizers, and runs in the main suite).
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 for part in errors shared_parameters "model_corpus -k einsum_attention or lstm_lm or dict_output or integer_tensor_ops or expanded_bag or detached_features or spatial_transformer or cannot_train or running_statistics or value_per_sample" \
-            "fused_updates -k refused or error_in_the_update"; do
+            "fused_updates -k refused or error_in_the_update" model_forms \
+            "architectures -k fourier_layer or step_count or distillation" \
+            "loss_in_plan -k probabilities or padding"; do
   read -r name filter <<<"$part"
   run "python_$name" env LD_PRELOAD="$preload" PYTHONPATH="$build/python" \
     MONET_SOURCE_DIR="$root" MONET_BINARY="$build/src/monet" \
