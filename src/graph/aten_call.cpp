@@ -30,7 +30,9 @@ std::string qualified(const AtenCall& c) {
 // FNV-1a over a tensor's bytes (contiguous float64 copy): constant tensors in the
 // fingerprint.
 uint64_t tensor_hash(const at::Tensor& t) {
-  const at::Tensor c = t.to(at::kDouble).contiguous();
+  // Complex values as their real and imaginary parts.
+  const at::Tensor c =
+      (t.is_complex() ? at::view_as_real(t.resolve_conj()) : t).to(at::kDouble).contiguous();
   const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
@@ -42,6 +44,13 @@ void describe_value(std::ostream& s, const c10::IValue& v) {
     const at::Tensor& t = v.toTensor();
     s << "tensor" << t.sizes() << c10::toString(t.scalar_type()) << '#' << std::hex
       << tensor_hash(t) << std::dec;
+  } else if (v.isTensorList()) {  // the trace's constants among a list's node inputs
+    s << '[';
+    for (const at::Tensor& t : v.toTensorVector()) {
+      if (t.defined()) describe_value(s, t);
+      s << ',';
+    }
+    s << ']';
   } else if (v.isString()) {
     s << '\'' << v.toStringRef() << '\'';
   } else {
