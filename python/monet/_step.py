@@ -52,7 +52,6 @@ class WithLoss(torch.nn.Module):
         return value
 
 
-
 # State tensors of a parameter's size that torch.optim's other optimizers keep per
 # parameter (for the memory name they plan as).
 _STATE_TENSORS = {"Adagrad": 1, "ASGD": 1, "Adadelta": 2, "Adamax": 2, "NAdam": 2, "RAdam": 2,
@@ -65,16 +64,19 @@ def _memory_name_hint(optimizer):
     kind = type(optimizer).__name__
     groups = optimizer.param_groups
     if kind == "RMSprop":
-        count = 1 + any(g.get("momentum", 0) for g in groups) + any(g.get("centered") for g in groups)
+        count = (1 + any(g.get("momentum", 0) for g in groups)
+                 + any(g.get("centered") for g in groups))
     else:
         count = _STATE_TENSORS.get(kind)
     if count is None:
-        return "optimizer=<the name whose state matches its memory: 'sgd', 'sgd-momentum', 'adam'>"
+        return ("optimizer=<the name whose state matches its memory: 'sgd', 'sgd-momentum', "
+                "'adam'>")
     name = {0: "sgd", 1: "sgd-momentum"}.get(count, "adam")
     more = (f" and reserved_bytes for {count - 2} more tensor(s) the size of the parameters"
             if count > 2 else "")
     return (f"optimizer='{name}' ({count} state tensor(s) per parameter, as {kind} "
             f"keeps){more}")
+
 
 def optimizer_memory(optimizer, weight_decay, optimizer_update):
     """(memory name, weight decay, update mode) for `optimizer=`: a name, or a torch.optim

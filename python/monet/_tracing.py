@@ -1,9 +1,9 @@
 """How monet.optimize traces a module: once, with its buffers and random state put back
 afterwards, under no_grad, with torch.utils.checkpoint run inline, batch norms of
 momentum=None written as tensor operations and what the model computes under its own
-torch.no_grad detached; a result a trace cannot return stops the
-trace (the caller traces a Flattened module instead); the model's own error on the
-example input becomes one line."""
+torch.no_grad detached; a result a trace cannot return stops the trace (the caller traces
+a Flattened module instead); the model's own error on the example input becomes one
+line."""
 import contextlib
 import sys
 
@@ -219,7 +219,7 @@ def _trace_failure(module, e):
         hint = (" (monet traces the forward without autograd and computes the backward "
                 "itself: a gradient hook or retain_grad() inside forward() cannot change or "
                 "see it; remove it, or write the gradient's change with torch operators)")
-    if isinstance(inner, WithLoss) and inner.output is None and inner.returned:
+    elif isinstance(inner, WithLoss) and inner.output is None and inner.returned:
         hint = (f" (the loss gets the whole {inner.returned} the module returns, as "
                 "loss(module(x), target) does in PyTorch; output= picks one of its "
                 "outputs for it)")

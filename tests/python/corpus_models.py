@@ -3,10 +3,11 @@
 nn.Transformer, recurrent layers in their variants, U-Nets, super-resolution, mixtures of
 experts, graph networks, capsules, WaveNet, Perceiver, dynamic convolution, the less
 common pooling layers, a Fourier neural operator, a spatial transformer, a VQ-VAE,
-distillation from a teacher under torch.no_grad and state the forward counts. test_architectures.py trains each like PyTorch. Inputs: "tokens"
-([N, T] ids of VOCAB), "ids_and_mask" (ids and an int64 attention mask), "two_tokens"
-(source and target ids), "features" (floats of the given shape), "two_features",
-"features_and_adjacency" (node features and a dense adjacency)."""
+distillation from a teacher under torch.no_grad and state the forward counts.
+test_architectures.py trains each like PyTorch. Inputs: "tokens" ([N, T] ids of VOCAB),
+"ids_and_mask" (ids and an int64 attention mask), "two_tokens" (source and target ids),
+"features" (floats of the given shape), "two_features", "features_and_adjacency" (node
+features and a dense adjacency)."""
 import math
 
 import torch

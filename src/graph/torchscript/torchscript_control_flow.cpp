@@ -2,8 +2,8 @@
 // module): a trace inlines it with its prim::If and prim::Loop. Where the condition and
 // the trip count are constants of the import (they follow shapes: `if x.dim() > 2`, `for
 // i in range(x.size(1))`), the branch taken is translated in place and the loop unrolled;
-// control flow on values the model computes is refused, since a plan fixes one
-// computation.
+// control flow on values the model computes, and the Python numbers it would branch on
+// (`int(t)`, `bool(t > 0)`), are refused, since a plan fixes one computation.
 #include <string>
 #include <vector>
 
@@ -56,6 +56,18 @@ void Importer::translate_loop(JitNode* node) {
     for (size_t j = 0; j < carried.size(); ++j) carried[j] = entry(body->outputs()[j + 1]);
   }
   for (size_t i = 0; i < node->outputs().size(); ++i) entries_[node->outputs()[i]] = carried[i];
+}
+
+void Importer::translate_number(JitNode* node, const std::string& kind) {
+  if (arg(node, 0).kind != Entry::kConstant)
+    fail(node, "'" + kind +
+                   "' makes a Python number of a tensor the model computes (int(t), bool(t > 0), "
+                   "t.item()), which a plan cannot follow: it fixes one computation; keep it a "
+                   "tensor (torch.where, a mask)");
+  c10::IValue value = constant(node, 0, "value");
+  if (value.isTensor() && kind == "aten::Bool") value = value.toTensor().item<bool>();
+  if (value.isTensor() && kind == "aten::Float") value = value.toTensor().item<double>();
+  entries_[node->output()] = constant_entry(std::move(value));
 }
 
 }  // namespace monet::torchscript

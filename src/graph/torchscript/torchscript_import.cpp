@@ -239,18 +239,6 @@ bool Importer::translate_structure(JitNode* node, const std::string& kind) {
   return true;
 }
 
-void Importer::translate_number(JitNode* node, const std::string& kind) {
-  if (arg(node, 0).kind != Entry::kConstant)
-    fail(node, "'" + kind +
-                   "' makes a Python number of a tensor the model computes (int(t), bool(t > 0), "
-                   "t.item()), which a plan cannot follow: it fixes one computation; keep it a "
-                   "tensor (torch.where, a mask)");
-  c10::IValue value = constant(node, 0, "value");
-  if (value.isTensor() && kind == "aten::Bool") value = value.toTensor().item<bool>();
-  if (value.isTensor() && kind == "aten::Float") value = value.toTensor().item<double>();
-  entries_[node->output()] = constant_entry(std::move(value));
-}
-
 void Importer::translate_attribute(JitNode* node) {
   const Entry& owner = arg(node, 0);
   if (owner.kind != Entry::kModule) fail(node, "attribute of something that is not a module");

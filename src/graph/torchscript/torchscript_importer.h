@@ -324,14 +324,14 @@ class Importer {
   // the loop unrolled (torchscript_control_flow.cpp); refused on computed values.
   void translate_branch(JitNode* node);
   void translate_loop(JitNode* node);
+  // A Python number of a tensor (prim::NumToTensor, aten::Int, Bool, Float,
+  // ScalarImplicit): a constant where the tensor is one, refused where the model computes it.
+  void translate_number(JitNode* node, const std::string& kind);
   // prim::GetAttr: a submodule, a parameter or buffer (state), or a buffer as a constant.
   void translate_attribute(JitNode* node);
   // prim::ListConstruct: a constant list, or a list of tensors.
   void translate_list(JitNode* node);
   void translate_size(JitNode* node, const std::string& kind);
-  // A Python number of a tensor (prim::NumToTensor, aten::Int, Bool, Float,
-  // ScalarImplicit): a constant where the tensor is one, refused where the model computes it.
-  void translate_number(JitNode* node, const std::string& kind);
   // Makes the output trained (options_.output of a tuple or dict) the traced graph's only
   // output, and drops what only the others read (their nodes are not imported).
   void keep_trained_output(torch::jit::Graph& jit) const;
