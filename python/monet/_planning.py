@@ -16,7 +16,7 @@ from . import _C
 from ._step import (WithLoss, check_optimizer_holds, one_parameter_step, optimizer_memory)
 from ._structure import Flattened, call_arguments, flat_arguments, output_name
 from ._tracing import _ResultNotTraceable, _traced
-from .errors import PlanMismatch, UnsupportedOperator
+from .errors import UnsupportedOperator
 
 #: Optimizer names `optimizer=` takes: what the budget keeps room for (its state and
 #: its update's temporaries).
@@ -464,18 +464,6 @@ class OptimizedModule(torch.nn.Module):
                 raise RuntimeError(f"parameter '{name}' {what}: plan the module again "
                                    "(monet.optimize)")
 
-    def _check_batch(self, inputs):
-        """A batch of fewer samples than planned (a DataLoader's last one) is refused with
-        what to do about it; any other shape by the planned model (monet.PlanMismatch)."""
-        for x, shape in zip(inputs, self.plan.input_shapes):
-            if (isinstance(x, torch.Tensor) and x.dim() == len(shape) and x.dim() > 0
-                    and x.shape[1:] == shape[1:] and x.shape[0] < shape[0]):
-                raise PlanMismatch(
-                    f"a batch of {x.shape[0]} samples, the plan is for batches of "
-                    f"{shape[0]}: drop the smaller last batch (DataLoader(..., "
-                    "drop_last=True)) or train it through the module itself, outside the "
-                    "plan")
-
     def forward(self, *inputs):
         if torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled():
             raise RuntimeError(
@@ -495,7 +483,6 @@ class OptimizedModule(torch.nn.Module):
             count = len(self.plan.input_shapes) - self.plan.loss_inside
             raise TypeError(f"the module was planned for {count} {what}, "
                             f"{len(inputs)} given")
-        self._check_batch(inputs)
         out = self.plan._planned.forward(list(inputs))
         with torch.no_grad():
             for m in self._batch_norms:  # as nn.BatchNorm counts its training forwards

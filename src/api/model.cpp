@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -134,8 +135,15 @@ int only_value(const Graph& g, ValueKind kind, bool optional = false) {
 
 at::Tensor checked(const Value& v, const torch::Tensor& t, const char* what) {
   if (!t.defined()) throw std::invalid_argument(std::string(what) + " is undefined");
-  if (t.sizes().vec() != v.shape)
-    throw PlanMismatch(std::string(what) + " has shape " + shape_string(t.sizes().vec()) +
+  const std::vector<int64_t> shape = t.sizes().vec();
+  if (shape != v.shape && !shape.empty() && shape.size() == v.shape.size() &&
+      shape[0] < v.shape[0] && std::equal(shape.begin() + 1, shape.end(), v.shape.begin() + 1))
+    throw PlanMismatch(std::string(what) + ": a batch of " + std::to_string(shape[0]) +
+                       " samples, the plan is for batches of " + std::to_string(v.shape[0]) +
+                       ": drop the smaller last batch (DataLoader(..., drop_last=True)) or "
+                       "train it through the module itself, outside the plan");
+  if (shape != v.shape)
+    throw PlanMismatch(std::string(what) + " has shape " + shape_string(shape) +
                        ", the model was planned for " + shape_string(v.shape));
   if (t.is_floating_point() != at::isFloatingType(v.dtype) ||
       (t.scalar_type() == at::kBool) != (v.dtype == at::kBool))
