@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -116,17 +117,53 @@ at::Generator seeded_generator(c10::Device device, uint64_t seed) {
   return generator;
 }
 
-// Generators seeded with `seed` in the generator arguments the trace left at None.
-void seed_generators(torch::jit::Stack* stack, const c10::FunctionSchema& schema,
-                     const std::vector<at::Tensor>& inputs, uint64_t seed) {
+// The device an operator draws on: that of its inputs, the CPU for one that reads none.
+c10::Device device_of(const std::vector<at::Tensor>& inputs) {
   c10::Device device = at::kCPU;
   for (const at::Tensor& t : inputs)
     if (t.defined()) device = t.device();
+  return device;
+}
+
+// Generators seeded with `seed` in the generator arguments the trace left at None.
+void seed_generators(torch::jit::Stack* stack, const c10::FunctionSchema& schema,
+                     c10::Device device, uint64_t seed) {
   const auto& arguments = schema.arguments();
   for (size_t i = 0; i < stack->size() && i < arguments.size(); ++i) {
     if (!(*stack)[i].isNone() || !is_generator_argument(arguments[i])) continue;
     (*stack)[i] = seeded_generator(device, seed);
   }
+}
+
+// For the span of one call of an operator that draws from the default generator of
+// `device` (randn_like, alpha_dropout: it takes no generator argument), that generator
+// seeded with `seed`; its state is restored after, so the draws are the node's own and the
+// program's random stream is as it was. The operator locks the generator while drawing, so
+// the lock is held only to seed and to restore: another thread drawing from the default
+// generator during the call would change the node's draws.
+class SeededDefaultGenerator {
+ public:
+  SeededDefaultGenerator(c10::Device device, uint64_t seed)
+      : generator_(at::globalContext().defaultGenerator(device)) {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    saved_ = generator_.get_state();
+    generator_.set_current_seed(seed);
+  }
+  ~SeededDefaultGenerator() {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    generator_.set_state(saved_);
+  }
+  SeededDefaultGenerator(const SeededDefaultGenerator&) = delete;
+  SeededDefaultGenerator& operator=(const SeededDefaultGenerator&) = delete;
+
+ private:
+  at::Generator generator_;
+  at::Tensor saved_;
+};
+
+bool takes_generator(const c10::FunctionSchema& schema) {
+  const auto& arguments = schema.arguments();
+  return std::any_of(arguments.begin(), arguments.end(), is_generator_argument);
 }
 
 // slice_scatter / select_scatter (view_writes.h) of complex tensors as a clone of the base
@@ -151,8 +188,11 @@ bool scatter_complex(const AtenCall& c, torch::jit::Stack* stack) {
 }  // namespace
 
 bool draws_random(const c10::FunctionSchema& schema) {
-  const auto& arguments = schema.arguments();
-  return std::any_of(arguments.begin(), arguments.end(), is_generator_argument);
+  if (takes_generator(schema)) return true;
+  // randn_like, rand_like, alpha_dropout: they draw from the default generator.
+  const auto op =
+      c10::Dispatcher::singleton().findSchema({schema.name(), schema.overload_name()});
+  return op && op->hasTag(at::Tag::nondeterministic_seeded);
 }
 
 at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs,
@@ -180,8 +220,13 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs,
     list.set(list_index, inputs[k]);
   }
   for (auto& [slot, list] : lists) stack[slot] = std::move(list);
-  if (c.draws_random) seed_generators(&stack, op->schema(), inputs, random_seed);
+  std::optional<SeededDefaultGenerator> seeded;
+  if (c.draws_random && takes_generator(op->schema()))
+    seed_generators(&stack, op->schema(), device_of(inputs), random_seed);
+  else if (c.draws_random)
+    seeded.emplace(device_of(inputs), random_seed);
   if (!scatter_complex(c, &stack)) op->callBoxed(&stack);
+  seeded.reset();
   if (c.several_results && stack.size() == 1 && stack[0].isTensorList()) {
     // A list of tensors (tensor_split, meshgrid): the node is one of its elements.
     const c10::List<at::Tensor> list = stack[0].toTensorList();

@@ -72,9 +72,10 @@ struct AtenCall {
   /// result it takes no gradient, and nothing flows back through it.
   bool no_gradient = false;
   /// The operator draws random numbers from a generator the trace left at None
-  /// (bernoulli, rand, normal: stochastic depth's noise): each call draws from a generator
-  /// seeded with call_aten's `random_seed`, so that a recomputation, a re-running backward
-  /// and the reference draw what the forward drew.
+  /// (bernoulli, rand, normal: stochastic depth's noise) or from the default generator
+  /// (randn_like, rand_like, alpha_dropout, which take none): each call draws from a
+  /// generator seeded with call_aten's `random_seed`, so that a recomputation, a re-running
+  /// backward and the reference draw what the forward drew.
   bool draws_random = false;
   /// PyTorch's forward writes the result into this buffer (a value id): `out=` into a
   /// buffer or an in-place update of one (spectral_norm's power iteration). monet computes
@@ -98,7 +99,8 @@ class AtenCallError : public std::runtime_error {
 /// device of its inputs (the CPU for one that reads none).
 at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs,
                      uint64_t random_seed = 0);
-/// Whether `schema` takes a random generator (bernoulli, rand, normal).
+/// Whether `schema`'s operator draws random numbers: it takes a generator (bernoulli,
+/// rand, normal) or ATen tags it nondeterministic_seeded (randn_like, alpha_dropout).
 bool draws_random(const c10::FunctionSchema& schema);
 
 /// A tensor of `x`'s shape and storage with a version counter of its own, whose storage

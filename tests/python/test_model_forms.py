@@ -1,7 +1,11 @@
 """Models in forms a trace handles specially train like PyTorch: TorchScript code inside a
 traced model (a scripted function with a branch and a loop on shapes: the branch taken,
-the loop unrolled), parameters laid out channels_last (made contiguous at planning), and
-what is refused in one line (a branch on a computed value)."""
+the loop unrolled), parameters laid out channels_last (made contiguous at planning),
+random draws from PyTorch's default generator (torch.randn_like, torch.rand in forward:
+new at every step, the same under every plan), and what is refused in one line (a branch
+on a computed value)."""
+import copy
+
 import pytest
 import torch
 import torch.nn as nn
@@ -9,6 +13,7 @@ import torch.nn.functional as F
 
 import monet
 from test_model_corpus import batches, check_trains_like_pytorch
+from test_training import train, worst_state_error
 
 
 @torch.jit.script
@@ -78,3 +83,84 @@ def test_control_flow_on_computed_values_is_refused_in_one_line(cache_dir):
         monet.plan(model, torch.randn(2, 4), planner="storeall", cache_dir=cache_dir)
     assert "makes a Python number of a tensor the model computes" in str(e.value)
     assert "\n" not in str(e.value).split("\n  at ")[0]
+
+
+class VariationalHead(nn.Module):
+    """A VAE's reparameterisation: mu + torch.randn_like(mu) * sigma."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc, self.mu, self.log_var = nn.Linear(12, 16), nn.Linear(16, 4), nn.Linear(16, 4)
+        self.dec = nn.Linear(4, 10)
+
+    def forward(self, x):
+        h = F.relu(self.enc(x))
+        mu, log_var = self.mu(h), self.log_var(h)
+        return self.dec(mu + torch.randn_like(mu) * (0.5 * log_var).exp())
+
+
+class NoisedInput(nn.Module):
+    """Noise of the input's shape (torch.randn of a size, no tensor read) and a per-sample
+    keep mask from torch.rand, as diffusion and stochastic-depth code write them."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(12, 16), nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x + 0.5 * torch.randn(x.shape, dtype=x.dtype)))
+        return self.b(h * (torch.rand(x.shape[0], 1, dtype=x.dtype) > 0.3).to(x.dtype))
+
+
+class RandomMasking(nn.Module):
+    """MAE's random masking: keep the tokens of the lowest torch.rand noise."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.enc, self.head = nn.Linear(12, 8), nn.Linear(8, 8), nn.Linear(8, 10)
+
+    def forward(self, x):
+        t = self.embed(x).unsqueeze(1).expand(-1, 6, -1) * torch.arange(1, 7, dtype=x.dtype)[:, None]
+        keep = torch.argsort(torch.rand(t.shape[0], 6), dim=1)[:, :3]
+        kept = torch.gather(t, 1, keep.unsqueeze(-1).expand(-1, -1, t.shape[2]))
+        return self.head(torch.relu(self.enc(kept)).mean(1))
+
+
+class SelfNormalising(nn.Module):
+    """SELU with nn.AlphaDropout (aten::alpha_dropout, on the generic path)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.drop, self.b = nn.Linear(12, 16), nn.AlphaDropout(0.2), nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.b(self.drop(F.selu(self.a(x))))
+
+
+@pytest.mark.parametrize("make", [VariationalHead, NoisedInput, RandomMasking, SelfNormalising])
+def test_default_generator_draws_are_new_each_step_and_the_same_under_every_plan(
+        make, cache_dir):
+    """Each draw is a node seeded by the step and the node: a recomputation draws what the
+    forward drew, so store-all, Chen's checkpoints and MONeT's leanest plan train to the
+    same weights; the same batch twice sees new noise."""
+    torch.manual_seed(0)
+    base = make().double().train()
+    xs, ys, loss_fn = batches("features", (4, 12))
+    kw = dict(optimizer="sgd-momentum", cache_dir=cache_dir, search_limit="work")
+    r = monet.budget_range(base, xs[0], **kw)
+    runs = {}
+    for planner, budget in (("storeall", None), ("chen", None), ("monet", r.smallest)):
+        model = copy.deepcopy(base)
+        fast = monet.optimize(model, xs[0], budget=budget, planner=planner, **kw)
+        runs[planner] = (train(fast, model, "sgd-momentum", xs, ys, loss_fn)[0], model)
+    losses, reference = runs["storeall"]
+    for planner, (got, model) in runs.items():
+        assert got == pytest.approx(losses, rel=1e-12, abs=0), planner
+        assert worst_state_error(model, reference) <= 1e-12, planner
+    fast = monet.optimize(copy.deepcopy(base), xs[0], planner="storeall", **kw)
+    same_batch = []
+    for _ in range(2):  # no optimizer given: backward leaves .grad, the weights stay
+        loss = loss_fn(fast(xs[0]), ys[0])
+        loss.backward()
+        same_batch.append(loss.item())
+    assert same_batch[0] != same_batch[1]
