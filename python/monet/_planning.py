@@ -14,7 +14,8 @@ import torch
 
 from . import _C
 from ._step import (WithLoss, check_optimizer_holds, one_parameter_step, optimizer_memory)
-from ._structure import Flattened, call_arguments, flat_arguments, output_name
+from ._structure import (Flattened, call_arguments, flat_arguments, output_name,
+                         positional_arguments)
 from ._tracing import _ResultNotTraceable, _traced
 from .errors import UnsupportedOperator
 
@@ -436,7 +437,9 @@ class OptimizedModule(torch.nn.Module):
     returns the output, whose backward runs the planned backward and accumulates the
     parameters' .grad, as autograd would. In eval() mode or under torch.no_grad() it
     runs the module's plain forward. With the loss inside the plan (loss=, target=) it
-    takes the inputs and the target and returns the loss."""
+    takes the inputs and the target and returns the loss. Arguments may be given by
+    keyword, as forward names them (fast(ids, attention_mask=mask), the target as target=
+    or last)."""
 
     def __init__(self, module, plan):
         super().__init__()
@@ -464,7 +467,10 @@ class OptimizedModule(torch.nn.Module):
                 raise RuntimeError(f"parameter '{name}' {what}: plan the module again "
                                    "(monet.optimize)")
 
-    def forward(self, *inputs):
+    def forward(self, *inputs, **keywords):
+        if keywords:
+            inputs = positional_arguments(self.module.forward, inputs, keywords,
+                                          self.plan.loss_inside)
         if torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled():
             raise RuntimeError(
                 "monet runs its plan in the module's floating type (float32 or float64), which "

@@ -5,6 +5,7 @@ named tuple). What monet traces then is Flattened: forward's arguments as one fl
 sequence of tensors (the order of torch.utils._pytree), its result a tensor or a dict of
 tensors named by path ("out", "aux.0", "logits"), and output= names one of those paths."""
 import dataclasses
+import inspect
 
 import torch
 from torch.utils import _pytree as pytree
@@ -38,6 +39,28 @@ def call_arguments(inputs, spec):
         raise TypeError(f"the module was planned for arguments structured as {spec}, "
                         f"called with {got}")
     return tuple(leaves)
+
+
+def positional_arguments(forward, inputs, keywords, loss_inside):
+    """A call's arguments given by keyword (fast(ids, attention_mask=mask), fast(**batch))
+    as the positional arguments of `forward` (the planned module's forward), in its order;
+    with the loss inside the plan, the target (target=, or the last positional argument)
+    last."""
+    keywords = dict(keywords)
+    target = ()
+    if loss_inside:
+        if "target" in keywords:
+            target = (keywords.pop("target"),)
+        elif inputs:
+            inputs, target = inputs[:-1], inputs[-1:]
+    try:
+        bound = inspect.signature(forward).bind(*inputs, **keywords)
+    except TypeError as e:
+        raise TypeError(f"the planned module's arguments: {e}") from None
+    if bound.kwargs:
+        raise TypeError(f"the planned module takes forward's arguments that can be given by "
+                        f"position; {', '.join(bound.kwargs)} cannot be")
+    return tuple(bound.args) + target
 
 
 def named_tensors(value, prefix=""):

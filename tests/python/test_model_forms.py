@@ -2,8 +2,8 @@
 traced model (a scripted function with a branch and a loop on shapes: the branch taken,
 the loop unrolled), parameters laid out channels_last (made contiguous at planning),
 random draws from PyTorch's default generator (torch.randn_like, torch.rand in forward:
-new at every step, the same under every plan), and what is refused in one line (a branch
-on a computed value)."""
+new at every step, the same under every plan), calls with keyword arguments, and what is
+refused in one line (a branch on a computed value)."""
 import copy
 
 import pytest
@@ -164,3 +164,45 @@ def test_default_generator_draws_are_new_each_step_and_the_same_under_every_plan
         loss.backward()
         same_batch.append(loss.item())
     assert same_batch[0] != same_batch[1]
+
+
+class MaskedEncoder(nn.Module):
+    """forward(input_ids, attention_mask=None), as Hugging Face models name them."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 16)
+        self.att = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.head = nn.Linear(16, 20)
+
+    def forward(self, input_ids, attention_mask=None):
+        h = self.emb(input_ids)
+        h, _ = self.att(h, h, h, key_padding_mask=attention_mask == 0)
+        return self.head(h)
+
+
+def test_arguments_given_by_keyword_are_forwards_in_its_order(cache_dir):
+    torch.manual_seed(0)
+    model = MaskedEncoder().double()
+    ids = torch.randint(0, 20, (2, 5))
+    mask = torch.ones(2, 5, dtype=torch.long)
+    mask[1, 3:] = 0
+    fast = monet.optimize(model, (ids, mask), planner="storeall", cache_dir=cache_dir)
+    want = fast(ids, mask)
+    assert torch.equal(fast(ids, attention_mask=mask), want)
+    assert torch.equal(fast(**dict(input_ids=ids, attention_mask=mask)), want)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'mask'"):
+        fast(ids, mask=mask)
+
+    def loss(out, y):
+        return F.cross_entropy(out.flatten(0, 1), y.flatten())
+
+    inside = monet.optimize(model, (ids, mask), planner="storeall", cache_dir=cache_dir,
+                            loss=loss, target=ids)
+    want = inside(ids, mask, ids)
+    want.backward()
+    for got in (inside(ids, attention_mask=mask, target=ids),
+                inside(input_ids=ids, attention_mask=mask, target=ids),
+                inside(ids, ids, attention_mask=mask)):  # the target last positional
+        assert torch.equal(got, want)
+        got.backward()
