@@ -1,11 +1,12 @@
 """How monet.optimize traces a module: once, with its buffers and random state put back
 afterwards, under no_grad, with torch.utils.checkpoint run inline, batch norms of
 momentum=None written as tensor operations and what the model computes under its own
-torch.no_grad detached; a result a trace cannot return stops the trace (the caller traces
-a Flattened module instead); the model's own error on the example input becomes one
-line."""
+torch.no_grad detached; a Python value made of a computed tensor is refused; a result a
+trace cannot return stops the trace (the caller traces a Flattened module instead); the
+model's own error on the example input becomes one line."""
 import contextlib
 import sys
+import warnings
 
 import torch
 
@@ -160,6 +161,72 @@ def _refuse_python_functions(traced):
                 "prim::PythonOp", frames[0] if frames else "")
 
 
+# Trace nodes whose result follows the shape of their input, not its values.
+_SHAPE_READS = {"aten::size", "aten::dim", "aten::numel", "aten::len", "prim::device",
+                "prim::dtype"}
+# Tensor methods that make a Python value of a tensor, and how the message names them.
+_CONVERSIONS = {"item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()",
+                "__float__": "float()", "__int__": "int()", "__index__": "an index",
+                "__complex__": "complex()", "__bool__": "a branch (bool())"}
+
+
+def _reads_values(tensor):
+    """Whether the traced `tensor` follows the values of the model's inputs, parameters or
+    buffers (the trace's inputs), not only shapes and constants."""
+    try:
+        value = torch._C._get_value_trace(tensor)
+    except RuntimeError:  # made outside the trace: a constant
+        return False
+    seen, pending = set(), [value]
+    while pending:
+        v = pending.pop()
+        if v.unique() in seen:
+            continue
+        seen.add(v.unique())
+        node = v.node()
+        if node.kind() == "prim::Param":
+            return True
+        if node.kind() not in _SHAPE_READS:
+            pending.extend(node.inputs())
+    return False
+
+
+@contextlib.contextmanager
+def _computed_numbers_refused():
+    """A trace records a Python number or branch made of a tensor as the example batch's
+    constant, so the plan would reuse that value at every step. While tracing, making one of
+    a tensor the model computes (h.max().item(), float(t), t.numpy(), `if t.any():`) in
+    the model's code is refused, naming the line; torch's own checks (argument validation
+    in torch.distributions) and anything made of shapes alone are left alone, without the
+    trace's warning."""
+    own = {name: getattr(torch.Tensor, name) for name in _CONVERSIONS}
+    torch_dir = torch.__file__.rsplit("/", 1)[0] + "/"
+
+    def guarded(name):
+        def conversion(self, *args, **kwargs):
+            caller = sys._getframe(1)
+            if (torch._C._is_tracing() and not caller.f_code.co_filename.startswith(torch_dir)
+                    and _reads_values(self)):
+                where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+                raise UnsupportedOperator(
+                    f"the model makes a Python value of a tensor it computes ({_CONVERSIONS[name]} "
+                    f"at {where}): a trace keeps the example batch's value at every step; keep "
+                    "it a tensor (torch.where for a branch), or read it outside forward() if it "
+                    "is only logged", _CONVERSIONS[name], where)
+            with warnings.catch_warnings():  # a shape, or torch's check: the trace's is right
+                warnings.simplefilter("ignore", torch.jit.TracerWarning)
+                return own[name](self, *args, **kwargs)
+        return conversion
+
+    for name in _CONVERSIONS:
+        setattr(torch.Tensor, name, guarded(name))
+    try:
+        yield
+    finally:
+        for name, method in own.items():
+            setattr(torch.Tensor, name, method)
+
+
 class _ResultNotTraceable(Exception):
     """The module's forward ran and returned what a trace cannot return (a dataclass,
     lists inside a dict)."""
@@ -181,11 +248,12 @@ def _traced(module, inputs):
     _refuse_uninitialized(module)
     hook = module.register_forward_hook(keep)
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
-            _cumulative_averages_traced(module), _model_no_grad_detached():
+            _cumulative_averages_traced(module), _model_no_grad_detached(), \
+            _computed_numbers_refused():
         try:
             # strict=False: a module returning a dict (torchvision's segmentation models).
             traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
-        except _ResultNotTraceable:
+        except (_ResultNotTraceable, UnsupportedOperator):
             raise
         except Exception as e:  # the model's own error on the example input, in one line
             raise _trace_failure(module, e) from e

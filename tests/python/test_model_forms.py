@@ -3,7 +3,7 @@ traced model (a scripted function with a branch and a loop on shapes: the branch
 the loop unrolled), parameters laid out channels_last (made contiguous at planning),
 random draws from PyTorch's default generator (torch.randn_like, torch.rand in forward:
 new at every step, the same under every plan), calls with keyword arguments, and what is
-refused in one line (a branch on a computed value)."""
+refused in one line (a branch on a computed value, a Python number made of one)."""
 import copy
 
 import pytest
@@ -60,7 +60,22 @@ class ChannelsLast(nn.Module):
         return self.net(x.contiguous(memory_format=torch.channels_last))
 
 
-@pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast])
+class GaussianHead(nn.Module):
+    """A torch.distributions.Normal's log-density in forward (the distribution validates
+    its arguments with bool() of computed tensors, inside torch) and int() of a shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.mu, self.log_sigma = nn.Conv2d(3, 8, 3), nn.Linear(8, 10), nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = self.conv(x).mean((2, 3))
+        batch = int(x.shape[0])
+        normal = torch.distributions.Normal(self.mu(h), self.log_sigma(h).exp())
+        return normal.log_prob(torch.zeros(batch, 10, dtype=x.dtype))
+
+
+@pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast, GaussianHead])
 def test_trains_like_pytorch(make, cache_dir):
     torch.manual_seed(0)
     model = make().double().train()
@@ -206,3 +221,37 @@ def test_arguments_given_by_keyword_are_forwards_in_its_order(cache_dir):
                 inside(ids, ids, attention_mask=mask)):  # the target last positional
         assert torch.equal(got, want)
         got.backward()
+
+
+class ScaledByItem(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 10)
+
+    def forward(self, x):
+        h = torch.tanh(self.fc(x))
+        return h / h.abs().max().item()
+
+
+class ScaledByNumpy(ScaledByItem):
+    def forward(self, x):
+        return self.fc(x / float(x.detach().numpy().std()))
+
+
+class BranchOnValues(ScaledByItem):
+    def forward(self, x):
+        h = self.fc(x)
+        if h.sum() > 0:
+            return h
+        return -h
+
+
+@pytest.mark.parametrize("make, made", [(ScaledByItem, ".item()"), (ScaledByNumpy, ".numpy()"),
+                                        (BranchOnValues, "a branch (bool())")])
+def test_a_python_value_of_a_computed_tensor_is_refused_in_one_line(make, made, cache_dir):
+    """A trace would keep the example batch's value at every step."""
+    with pytest.raises(monet.UnsupportedOperator) as e:
+        monet.plan(make(), torch.randn(4, 12), planner="storeall", cache_dir=cache_dir)
+    assert f"makes a Python value of a tensor it computes ({made} at " in str(e.value)
+    assert "test_model_forms.py:" in e.value.source
+    assert "\n" not in str(e.value)
