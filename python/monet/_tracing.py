@@ -246,6 +246,7 @@ def _traced(module, inputs):
             raise _ResultNotTraceable()
 
     _refuse_uninitialized(module)
+    _warn_of_forward_hooks(module)
     hook = module.register_forward_hook(keep)
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
             _cumulative_averages_traced(module), _model_no_grad_detached(), \
@@ -261,6 +262,36 @@ def _traced(module, inputs):
             hook.remove()
     _refuse_python_functions(traced)
     return traced, returned[-1] if returned else None
+
+
+def _warn_of_forward_hooks(module):
+    """Forward hooks run while monet traces the module, once: what they return is in the
+    plan, but a hook that records what it sees (feature extraction) records the trace's
+    tensors and nothing at the planned steps. Warns naming the modules that have one
+    (PyTorch's weight parametrizations by hook, spectral_norm's and pruning's, aside)."""
+    def own(hooks):  # not PyTorch's weight parametrizations (spectral_norm, pruning)
+        return [h for h in hooks.values() if not type(h).__module__.startswith("torch.nn.utils")]
+    hooked = [name or type(m).__name__ for name, m in module.named_modules()
+              if own(m._forward_hooks) or own(m._forward_pre_hooks)]
+    hooked += ["every module (a global hook)"] if (
+        torch.nn.modules.module._global_forward_hooks
+        or torch.nn.modules.module._global_forward_pre_hooks) else []
+    if hooked:
+        more = f" and {len(hooked) - 1} more" if len(hooked) > 1 else ""
+        warnings.warn(
+            f"forward hooks on '{hooked[0]}'{more} run once, while monet traces the model, "
+            "not at each planned step: what they return is part of the plan, but one that "
+            "records tensors sees only the trace's; return what it records from forward() "
+            "instead", UserWarning, stacklevel=_callers_level())
+
+
+def _callers_level():
+    """warnings.warn's stacklevel of the first caller outside monet (the user's line)."""
+    here, level = __file__.rsplit("/", 1)[0] + "/", 2
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _refuse_uninitialized(module):
@@ -287,6 +318,9 @@ def _trace_failure(module, e):
         hint = (" (monet traces the forward without autograd and computes the backward "
                 "itself: a gradient hook or retain_grad() inside forward() cannot change or "
                 "see it; remove it, or write the gradient's change with torch operators)")
+    elif "backward hooks" in first:
+        hint = (" (monet computes the backward itself and runs no module backward hooks: "
+                "remove them)")
     elif isinstance(inner, WithLoss) and inner.output is None and inner.returned:
         hint = (f" (the loss gets the whole {inner.returned} the module returns, as "
                 "loss(module(x), target) does in PyTorch; output= picks one of its "

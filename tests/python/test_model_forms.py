@@ -5,6 +5,7 @@ random draws from PyTorch's default generator (torch.randn_like, torch.rand in f
 new at every step, the same under every plan), calls with keyword arguments, and what is
 refused in one line (a branch on a computed value, a Python number made of one)."""
 import copy
+import warnings
 
 import pytest
 import torch
@@ -255,3 +256,20 @@ def test_a_python_value_of_a_computed_tensor_is_refused_in_one_line(make, made, 
     assert f"makes a Python value of a tensor it computes ({made} at " in str(e.value)
     assert "test_model_forms.py:" in e.value.source
     assert "\n" not in str(e.value)
+
+
+def test_a_forward_hook_is_named_in_a_warning_and_a_backward_hook_refused(cache_dir):
+    """Forward hooks run once, while tracing (what they record is the trace's); PyTorch's
+    own parametrizations by hook (spectral_norm) are not warned of; module backward hooks
+    never run under monet's backward and are refused saying so."""
+    model = nn.Sequential(nn.utils.spectral_norm(nn.Linear(12, 16)), nn.ReLU(),
+                          nn.Linear(16, 10))
+    model[2].register_forward_hook(lambda module, inputs, output: None)
+    with pytest.warns(UserWarning, match="forward hooks on '2' run once") as caught:
+        monet.plan(model, torch.randn(4, 12), planner="storeall", cache_dir=cache_dir)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    model[0].register_full_backward_hook(lambda module, grad_in, grad_out: None)
+    with pytest.raises(monet.UnsupportedOperator, match="runs no module backward hooks"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the forward hook's, as above
+        monet.plan(model, torch.randn(4, 12), planner="storeall", cache_dir=cache_dir)
