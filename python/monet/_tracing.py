@@ -124,8 +124,9 @@ def _model_no_grad_detached():
     gradients off itself (a teacher or target network under `with torch.no_grad()`, a
     @torch.no_grad method), and monet would differentiate through it. While tracing, the
     model's grad mode is kept aside from the real one (torch.is_grad_enabled and
-    torch._C._set_grad_enabled, which every grad-mode context calls, read and write it),
-    and while the model has it off, what it computes is detached (_ResultsDetached)."""
+    torch._C._set_grad_enabled, which every grad-mode context calls, read and write it;
+    torch.inference_mode turns it off as no_grad does), and while the model has it off,
+    what it computes is detached (_ResultsDetached)."""
     own = torch.is_grad_enabled, torch._C._set_grad_enabled
     model = {"enabled": True, "mode": None}
 
@@ -138,13 +139,25 @@ def _model_no_grad_detached():
             model["mode"].__exit__(None, None, None)
             model["mode"] = None
 
+    inference = torch.inference_mode.__enter__, torch.inference_mode.__exit__
+
+    def enter_inference(context):  # as no_grad, for what the model computes
+        context._monet_grad_enabled = model["enabled"]
+        if context.mode:
+            set_enabled(False)
+
+    def exit_inference(context, *_):
+        set_enabled(context._monet_grad_enabled)
+
     torch.is_grad_enabled = lambda: model["enabled"]
     torch._C._set_grad_enabled = set_enabled
+    torch.inference_mode.__enter__, torch.inference_mode.__exit__ = enter_inference, exit_inference
     try:
         yield
     finally:
         set_enabled(True)
         torch.is_grad_enabled, torch._C._set_grad_enabled = own
+        torch.inference_mode.__enter__, torch.inference_mode.__exit__ = inference
 
 
 def _refuse_python_functions(traced):

@@ -76,7 +76,23 @@ class GaussianHead(nn.Module):
         return normal.log_prob(torch.zeros(batch, 10, dtype=x.dtype))
 
 
-@pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast, GaussianHead])
+class InferenceModeTeacher(nn.Module):
+    """A teacher run under torch.inference_mode (its output cloned, as PyTorch needs to
+    save it for the backward): no gradient flows into it, as under no_grad."""
+
+    def __init__(self):
+        super().__init__()
+        self.student, self.teacher = (nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(),
+                                                    nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                                    nn.Linear(8, 10)) for _ in range(2))
+
+    def forward(self, x):
+        with torch.inference_mode():
+            t = self.teacher(x)
+        return self.student(x) * t.clone().sigmoid()
+
+
+@pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast, GaussianHead, InferenceModeTeacher])
 def test_trains_like_pytorch(make, cache_dir):
     torch.manual_seed(0)
     model = make().double().train()
