@@ -17,9 +17,12 @@ from .errors import UnsupportedOperator
 
 @contextlib.contextmanager
 def _state_kept(module):
-    """Tracing runs the module once: its buffers (batch-norm statistics) and the random
-    number generator are put back as they were."""
+    """Tracing runs the module once: its buffers (batch-norm statistics), its Python
+    numbers (a step counter) and the random number generator are put back as they were.
+    A Python number forward changes is warned of: the trace records the value it read,
+    and the planned steps neither change it nor read it again."""
     buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    numbers = _python_numbers(module)
     rng = torch.random.get_rng_state()
     try:
         yield
@@ -28,6 +31,27 @@ def _state_kept(module):
             for b, saved in buffers:
                 b.copy_(saved)
         torch.random.set_rng_state(rng)
+        changed = [(m, name, value) for (m, name), value in numbers.items()
+                   if m.__dict__.get(name) is not value]
+        for m, name, value in changed:
+            setattr(m, name, value)
+    if changed:
+        names = {id(m): n for n, m in module.named_modules()}
+        m, name, value = changed[0]
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        where = f"{names.get(id(m)) or type(m).__name__}.{name}"
+        warnings.warn(
+            f"forward() changes the Python number '{where}'{more} (it was {value!r}): a trace "
+            "records the value forward read, and the planned steps neither change it nor read "
+            "it again; keep it in a buffer (register_buffer) to have it counted at each step",
+            UserWarning, stacklevel=_callers_level())
+
+
+def _python_numbers(module):
+    """{(submodule, attribute): value} of the module's attributes that are Python numbers
+    (int, float, bool), which forward may read and change."""
+    return {(m, name): value for m in module.modules() for name, value in vars(m).items()
+            if type(value) in (int, float, bool)}
 
 
 @contextlib.contextmanager
@@ -302,7 +326,8 @@ def _callers_level():
     """warnings.warn's stacklevel of the first caller outside monet (the user's line)."""
     here, level = __file__.rsplit("/", 1)[0] + "/", 2
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(here):
+    while frame is not None and (frame.f_code.co_filename.startswith(here)
+                                 or frame.f_code.co_filename == contextlib.__file__):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -113,7 +113,7 @@ struct ReferencePass {
     node_state.assign(g.nodes().size(), NodeState());
     for (int id : order) {
       const Node& n = g.node(id);
-      node_state[id].seed = node_seed(0, id);
+      node_state[id].seed = node_seed(0, n);
       const auto impls = forward_impls(g, n);
       const auto f = find_forward_impl(impls, n, out_of_place(impls.front().name));
       act[n.output] = run_forward(g, n, f, inputs_of(n), node_state[id], true).output;

@@ -161,6 +161,19 @@ class SeededDefaultGenerator {
   at::Tensor saved_;
 };
 
+// Whether the call's arguments ask for dropout in training inside the operator (aten::lstm,
+// gru, rnn_tanh: `dropout` > 0 between the layers and `train`), drawn from the default
+// generator.
+bool drops_out(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& arguments) {
+  bool dropout = false, train = false;
+  for (size_t i = 0; i < arguments.size() && i < schema.arguments().size(); ++i) {
+    const std::string& name = schema.arguments()[i].name();
+    if (name == "dropout" && arguments[i].isDouble()) dropout = arguments[i].toDouble() > 0;
+    if (name == "train" && arguments[i].isBool()) train = arguments[i].toBool();
+  }
+  return dropout && train;
+}
+
 bool takes_generator(const c10::FunctionSchema& schema) {
   const auto& arguments = schema.arguments();
   return std::any_of(arguments.begin(), arguments.end(), is_generator_argument);
@@ -392,7 +405,7 @@ std::shared_ptr<const AtenCall> make_aten_call(
   // Several results (values and indices): the node is one of them.
   if (const auto op = c10::Dispatcher::singleton().findSchema({call->name, call->overload})) {
     call->several_results = op->schema().returns().size() > 1 || returns_tensor_list(op->schema());
-    call->draws_random = draws_random(op->schema());
+    call->draws_random = draws_random(op->schema()) || drops_out(op->schema(), call->arguments);
   }
   call->result_index = result_index;
   ProbeValues values = ProbeValues::kNormal;

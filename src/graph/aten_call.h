@@ -77,6 +77,10 @@ struct AtenCall {
   /// generator seeded with call_aten's `random_seed`, so that a recomputation, a re-running
   /// backward and the reference draw what the forward drew.
   bool draws_random = false;
+  /// The draws' stream when the results of one call are several nodes (an LSTM's output
+  /// and final state, each a call of its own): a negative number the nodes share, so that
+  /// each call draws the same; 0: the node's own (its id).
+  int random_stream = 0;
   /// PyTorch's forward writes the result into this buffer (a value id): `out=` into a
   /// buffer or an in-place update of one (spectral_norm's power iteration). monet computes
   /// it out of place; the first forward keeps a copy (the node's per-iteration state) that

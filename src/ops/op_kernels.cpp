@@ -17,6 +17,11 @@ uint64_t node_seed(uint64_t iteration_seed, int node_id) {
   return z ^ (z >> 31);
 }
 
+uint64_t node_seed(uint64_t iteration_seed, const Node& n) {
+  const bool shared = n.op == OpKind::kAten && n.attrs.aten && n.attrs.aten->random_stream < 0;
+  return node_seed(iteration_seed, shared ? n.attrs.aten->random_stream : n.id);
+}
+
 at::Tensor dropout_noise(at::IntArrayRef shape, double p, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   return dropout_scale(at::empty(shape).bernoulli_(1 - p, gen), p);

@@ -37,6 +37,9 @@ at::Tensor dropout_scale(at::Tensor kept, double p);
 
 /// Seed of `node`'s random numbers in the iteration seeded by `iteration_seed`.
 uint64_t node_seed(uint64_t iteration_seed, int node_id);
+/// The same for `n`: its id's, or the stream it shares with the other results of its
+/// ATen call (AtenCall::random_stream).
+uint64_t node_seed(uint64_t iteration_seed, const Node& n);
 
 struct ForwardOutput {
   at::Tensor output;

@@ -75,7 +75,7 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
     case OpKind::kDropout:
       if (!training || a.p == 0) return in[0].clone();
       return in[0] * dropout_noise(dropout_noise_shape(n, in[0].sizes().vec()), a.p,
-                                   node_seed(iteration_seed, n.id));
+                                   node_seed(iteration_seed, n));
     case OpKind::kCrossEntropyLoss:
       return at::cross_entropy_loss(in[0], in[1], {}, at::Reduction::Mean, -100, 0.0);
     case OpKind::kBCEWithLogitsLoss:
@@ -85,9 +85,9 @@ at::Tensor reference_forward(const Node& n, const std::vector<at::Tensor>& in, b
     case OpKind::kSumLoss:
       return in[0].sum();
     case OpKind::kAten:
-      return reference_aten(*a.aten, in, node_seed(iteration_seed, n.id));
+      return reference_aten(*a.aten, in, node_seed(iteration_seed, n));
     case OpKind::kAttention:
-      return kernels::attention_reference(n, in, training, node_seed(iteration_seed, n.id));
+      return kernels::attention_reference(n, in, training, node_seed(iteration_seed, n));
   }
   throw std::logic_error(std::string("reference_forward: no forward for ") + op_name(n.op));
 }

@@ -90,7 +90,7 @@ struct PendingIteration::State {
     tensors.resize(ids.count());
     param_grads.resize(g.values().size());
     node_state.resize(g.nodes().size());
-    for (const auto& n : g.nodes()) node_state[n.id].seed = node_seed(o.iteration_seed, n.id);
+    for (const auto& n : g.nodes()) node_state[n.id].seed = node_seed(o.iteration_seed, n);
   }
   Batch batch;
   ExecutionOptions options;

@@ -169,7 +169,22 @@ class SelfNormalising(nn.Module):
         return self.b(self.drop(F.selu(self.a(x))))
 
 
-@pytest.mark.parametrize("make", [VariationalHead, NoisedInput, RandomMasking, SelfNormalising])
+class DroppedLSTM(nn.Module):
+    """A 2-layer LSTM with dropout between its layers (drawn inside aten::lstm) whose
+    output and final state the model both reads: two nodes of one call, drawing alike."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(12, 16, num_layers=2, dropout=0.5, batch_first=True)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        out, (h, _) = self.rnn(x.unsqueeze(1).expand(-1, 5, -1).contiguous())
+        return self.head(out[:, -1] + h[-1])
+
+
+@pytest.mark.parametrize("make", [VariationalHead, NoisedInput, RandomMasking, SelfNormalising,
+                                  DroppedLSTM])
 def test_default_generator_draws_are_new_each_step_and_the_same_under_every_plan(
         make, cache_dir):
     """Each draw is a node seeded by the step and the node: a recomputation draws what the
@@ -289,3 +304,39 @@ def test_a_forward_hook_is_named_in_a_warning_and_a_backward_hook_refused(cache_
             warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the forward hook's, as above
         monet.plan(model, torch.randn(4, 12), planner="storeall", cache_dir=cache_dir)
+
+
+def test_the_results_of_one_random_call_draw_alike(cache_dir):
+    """The LSTM's last output and its final state are one tensor's values in PyTorch: the
+    two nodes monet makes of the call draw the same dropout."""
+    torch.manual_seed(0)
+    model = DroppedLSTM().double().train()
+
+    def last_output_less_final_state(x):
+        out, (h, _) = model.rnn(x)
+        return out[:, -1] - h[-1]
+
+    model.forward = last_output_less_final_state
+    x = torch.randn(4, 5, 12, dtype=torch.float64)
+    assert torch.equal(model(x), torch.zeros(4, 16, dtype=torch.float64))
+    fast = monet.optimize(model, x, planner="storeall", cache_dir=cache_dir)
+    assert torch.equal(fast(x), torch.zeros(4, 16, dtype=torch.float64))
+
+
+class StepCountedInPython(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.step = nn.Linear(12, 10), 0
+
+    def forward(self, x):
+        self.step += 1
+        return self.fc(x) * min(1.0, self.step / 10)
+
+
+def test_a_python_number_forward_changes_is_warned_of_and_put_back(cache_dir):
+    """The trace runs forward once: the counter is put back, and the warning says the
+    planned steps neither change nor read it."""
+    model = StepCountedInPython()
+    with pytest.warns(UserWarning, match="changes the Python number 'StepCountedInPython.step'"):
+        monet.plan(model, torch.randn(4, 12), planner="storeall", cache_dir=cache_dir)
+    assert model.step == 0

@@ -252,6 +252,8 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
     fail(node, "unsupported operator '" + kind + "': it reads no tensor of the model");
   const std::string label = kind.substr(kind.find("::") + 2);  // without "aten::"
   const AtenInputs in = aten_inputs_of(graph_, inputs);
+  // Results of one random call (an LSTM's output and state with dropout) draw alike.
+  const int stream = results.size() > 1 ? -(++shared_random_streams_) : 0;
   for (const Result& result : results) {
     OpAttrs a;
     try {
@@ -259,6 +261,11 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
                               in.strides, in.dtypes, result.index, list_indices);
     } catch (const AtenCallError& err) {
       fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
+    }
+    if (a.aten->draws_random && stream < 0) {
+      auto shared = std::make_shared<AtenCall>(*a.aten);
+      shared->random_stream = stream;
+      a.aten = std::move(shared);
     }
     if (kind == "aten::gelu") a.lossy = options_.lossy;
     emit(node, OpKind::kAten, inputs, std::move(a), module, result.value, label.c_str());

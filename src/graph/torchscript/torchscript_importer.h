@@ -433,6 +433,8 @@ class Importer {
   std::unordered_map<const JitValue*, Entry> entries_;
   std::set<std::string> names_;
   std::string scope_;
+  // Random calls whose results are several nodes (AtenCall::random_stream), counted.
+  int shared_random_streams_ = 0;
 };
 
 }  // namespace monet::torchscript
