@@ -203,8 +203,7 @@ bool scatter_complex(const AtenCall& c, torch::jit::Stack* stack) {
 bool draws_random(const c10::FunctionSchema& schema) {
   if (takes_generator(schema)) return true;
   // randn_like, rand_like, alpha_dropout: they draw from the default generator.
-  const auto op =
-      c10::Dispatcher::singleton().findSchema({schema.name(), schema.overload_name()});
+  const auto op = c10::Dispatcher::singleton().findSchema({schema.name(), schema.overload_name()});
   return op && op->hasTag(at::Tag::nondeterministic_seeded);
 }
 
@@ -269,10 +268,12 @@ void point_storage_at(const at::Tensor& t, const c10::Storage& storage) {
 
 namespace {
 
-// The values a probe's floating inputs take: standard normal, or uniform in [0, 1) for
-// operators whose inputs are probabilities (binary_cross_entropy), tried when normal
-// values fail.
-enum class ProbeValues { kNormal, kUnitInterval };
+// The values a probe's floating inputs take, tried in this order until the call runs:
+// standard normal; uniform in [0, 1) for operators whose inputs are probabilities
+// (binary_cross_entropy); and square matrices made positive definite (uniform in
+// [0, 0.1) plus n on the diagonal of each n x n matrix) for factorisations that need it
+// (linalg_cholesky).
+enum class ProbeValues { kNormal, kUnitInterval, kPositiveDefinite };
 
 // Random inputs of `shapes` (strided as `strides` gives, where it gives a non-empty entry:
 // a view's layout, an expanded one's zero strides included; integer ones as indices 0 or
@@ -296,7 +297,14 @@ std::vector<at::Tensor> probe_inputs(const std::vector<std::vector<int64_t>>& sh
     at::Tensor t = integral ? at::randint(0, 2, storage_shape, gen, at::dtype(dtypes[k]))
                    : values == ProbeValues::kNormal ? at::randn(storage_shape, gen, type)
                                                     : at::rand(storage_shape, gen, type);
-    in.push_back(strided ? t.as_strided(shapes[k], strides[k]) : t);
+    t = strided ? t.as_strided(shapes[k], strides[k]) : t;
+    const auto& s = shapes[k];
+    if (values == ProbeValues::kPositiveDefinite && !integral && !strided && s.size() >= 2 &&
+        s[s.size() - 1] == s[s.size() - 2]) {
+      const int64_t n = s.back();
+      t = t * 0.1 + at::eye(n, type) * static_cast<double>(n);
+    }
+    in.push_back(t);
   }
   return in;
 }
@@ -409,18 +417,19 @@ std::shared_ptr<const AtenCall> make_aten_call(
   }
   call->result_index = result_index;
   ProbeValues values = ProbeValues::kNormal;
-  try {
-    probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes, values);
-  } catch (const AtenCallError&) {
-    values = ProbeValues::kUnitInterval;  // probabilities; the first error where these fail
+  std::optional<AtenCallError> first_error;  // reported when no values suit the call
+  for (ProbeValues v :
+       {ProbeValues::kNormal, ProbeValues::kUnitInterval, ProbeValues::kPositiveDefinite}) {
     try {
-      probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes,
-                      values);
-    } catch (const AtenCallError&) {
-      values = ProbeValues::kNormal;
+      probe_aten_call(call.get(), input_shapes, differentiable, input_strides, input_dtypes, v);
+      values = v;
+      first_error.reset();
+      break;
+    } catch (const AtenCallError& e) {
+      if (!first_error) first_error = e;
     }
-    if (values == ProbeValues::kNormal) throw;
   }
+  if (first_error) throw *first_error;
   if (!call->output_aliases_input && !call->saves_output && !call->no_gradient &&
       differentiable_type(call->output_dtype))
     probe_autograd_node(call.get(), input_shapes, differentiable, input_strides, input_dtypes,

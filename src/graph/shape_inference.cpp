@@ -139,6 +139,15 @@ std::vector<int64_t> cross_entropy_target_shape(const std::vector<int64_t>& logi
   return target;
 }
 
+bool broadcasts_to(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  bool ok = from.size() <= to.size();
+  for (size_t j = 0; ok && j < from.size(); ++j) {
+    const int64_t d = from[from.size() - 1 - j];
+    ok = d == 1 || d == to[to.size() - 1 - j];
+  }
+  return ok;
+}
+
 namespace {
 
 std::vector<int64_t> batch_norm_shape(const std::string& node, const std::vector<const Value*>& in,
@@ -174,13 +183,7 @@ std::vector<int64_t> mul_shape(const std::string& node, const std::vector<const 
   expect_arity(node, in, 2, 2);
   const auto& x = in[0]->shape;
   const auto& s = in[1]->shape;
-  // b broadcasts to a: same rank or lower, each dimension equal or 1.
-  bool ok = s.size() <= x.size();
-  for (size_t j = 0; ok && j < s.size(); ++j) {
-    const int64_t d = s[s.size() - 1 - j];
-    ok = d == 1 || d == x[x.size() - 1 - j];
-  }
-  if (!ok)
+  if (!broadcasts_to(s, x))
     fail(node, "cannot multiply '" + in[0]->name + "' " + shape_string(x) + " by '" + in[1]->name +
                    "' " + shape_string(s) + ": the second operand must broadcast to the first");
   return x;

@@ -57,7 +57,7 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
   sources.push_back(a.grad_output);
   for (size_t i = 0; i < positions.size(); ++i) {
     const size_t k = positions[i];
-    grads[k] = got[i].defined() ? own_storage(got[i], sources) : at::zeros_like(leaves[k]);
+    grads[k] = got[i].defined() ? owned_gradient(got[i], sources) : at::zeros_like(leaves[k]);
   }
   return grads;
 }
@@ -142,6 +142,10 @@ at::Tensor own_storage(at::Tensor t, const std::vector<at::Tensor>& others) {
   for (const at::Tensor& o : others)
     if (o.defined() && t.is_alias_of(o)) return t.clone(at::MemoryFormat::Contiguous);
   return t;
+}
+
+at::Tensor owned_gradient(const at::Tensor& t, const std::vector<at::Tensor>& others) {
+  return own_storage(t, others).contiguous();
 }
 
 ForwardOutput aten_forward(const Graph& g, const Node& n, const ForwardImplInfo& impl,

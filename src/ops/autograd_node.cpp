@@ -101,7 +101,7 @@ std::vector<at::Tensor> autograd_node_backward(const Graph& g, const Node& n,
   sources.push_back(a.grad_output);
   for (size_t k = 0; k < grads.size(); ++k) {
     if (!a.needs_grad[k]) continue;
-    grads[k] = grads[k].defined() ? own_storage(grads[k], sources)
+    grads[k] = grads[k].defined() ? owned_gradient(grads[k], sources)
                                   : at::zeros(g.value(n.inputs[k]).shape, a.grad_output.options());
   }
   return grads;

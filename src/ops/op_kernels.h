@@ -106,6 +106,11 @@ std::vector<at::Tensor> pool_backward(const Graph& g, const Node& n, const Backw
 /// view of an input, a gradient that is a view of the output gradient): the tensors the
 /// executor keeps own their storage.
 at::Tensor own_storage(at::Tensor t, const std::vector<at::Tensor>& others);
+/// An input gradient a generic node's backward returns: owning its storage
+/// (own_storage) and contiguous, as the executor hands gradients on and the profiler
+/// measures the producers' backward on (einsum's gradient of a permuted operand is a
+/// strided view of its batched product; the copy is this backward's workspace).
+at::Tensor owned_gradient(const at::Tensor& t, const std::vector<at::Tensor>& others);
 /// A generic ATen operator (OpKind::kAten): the dispatcher's call, copied when the
 /// result is a view of an input (the memory model gives every output its own storage).
 /// The "mask" forward also packs the input's sign (aten_impls.h); "autograd" keeps the

@@ -92,11 +92,33 @@ class InferenceModeTeacher(nn.Module):
         return self.student(x) * t.clone().sigmoid()
 
 
-@pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast, GaussianHead, InferenceModeTeacher])
+class OuterProducts(nn.Module):
+    """Operands broadcasting to each other ([N, L, 1] * [N, 1, L]: the generic path),
+    einsum with the permuted operand second (its gradient a strided view of a batched
+    product), and a Cholesky factor (probed on positive-definite matrices)."""
+
+    input_shape = (4, 12)
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.head = nn.Linear(12, 6), nn.Linear(12, 6), nn.Linear(6 + 36, 10)
+
+    def forward(self, x):
+        w = torch.sigmoid(self.q(x))
+        pairs = torch.tril(w.unsqueeze(2) * w.unsqueeze(1)).sum(2)
+        keys = self.k(x.unsqueeze(1).expand(-1, 6, -1) * torch.linspace(0.5, 1.5, 6)[:, None])
+        scores = torch.einsum("nd,nld->nl", self.q(x), keys)
+        h = self.k(x)
+        factor = torch.linalg.cholesky(h.t() @ h / h.shape[0] + torch.eye(6, dtype=x.dtype))
+        return self.head(torch.cat([pairs + scores, (h @ factor).repeat(1, 6)], 1))
+
+
+@pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast, GaussianHead, InferenceModeTeacher,
+                                  OuterProducts])
 def test_trains_like_pytorch(make, cache_dir):
     torch.manual_seed(0)
     model = make().double().train()
-    xs, ys, loss_fn = batches("features", (2, 3, 8, 8))
+    xs, ys, loss_fn = batches("features", getattr(make, "input_shape", (2, 3, 8, 8)))
     check_trains_like_pytorch(model, xs, ys, loss_fn, None, cache_dir)
     assert all(p.is_contiguous() for p in model.parameters())
 

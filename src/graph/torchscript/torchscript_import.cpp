@@ -576,11 +576,15 @@ void Importer::translate_elementwise(JitNode* node, const std::string& kind) {
       at.inplace = inplace_allowed(node, a);
       return emit(node, OpKind::kAdd, {a, b}, at);
     }
-    // Multiplication: the operand that broadcasts goes second.
+    // Multiplication: the operand that broadcasts goes second. Operands that broadcast
+    // to each other ([N, L, 1] by [N, 1, L]) multiply on the generic path.
     const Value &va = graph_.value(a), &vb = graph_.value(b);
     const bool swap = va.shape.size() < vb.shape.size() ||
                       (va.shape.size() == vb.shape.size() && va.numel() < vb.numel());
-    return emit(node, OpKind::kMul, swap ? std::vector<int>{b, a} : std::vector<int>{a, b}, {});
+    const std::vector<int> operands = swap ? std::vector<int>{b, a} : std::vector<int>{a, b};
+    if (!broadcasts_to(shape_of(operands[1]), shape_of(operands[0])))
+      return translate_aten(node, kind);
+    return emit(node, OpKind::kMul, operands, {});
   }
   translate_aten(node, kind);
 }
