@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "base/memory_tracker.h"
+#include "graph/aten_random.h"
 #include "graph/graph.h"
 
 namespace monet {
@@ -98,87 +98,6 @@ void match_constants_to_inputs(torch::jit::Stack* stack, const c10::FunctionSche
   }
 }
 
-bool is_generator_argument(const c10::Argument& argument) {
-  c10::TypePtr type = argument.real_type();
-  if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
-  return type->kind() == c10::TypeKind::GeneratorType;
-}
-
-// A generator of `device` seeded with `seed`: the same seed, the same draws.
-at::Generator seeded_generator(c10::Device device, uint64_t seed) {
-  if (device.is_cpu()) return at::make_generator<at::CPUGeneratorImpl>(seed);
-  at::Generator generator;
-  {
-    at::Generator shared = at::globalContext().defaultGenerator(device);
-    std::lock_guard<std::mutex> lock(shared.mutex());
-    generator = shared.clone();
-  }
-  generator.set_current_seed(seed);
-  return generator;
-}
-
-// The device an operator draws on: that of its inputs, the CPU for one that reads none.
-c10::Device device_of(const std::vector<at::Tensor>& inputs) {
-  c10::Device device = at::kCPU;
-  for (const at::Tensor& t : inputs)
-    if (t.defined()) device = t.device();
-  return device;
-}
-
-// Generators seeded with `seed` in the generator arguments the trace left at None.
-void seed_generators(torch::jit::Stack* stack, const c10::FunctionSchema& schema,
-                     c10::Device device, uint64_t seed) {
-  const auto& arguments = schema.arguments();
-  for (size_t i = 0; i < stack->size() && i < arguments.size(); ++i) {
-    if (!(*stack)[i].isNone() || !is_generator_argument(arguments[i])) continue;
-    (*stack)[i] = seeded_generator(device, seed);
-  }
-}
-
-// For the span of one call of an operator that draws from the default generator of
-// `device` (randn_like, alpha_dropout: it takes no generator argument), that generator
-// seeded with `seed`; its state is restored after, so the draws are the node's own and the
-// program's random stream is as it was. The operator locks the generator while drawing, so
-// the lock is held only to seed and to restore: another thread drawing from the default
-// generator during the call would change the node's draws.
-class SeededDefaultGenerator {
- public:
-  SeededDefaultGenerator(c10::Device device, uint64_t seed)
-      : generator_(at::globalContext().defaultGenerator(device)) {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    saved_ = generator_.get_state();
-    generator_.set_current_seed(seed);
-  }
-  ~SeededDefaultGenerator() {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    generator_.set_state(saved_);
-  }
-  SeededDefaultGenerator(const SeededDefaultGenerator&) = delete;
-  SeededDefaultGenerator& operator=(const SeededDefaultGenerator&) = delete;
-
- private:
-  at::Generator generator_;
-  at::Tensor saved_;
-};
-
-// Whether the call's arguments ask for dropout in training inside the operator (aten::lstm,
-// gru, rnn_tanh: `dropout` > 0 between the layers and `train`), drawn from the default
-// generator.
-bool drops_out(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& arguments) {
-  bool dropout = false, train = false;
-  for (size_t i = 0; i < arguments.size() && i < schema.arguments().size(); ++i) {
-    const std::string& name = schema.arguments()[i].name();
-    if (name == "dropout" && arguments[i].isDouble()) dropout = arguments[i].toDouble() > 0;
-    if (name == "train" && arguments[i].isBool()) train = arguments[i].toBool();
-  }
-  return dropout && train;
-}
-
-bool takes_generator(const c10::FunctionSchema& schema) {
-  const auto& arguments = schema.arguments();
-  return std::any_of(arguments.begin(), arguments.end(), is_generator_argument);
-}
-
 // slice_scatter / select_scatter (view_writes.h) of complex tensors as a clone of the base
 // with the part copied into its view: ATen has no complex derivative for the scatters, and
 // autograd differentiates the clone, the view and the copy. Returns whether it did.
@@ -199,13 +118,6 @@ bool scatter_complex(const AtenCall& c, torch::jit::Stack* stack) {
 }
 
 }  // namespace
-
-bool draws_random(const c10::FunctionSchema& schema) {
-  if (takes_generator(schema)) return true;
-  // randn_like, rand_like, alpha_dropout: they draw from the default generator.
-  const auto op = c10::Dispatcher::singleton().findSchema({schema.name(), schema.overload_name()});
-  return op && op->hasTag(at::Tag::nondeterministic_seeded);
-}
 
 at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs,
                      uint64_t random_seed) {
@@ -232,11 +144,8 @@ at::Tensor call_aten(const AtenCall& c, const std::vector<at::Tensor>& inputs,
     list.set(list_index, inputs[k]);
   }
   for (auto& [slot, list] : lists) stack[slot] = std::move(list);
-  std::optional<SeededDefaultGenerator> seeded;
-  if (c.draws_random && takes_generator(op->schema()))
-    seed_generators(&stack, op->schema(), device_of(inputs), random_seed);
-  else if (c.draws_random)
-    seeded.emplace(device_of(inputs), random_seed);
+  std::optional<SeededDraws> seeded;
+  if (c.draws_random) seeded.emplace(op->schema(), &stack, inputs, random_seed);
   if (!scatter_complex(c, &stack)) op->callBoxed(&stack);
   seeded.reset();
   if (c.several_results && stack.size() == 1 && stack[0].isTensorList()) {

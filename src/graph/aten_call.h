@@ -99,13 +99,9 @@ class AtenCallError : public std::runtime_error {
 /// Runs the operator on `inputs` (ordered as node.inputs) through the dispatcher and
 /// returns its single tensor output. Autograd records it when grad mode is on and an input
 /// requires a gradient, as for any ATen call. An operator that draws random numbers
-/// (AtenCall::draws_random) draws them from a generator seeded with `random_seed`, on the
-/// device of its inputs (the CPU for one that reads none).
+/// (AtenCall::draws_random) draws them seeded with `random_seed` (graph/aten_random.h).
 at::Tensor call_aten(const AtenCall& call, const std::vector<at::Tensor>& inputs,
                      uint64_t random_seed = 0);
-/// Whether `schema`'s operator draws random numbers: it takes a generator (bernoulli,
-/// rand, normal) or ATen tags it nondeterministic_seeded (randn_like, alpha_dropout).
-bool draws_random(const c10::FunctionSchema& schema);
 
 /// A tensor of `x`'s shape and storage with a version counter of its own, whose storage
 /// can later be pointed elsewhere (point_storage_at); a leaf requiring a gradient when

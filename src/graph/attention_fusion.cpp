@@ -10,6 +10,7 @@
 
 #include "graph/aten_call.h"
 #include "graph/attention_spec.h"
+#include "graph/shape_inference.h"
 
 namespace monet {
 namespace {
@@ -62,16 +63,6 @@ std::optional<double> scaling(const Graph& g, int node) {
   return std::nullopt;
 }
 
-// Whether `mask` broadcasts to `scores` without enlarging it.
-bool broadcasts_to(const at::Tensor& mask, const std::vector<int64_t>& scores) {
-  if (mask.dim() > static_cast<int64_t>(scores.size())) return false;
-  for (int64_t i = 1; i <= mask.dim(); ++i) {
-    const int64_t m = mask.size(-i);
-    if (m != 1 && m != scores[scores.size() - i]) return false;
-  }
-  return true;
-}
-
 // masked_fill(x, constant bool, value) or x + constant (alpha 1): fills in the mask.
 bool masking(const Graph& g, int node, AttentionSpec* spec) {
   const std::vector<int64_t>& scores = g.value(g.node(node).output).shape;
@@ -81,7 +72,8 @@ bool masking(const Graph& g, int node, AttentionSpec* spec) {
       return false;
     const at::Tensor mask = c->arguments[1].toTensor();
     const std::optional<double> fill = number(c->arguments[2]);
-    if (!fill || mask.scalar_type() != at::kBool || !broadcasts_to(mask, scores)) return false;
+    if (!fill || mask.scalar_type() != at::kBool || !broadcasts_to(mask.sizes().vec(), scores))
+      return false;
     spec->mask = AttentionMask::kFill;
     spec->mask_values = mask;
     spec->fill = *fill;
@@ -94,7 +86,7 @@ bool masking(const Graph& g, int node, AttentionSpec* spec) {
   const std::optional<double> alpha = number(c->arguments[2]);
   if (!other.isTensor() || !alpha || *alpha != 1) return false;
   const at::Tensor mask = other.toTensor();
-  if (!mask.is_floating_point() || !broadcasts_to(mask, scores)) return false;
+  if (!mask.is_floating_point() || !broadcasts_to(mask.sizes().vec(), scores)) return false;
   spec->mask = AttentionMask::kAdd;
   spec->mask_values = mask;
   return true;

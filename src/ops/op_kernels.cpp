@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include "graph/aten_call.h"
 #include "ops/reference_forward.h"
 
 namespace monet {

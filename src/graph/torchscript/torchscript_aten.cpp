@@ -8,6 +8,7 @@
 #include <set>
 
 #include "graph/aten_call.h"
+#include "graph/aten_random.h"
 #include "graph/torchscript/torchscript_importer.h"
 
 namespace monet::torchscript {
