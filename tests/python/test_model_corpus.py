@@ -889,6 +889,25 @@ def check_trains_like_pytorch(model, xs, ys, loss_fn, output, cache_dir):
     assert worst_state_error(model, reference, rounding_level) <= TOLERANCE
 
 
+def check_every_plan_trains_alike(base, xs, ys, loss_fn, monet_budget, kw):
+    """Trains copies of `base` under store-all, Chen's checkpoints and MONeT's plan at
+    `monet_budget` ("smallest", or "midpoint" between it and store-all) with monet.optimize's
+    keywords `kw`, checks that they reach the same losses and weights (to 1e-12), and
+    returns store-all's losses: what a model's random draws must give under any plan."""
+    r = monet.budget_range(base, xs[0], **kw)
+    budget = r.smallest if monet_budget == "smallest" else (r.smallest + r.store_all) // 2
+    runs = {}
+    for planner, b in (("storeall", None), ("chen", None), ("monet", budget)):
+        model = copy.deepcopy(base)
+        fast = monet.optimize(model, xs[0], budget=b, planner=planner, **kw)
+        runs[planner] = (train(fast, model, "sgd-momentum", xs, ys, loss_fn)[0], model)
+    losses, reference = runs["storeall"]
+    for planner, (got, model) in runs.items():
+        assert got == pytest.approx(losses, rel=1e-12, abs=0), planner
+        assert worst_state_error(model, reference) <= 1e-12, planner
+    return losses
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_trains_like_pytorch(case, cache_dir):
     make, kind, shape = CASES[case]
@@ -1101,17 +1120,7 @@ def test_active_stochastic_depth_draws_the_same_noise_under_every_plan(cache_dir
     xs, ys, loss_fn = batches("features", (4, 3, 8, 8))
     kw = dict(optimizer="sgd-momentum", cache_dir=cache_dir, time_limit=20,
               search_limit="work")
-    r = monet.budget_range(base, xs[0], **kw)
-    runs = {}
-    for planner, budget in (("storeall", None), ("chen", None),
-                            ("monet", (r.smallest + r.store_all) // 2)):
-        model = copy.deepcopy(base)
-        fast = monet.optimize(model, xs[0], budget=budget, planner=planner, **kw)
-        runs[planner] = (train(fast, model, "sgd-momentum", xs, ys, loss_fn)[0], model)
-    losses, reference = runs["storeall"]
-    for planner, (got, model) in runs.items():
-        assert got == pytest.approx(losses, rel=1e-12, abs=0), planner
-        assert worst_state_error(model, reference) <= 1e-12, planner
+    losses = check_every_plan_trains_alike(base, xs, ys, loss_fn, "midpoint", kw)
     noiseless = copy.deepcopy(base)
     noiseless.drop.p = 0.0
     fast = monet.optimize(noiseless, xs[0], planner="storeall", **kw)

@@ -13,8 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import monet
-from test_model_corpus import batches, check_trains_like_pytorch
-from test_training import train, worst_state_error
+from test_model_corpus import batches, check_every_plan_trains_alike, check_trains_like_pytorch
 
 
 @torch.jit.script
@@ -216,16 +215,7 @@ def test_default_generator_draws_are_new_each_step_and_the_same_under_every_plan
     base = make().double().train()
     xs, ys, loss_fn = batches("features", (4, 12))
     kw = dict(optimizer="sgd-momentum", cache_dir=cache_dir, search_limit="work")
-    r = monet.budget_range(base, xs[0], **kw)
-    runs = {}
-    for planner, budget in (("storeall", None), ("chen", None), ("monet", r.smallest)):
-        model = copy.deepcopy(base)
-        fast = monet.optimize(model, xs[0], budget=budget, planner=planner, **kw)
-        runs[planner] = (train(fast, model, "sgd-momentum", xs, ys, loss_fn)[0], model)
-    losses, reference = runs["storeall"]
-    for planner, (got, model) in runs.items():
-        assert got == pytest.approx(losses, rel=1e-12, abs=0), planner
-        assert worst_state_error(model, reference) <= 1e-12, planner
+    check_every_plan_trains_alike(base, xs, ys, loss_fn, "smallest", kw)
     fast = monet.optimize(copy.deepcopy(base), xs[0], planner="storeall", **kw)
     same_batch = []
     for _ in range(2):  # no optimizer given: backward leaves .grad, the weights stay
