@@ -32,7 +32,7 @@ def _state_kept(module):
                 b.copy_(saved)
         torch.random.set_rng_state(rng)
         changed = [(m, name, value) for (m, name), value in numbers.items()
-                   if m.__dict__.get(name) is not value]
+                   if m.__dict__.get(name) is not value and m.__dict__.get(name) != value]
         for m, name, value in changed:
             setattr(m, name, value)
     if changed:
