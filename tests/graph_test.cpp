@@ -125,6 +125,30 @@ TEST(Graph, RejectsUnsafeInPlace) {
   }
 }
 
+// Linear and convolution give parameters their gradients in the weight part of the
+// backward and an activation its gradient in the input part: a parameter as the input, or a
+// computed weight, belongs on a generic node (the importer puts them there).
+TEST(Graph, RejectsLayersWhoseBackwardPartsWouldMissAGradient) {
+  for (const bool parameter_input : {true, false}) {
+    Graph g("layer");
+    const int x = g.add_input("x", {3, 4});
+    const int q = g.add_parameter("queries", {3, 4}, {});
+    const int w = g.add_parameter("fc.weight", {5, 4}, {});
+    const std::vector<int> in = parameter_input
+                                    ? std::vector<int>{q, w}
+                                    : std::vector<int>{x, g.add_node(OpKind::kReLU, "relu", {w})};
+    g.add_node(OpKind::kSumLoss, "loss", {g.add_node(OpKind::kLinear, "fc", in)});
+    try {
+      g.validate();
+      FAIL() << "expected GraphError";
+    } catch (const GraphError& e) {
+      const std::string want = parameter_input ? "reads parameter 'queries' as its input"
+                                               : "reads the computed 'relu' as a weight or bias";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Graph, RejectsDuplicateNames) {
   Graph g("g");
   g.add_input("x", {2});

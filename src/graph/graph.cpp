@@ -258,6 +258,24 @@ void Graph::validate() const {
         !(producer.op == OpKind::kAten && producer.attrs.aten->writes_buffer))
       throw GraphError("value '" + v.name + "' is computed but never used");
   }
+  // Linear and convolution give their weight and bias (parameters or buffers) gradients
+  // in the weight part of the backward and their input (an activation or the batch) its
+  // gradient in the input part: other kinds belong on a generic node.
+  for (const auto& n : nodes_) {
+    if (n.op != OpKind::kLinear && n.op != OpKind::kConv && n.op != OpKind::kConvTranspose)
+      continue;
+    if (values_[n.inputs.at(0)].kind == ValueKind::kParameter)
+      throw GraphError("node '" + n.name + "' (" + op_name(n.op) + ") reads parameter '" +
+                       values_[n.inputs[0]].name +
+                       "' as its input: make it a generic node, whose backward gives it its "
+                       "gradient");
+    for (size_t k = 1; k < n.inputs.size(); ++k)
+      if (values_[n.inputs[k]].kind == ValueKind::kActivation)
+        throw GraphError("node '" + n.name + "' (" + op_name(n.op) + ") reads the computed '" +
+                         values_[n.inputs[k]].name +
+                         "' as a weight or bias: make it a generic node, whose backward gives "
+                         "it its gradient");
+  }
   for (const auto& n : nodes_) {
     if (!n.attrs.inplace) continue;
     const auto& target = values_[n.inputs.at(0)];

@@ -2,7 +2,8 @@
 traced model (a scripted function with a branch and a loop on shapes: the branch taken,
 the loop unrolled), parameters laid out channels_last (made contiguous at planning),
 random draws from PyTorch's default generator (torch.randn_like, torch.rand in forward:
-new at every step, the same under every plan), calls with keyword arguments, and what is
+new at every step, the same under every plan), calls with keyword arguments, parameters as the input of a
+layer, and what is
 refused in one line (a branch on a computed value, a Python number made of one)."""
 import copy
 import warnings
@@ -112,8 +113,29 @@ class OuterProducts(nn.Module):
         return self.head(torch.cat([pairs + scores, (h @ factor).repeat(1, 6)], 1))
 
 
+class ParametersAsInputs(nn.Module):
+    """Parameters as the input of layers: a learned constant image into a convolution and a
+    transposed one (a generator's constant input), learned queries into a Linear (a
+    Perceiver's latents) and a 1-D code into a Linear making another layer's weight (a
+    hypernetwork). Their gradients come from generic nodes, whose backward is autograd's."""
+
+    def __init__(self):
+        super().__init__()
+        self.const = nn.Parameter(torch.randn(1, 3, 8, 8))
+        self.conv, self.up = nn.Conv2d(3, 3, 3, padding=1), nn.ConvTranspose2d(3, 3, 1)
+        self.latents, self.to_q = nn.Parameter(torch.randn(2, 8)), nn.Linear(8, 8)
+        self.code, self.hyper = nn.Parameter(torch.randn(4)), nn.Linear(4, 8 * 3)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = x * (self.conv(self.const) + self.up(self.const))
+        keys = F.linear(h.mean((2, 3)), self.hyper(self.code).view(8, 3))
+        scores = torch.softmax(keys @ self.to_q(self.latents).t(), 1)
+        return self.head(scores @ self.to_q(self.latents))
+
+
 @pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast, GaussianHead, InferenceModeTeacher,
-                                  OuterProducts])
+                                  OuterProducts, ParametersAsInputs])
 def test_trains_like_pytorch(make, cache_dir):
     torch.manual_seed(0)
     model = make().double().train()

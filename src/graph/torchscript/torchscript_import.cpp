@@ -370,7 +370,7 @@ void Importer::translate_specialised(JitNode* node, const std::string& kind) {
     const int w = tensor(node, 1);
     std::vector<int> in = {tensor(node, 0), w};
     if (!is_none(node, 2)) in.push_back(tensor(node, 2));
-    if (computed_weights(in)) return translate_aten(node, kind);
+    if (needs_generic_layer(in)) return translate_aten(node, kind);
     emit(node, OpKind::kLinear, in, {}, parent(graph_.value(w).name));
   } else if (kind == "aten::cat" || kind == "aten::concat") {
     const Entry& list = arg(node, 0);
@@ -429,9 +429,9 @@ void Importer::translate_conv(JitNode* node, const std::string& kind) {
   const size_t spatial = ws.size() - 2;
   OpAttrs a;
   a.kernel.assign(ws.begin() + 2, ws.end());
-  // String padding ('same', 'valid'), or a weight or bias the model computes (weight
-  // standardisation): a generic node.
-  if (!constant(node, 4, "padding").isIntList() || computed_weights(in))
+  // String padding ('same', 'valid'), a weight or bias the model computes (weight
+  // standardisation) or a parameter as the input: a generic node.
+  if (!constant(node, 4, "padding").isIntList() || needs_generic_layer(in))
     return translate_aten(node, kind);
   a.stride = per_dim(ints_arg(node, 3, "stride"), spatial);
   a.padding = per_dim(ints_arg(node, 4, "padding"), spatial);

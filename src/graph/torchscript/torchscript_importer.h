@@ -296,9 +296,12 @@ class Importer {
   }
 
   // Whether a layer's weight or bias (`inputs` after the first) is a tensor the model
-  // computes, not a parameter or buffer: the specialised layers' weight gradients are
-  // parameter gradients, so such a layer is a generic node (autograd's backward).
-  bool computed_weights(const std::vector<int>& inputs) const {
+  // computes, not a parameter or buffer, or its input (the first) is a parameter (a learned
+  // query fed to a Linear): the specialised layers give parameters their gradients in the
+  // weight part of the backward and an activation its gradient in the input part, so such
+  // a layer is a generic node (autograd's backward).
+  bool needs_generic_layer(const std::vector<int>& inputs) const {
+    if (graph_.value(inputs[0]).kind == ValueKind::kParameter) return true;
     for (size_t i = 1; i < inputs.size(); ++i)
       if (graph_.value(inputs[i]).kind == ValueKind::kActivation) return true;
     return false;
