@@ -138,18 +138,20 @@ def _floating_dtype(module):
 def _import(module, example_input, output, lossy=False):
     """(the C++ model of `module` traced on `example_input`, using the module's tensors;
     the module traced, `module` or a Flattened one; the structure of forward's arguments,
-    None when they are tensors). `lossy`: whether its lossy implementations are offered to
-    the planner."""
+    None when they are tensors; the training forwards of each counting batch norm, by
+    module). `lossy`: whether its lossy implementations are offered to the planner."""
     _refuse_untraceable(module)
     inputs, spec = flat_arguments(example_input)
     _check_inputs(inputs)
     _floating_dtype(module)
     planned = module if spec is None else Flattened(module, spec)
     try:
-        traced, returned = _traced(planned, inputs[0] if len(inputs) == 1 else inputs)
+        traced, returned, batch_norm_forwards = _traced(
+            planned, inputs[0] if len(inputs) == 1 else inputs)
     except _ResultNotTraceable:  # a dataclass, lists inside a dict: a dict of paths
         planned = Flattened(module, spec)
-        traced, returned = _traced(planned, inputs[0] if len(inputs) == 1 else inputs)
+        traced, returned, batch_norm_forwards = _traced(
+            planned, inputs[0] if len(inputs) == 1 else inputs)
     if isinstance(planned, Flattened):
         returned = planned.returned
     output = output_name(output, returned, isinstance(planned, Flattened))
@@ -170,7 +172,7 @@ def _import(module, example_input, output, lossy=False):
     tensors = list(planned.named_parameters()) + list(planned.named_buffers())
     _make_contiguous([t for _, t in tensors])
     model.share_tensors([(name, t) for name, t in tensors])
-    return model, planned, spec
+    return model, planned, spec, batch_norm_forwards
 
 
 def _make_contiguous(tensors):
@@ -345,7 +347,8 @@ def _planned_with(runner, module, example_input, kw):
                        kw["optimizer_update"])
     traced, example_input, output, loss_copies = _with_loss(
         module, example_input, kw["output"], kw["loss_copies"], kw["loss"], kw["target"])
-    model, planned_module, arguments = _import(traced, example_input, output, kw["lossy"])
+    model, planned_module, arguments, batch_norm_forwards = _import(traced, example_input,
+                                                                    output, kw["lossy"])
     _leave_room_beside(model, planned_module, loss_copies, options)
     planned = runner(model, options)
     if options.optimizer_update == "fused":
@@ -356,6 +359,7 @@ def _planned_with(runner, module, example_input, kw):
     result.loss_inside = loss is not None
     result._traced_module = traced
     result._arguments = arguments  # the structure of forward's arguments (None: tensors)
+    result._batch_norm_forwards = batch_norm_forwards  # what a step adds to their counts
     return result
 
 
@@ -418,15 +422,9 @@ def budget_range(module, example_input, *, optimizer="sgd-momentum", weight_deca
                        cache_dir, use_cache, progress, search_limit, optimizer_update)
     traced, example_input, output, loss_copies = _with_loss(module, example_input, output,
                                                             loss_copies, loss, target)
-    model, planned_module, _ = _import(traced, example_input, output)
+    model, planned_module, _, _ = _import(traced, example_input, output)
     _leave_room_beside(model, planned_module, loss_copies, options)
     return _C.budget_range(model, options)
-
-
-def _batch_norms(module):
-    return [m for m in module.modules()
-            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
-            and m.track_running_stats and m.num_batches_tracked is not None]
 
 
 class OptimizedModule(torch.nn.Module):
@@ -445,7 +443,6 @@ class OptimizedModule(torch.nn.Module):
         super().__init__()
         self.module = module
         self.plan = plan
-        self._batch_norms = _batch_norms(module)
         # What the plan was made for: each parameter, its type and whether it trains.
         self._planned_for = [(name, p, p.dtype, p.requires_grad)
                              for name, p in module.named_parameters()]
@@ -491,9 +488,10 @@ class OptimizedModule(torch.nn.Module):
                             f"{len(inputs)} given")
         out = self.plan._planned.forward(list(inputs))
         with torch.no_grad():
-            for m in self._batch_norms:  # as nn.BatchNorm counts its training forwards
+            # As nn.BatchNorm counts its training forwards: those the trace ran.
+            for m, forwards in self.plan._batch_norm_forwards.items():
                 if m.training:
-                    m.num_batches_tracked.add_(1)
+                    m.num_batches_tracked.add_(forwards)
         return out
 
     def __reduce_ex__(self, protocol):

@@ -269,10 +269,30 @@ class _ResultNotTraceable(Exception):
     lists inside a dict)."""
 
 
+@contextlib.contextmanager
+def _batch_norm_forwards_counted(module, counts):
+    """Counts into `counts` (by module) the training forwards of each batch norm that
+    tracks its running statistics: what a step adds to its num_batches_tracked, as
+    nn.BatchNorm counts each call (none for one the forward does not call, two for one it
+    applies twice)."""
+    def count(m, _arguments):
+        if m.training:
+            counts[m] = counts.get(m, 0) + 1
+    hooks = [m.register_forward_pre_hook(count) for m in module.modules()
+             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+             and m.track_running_stats and m.num_batches_tracked is not None]
+    try:
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
 def _traced(module, inputs):
-    """(the trace of `module` on `inputs`, what its forward returned)."""
+    """(the trace of `module` on `inputs`, what its forward returned, the training
+    forwards of each batch norm that counts them: a dict by module)."""
     if isinstance(module, torch.jit.ScriptModule):
-        return module, None
+        return module, None, {}
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
     returned = []
@@ -285,9 +305,10 @@ def _traced(module, inputs):
     _refuse_uninitialized(module)
     _warn_of_forward_hooks(module)
     hook = module.register_forward_hook(keep)
+    batch_norm_forwards = {}
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
             _cumulative_averages_traced(module), _model_no_grad_detached(), \
-            _computed_numbers_refused():
+            _computed_numbers_refused(), _batch_norm_forwards_counted(module, batch_norm_forwards):
         try:
             # strict=False: a module returning a dict (torchvision's segmentation models).
             traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
@@ -298,7 +319,7 @@ def _traced(module, inputs):
         finally:
             hook.remove()
     _refuse_python_functions(traced)
-    return traced, returned[-1] if returned else None
+    return traced, returned[-1] if returned else None, batch_norm_forwards
 
 
 def _warn_of_forward_hooks(module):

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "api/atomic_file.h"
 #include "api/model_impl.h"
@@ -14,7 +15,8 @@ namespace {
 const std::string kRunningMean = "running_mean";
 
 // Batch-norm modules that train (kBatchNorm nodes, by their running_mean buffer) and
-// their num_batches_tracked name: one kept in evaluation mode counts no step.
+// their num_batches_tracked name, once per node: one kept in evaluation mode counts no
+// step, one applied twice two.
 std::vector<std::string> batch_norm_counters(const Graph& g) {
   std::vector<std::string> out;
   for (const auto& node : g.nodes()) {
@@ -57,8 +59,10 @@ void save_state_dict(const Model::Impl& m, const std::string& path) {
   for (const auto& v : m.graph.values())
     if (v.kind == ValueKind::kParameter || v.kind == ValueKind::kBuffer)
       dict.insert(v.name, m.state.tensor(v.id).detach());
-  for (const auto& counter : batch_norm_counters(m.graph))
-    dict.insert(counter, at::scalar_tensor(m.steps, at::kLong));
+  std::map<std::string, int64_t> counts;  // a batch norm applied twice counts two a step
+  for (const auto& counter : batch_norm_counters(m.graph)) counts[counter] += m.steps;
+  for (const auto& [counter, count] : counts)
+    dict.insert(counter, at::scalar_tensor(count, at::kLong));
   const std::vector<char> bytes = torch::pickle_save(dict);
   write_atomically(path, [&](const std::string& tmp) {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

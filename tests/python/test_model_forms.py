@@ -134,8 +134,27 @@ class ParametersAsInputs(nn.Module):
         return self.head(scores @ self.to_q(self.latents))
 
 
+class BatchNormsCounted(nn.Module):
+    """A batch norm applied twice, one never called and one kept in evaluation mode: each
+    step adds to num_batches_tracked what nn.BatchNorm's calls add (2, 0 and 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.head = nn.Conv2d(3, 3, 3, padding=1), nn.Linear(3, 10)
+        self.twice, self.unused, self.frozen = nn.BatchNorm2d(3), nn.BatchNorm2d(3), nn.BatchNorm2d(3)
+
+    def train(self, mode=True):
+        super().train(mode)
+        self.frozen.eval()
+        return self
+
+    def forward(self, x):
+        return self.head(self.frozen(self.twice(self.conv(self.twice(x)))).mean((2, 3)))
+
+
 @pytest.mark.parametrize("make", [ScriptedCode, ChannelsLast, GaussianHead, InferenceModeTeacher,
-                                  OuterProducts, ParametersAsInputs])
+                                  OuterProducts, ParametersAsInputs,
+                                  BatchNormsCounted])
 def test_trains_like_pytorch(make, cache_dir):
     torch.manual_seed(0)
     model = make().double().train()
