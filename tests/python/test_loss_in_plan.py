@@ -134,3 +134,54 @@ def test_a_loss_computing_on_its_target_trains_as_pytorch(case, cache_dir):
           torch.randn(4, 6, 32, generator=g, dtype=torch.float64) for _ in range(STEPS)]
     torch.manual_seed(0)
     check_trains_like_pytorch(TokenHead().double().train(), xs, ys, loss_fn, None, cache_dir)
+
+
+class MarginLoss(torch.nn.Module):
+    """A loss with parameters of its own: ArcFace-style class centres and a learned scale
+    on the cosine similarity of normalised embeddings."""
+
+    def __init__(self, width=8, classes=10):
+        super().__init__()
+        self.centres = torch.nn.Parameter(torch.randn(classes, width))
+        self.scale = torch.nn.Parameter(torch.tensor(4.0))
+
+    def forward(self, embeddings, y):
+        cosine = torch.nn.functional.normalize(embeddings) @ \
+            torch.nn.functional.normalize(self.centres).t()
+        return torch.nn.functional.cross_entropy(self.scale * cosine, y)
+
+
+class NamedLikeTheStep(torch.nn.Module):
+    """Submodules named `loss` and `target`, the names of what monet appends."""
+
+    def __init__(self):
+        super().__init__()
+        self.target, self.loss = torch.nn.Linear(12, 16), torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return self.loss(torch.relu(self.target(x)))
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["after-backward", "fused"])
+def test_a_loss_module_with_parameters_trains_with_the_model(fused, cache_dir):
+    torch.manual_seed(0)
+    model, loss_fn = NamedLikeTheStep().double().train(), MarginLoss().double()
+    reference, reference_loss = copy.deepcopy(model), copy.deepcopy(loss_fn)
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(4, 12, generator=g, dtype=torch.float64) for _ in range(STEPS)]
+    ys = [torch.randint(0, 10, (4,), generator=g) for _ in range(STEPS)]
+    both = list(model.parameters()) + list(loss_fn.parameters())
+    opt = torch.optim.SGD(both, lr=0.05, momentum=0.9)
+    kw = dict(loss=loss_fn, target=ys[0], optimizer=opt if fused else "sgd-momentum",
+              cache_dir=cache_dir, time_limit=20, search_limit="work")
+    r = monet.budget_range(model, xs[0], **kw)
+    fast = monet.optimize(model, xs[0], budget=(r.smallest + r.store_all) // 2, **kw)
+    losses = run(fast, opt, xs, ys, True, None)
+    ref_opt = torch.optim.SGD(list(reference.parameters()) + list(reference_loss.parameters()),
+                              lr=0.05, momentum=0.9)
+    want = run(reference, ref_opt, xs, ys, False, reference_loss)
+    for got, expected in zip(losses, want):
+        assert abs(got - expected) <= TOLERANCE * abs(expected)
+    assert worst_state_error(model, reference) <= TOLERANCE
+    assert worst_state_error(loss_fn, reference_loss) <= TOLERANCE
+    assert loss_fn.scale.item() != 4.0  # trained

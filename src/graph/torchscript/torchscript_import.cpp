@@ -177,22 +177,22 @@ void Importer::add_loss(int output) {
   }
   const std::vector<int64_t> shape = graph_.value(output).shape;  // add_input may move values
   if (options_.loss == OpKind::kSumLoss) {
-    graph_.add_node(OpKind::kSumLoss, "loss", {output});
+    graph_.add_node(OpKind::kSumLoss, unused_name("loss"), {output});
     return;
   }
   if (options_.loss == OpKind::kCrossEntropyLoss) {
     if (shape.size() < 2)
       throw ImportError("'" + path_ + "': cross-entropy needs logits [batch, classes, ...]; " +
                         "the output has shape " + shape_string(shape));
-    const int t = graph_.add_input("target", cross_entropy_target_shape(shape), at::kLong,
-                                   ValueKind::kTarget);
-    graph_.add_node(OpKind::kCrossEntropyLoss, "loss", {output, t});
+    const int t = graph_.add_input(unused_name("target"), cross_entropy_target_shape(shape),
+                                   at::kLong, ValueKind::kTarget);
+    graph_.add_node(OpKind::kCrossEntropyLoss, unused_name("loss"), {output, t});
     return;
   }
   if (options_.loss != OpKind::kMSELoss && options_.loss != OpKind::kBCEWithLogitsLoss)
     throw ImportError(std::string("'") + op_name(options_.loss) + "' is not a loss");
-  const int t = graph_.add_input("target", shape, std::nullopt, ValueKind::kTarget);
-  graph_.add_node(options_.loss, "loss", {output, t});
+  const int t = graph_.add_input(unused_name("target"), shape, std::nullopt, ValueKind::kTarget);
+  graph_.add_node(options_.loss, unused_name("loss"), {output, t});
 }
 
 int Importer::classes_second(int logits) {

@@ -260,8 +260,13 @@ class Importer {
   std::string node_name(const std::string& module, const char* op) {
     std::string base = module.empty() ? join(scope_, op) : module;
     if (!module.empty()) scope_ = parent(module);
+    return unused_name(base);
+  }
+  // `base`, or base.1, base.2, ...: no node's name before it, nor a parameter's or
+  // buffer's (a buffer called `mean` beside aten::mean, a loss module's node beside the
+  // loss monet appends, a submodule `target` beside the target).
+  std::string unused_name(const std::string& base) {
     std::string name = base;
-    // Nor a parameter's or buffer's name (a buffer called `mean` beside aten::mean).
     for (int k = 1; names_.count(name) || state_.count(name); ++k)
       name = base + "." + std::to_string(k);
     names_.insert(name);
