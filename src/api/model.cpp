@@ -186,7 +186,12 @@ Batch Model::Impl::input_batch(const std::vector<torch::Tensor>& inputs) const {
   Batch b;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = graph.value(input_values[i]);
-    const std::string what = inputs.size() == 1 ? "the input" : "input " + v.name;
+    // Several inputs are named "input." + forward's argument: the argument and position.
+    const std::string argument = v.name.rfind("input.", 0) == 0 ? v.name.substr(6) : v.name;
+    const std::string what = inputs.size() == 1
+                                 ? "the input"
+                                 : "input " + std::to_string(i + 1) + " of " +
+                                       std::to_string(inputs.size()) + " ('" + argument + "')";
     b[v.id] = follow_parameters(checked(v, inputs[i], what.c_str()));
   }
   return b;

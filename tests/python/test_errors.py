@@ -332,6 +332,10 @@ def test_a_smaller_last_batch_says_what_to_do(cache_dir):
     assert model[0].weight.grad is not None
     with pytest.raises(monet.PlanMismatch, match=r"shape \[4, 5\]"):
         fast(torch.randn(4, 5))  # another shape: the planned model's own message
+    step = monet.optimize(model, torch.randn(4, 4), planner="storeall", cache_dir=cache_dir,
+                          loss=torch.nn.CrossEntropyLoss(), target=torch.zeros(4).long())
+    with pytest.raises(monet.PlanMismatch, match="input 1 of 2 .*a batch of 3 samples"):
+        step(torch.randn(3, 4), torch.zeros(3).long())
 
 
 def test_lazy_modules_not_yet_run_are_refused_in_one_line(cache_dir):
