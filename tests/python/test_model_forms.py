@@ -2,9 +2,9 @@
 traced model (a scripted function with a branch and a loop on shapes: the branch taken,
 the loop unrolled), parameters laid out channels_last (made contiguous at planning),
 random draws from PyTorch's default generator (torch.randn_like, torch.rand in forward:
-new at every step, the same under every plan), calls with keyword arguments, parameters as the input of a
-layer, and what is
-refused in one line (a branch on a computed value, a Python number made of one)."""
+new at every step, the same under every plan), calls with keyword arguments, parameters
+as the input of a layer, batch norms called twice or never, and what is refused in one
+line (a branch on a computed value, a Python number made of one)."""
 import copy
 import warnings
 
@@ -141,7 +141,7 @@ class BatchNormsCounted(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv, self.head = nn.Conv2d(3, 3, 3, padding=1), nn.Linear(3, 10)
-        self.twice, self.unused, self.frozen = nn.BatchNorm2d(3), nn.BatchNorm2d(3), nn.BatchNorm2d(3)
+        self.twice, self.unused, self.frozen = (nn.BatchNorm2d(3) for _ in range(3))
 
     def train(self, mode=True):
         super().train(mode)
