@@ -138,19 +138,19 @@ def _floating_dtype(module):
 def _import(module, example_input, output, lossy=False):
     """(the C++ model of `module` traced on `example_input`, using the module's tensors;
     the module traced, `module` or a Flattened one; the structure of forward's arguments,
-    None when they are tensors; the training forwards of each counting batch norm, by
-    module). `lossy`: whether its lossy implementations are offered to the planner."""
+    None when they are tensors; what a planned step does beside the plan, a StepBeside).
+    `lossy`: whether its lossy implementations are offered to the planner."""
     _refuse_untraceable(module)
     inputs, spec = flat_arguments(example_input)
     _check_inputs(inputs)
     _floating_dtype(module)
     planned = module if spec is None else Flattened(module, spec)
     try:
-        traced, returned, batch_norm_forwards = _traced(
+        traced, returned, beside = _traced(
             planned, inputs[0] if len(inputs) == 1 else inputs)
     except _ResultNotTraceable:  # a dataclass, lists inside a dict: a dict of paths
         planned = Flattened(module, spec)
-        traced, returned, batch_norm_forwards = _traced(
+        traced, returned, beside = _traced(
             planned, inputs[0] if len(inputs) == 1 else inputs)
     if isinstance(planned, Flattened):
         returned = planned.returned
@@ -172,7 +172,7 @@ def _import(module, example_input, output, lossy=False):
     tensors = list(planned.named_parameters()) + list(planned.named_buffers())
     _make_contiguous([t for _, t in tensors])
     model.share_tensors([(name, t) for name, t in tensors])
-    return model, planned, spec, batch_norm_forwards
+    return model, planned, spec, beside
 
 
 def _make_contiguous(tensors):
@@ -347,8 +347,8 @@ def _planned_with(runner, module, example_input, kw):
                        kw["optimizer_update"])
     traced, example_input, output, loss_copies = _with_loss(
         module, example_input, kw["output"], kw["loss_copies"], kw["loss"], kw["target"])
-    model, planned_module, arguments, batch_norm_forwards = _import(traced, example_input,
-                                                                    output, kw["lossy"])
+    model, planned_module, arguments, beside = _import(traced, example_input, output,
+                                                       kw["lossy"])
     _leave_room_beside(model, planned_module, loss_copies, options)
     planned = runner(model, options)
     if options.optimizer_update == "fused":
@@ -359,7 +359,7 @@ def _planned_with(runner, module, example_input, kw):
     result.loss_inside = loss is not None
     result._traced_module = traced
     result._arguments = arguments  # the structure of forward's arguments (None: tensors)
-    result._batch_norm_forwards = batch_norm_forwards  # what a step adds to their counts
+    result._beside = beside  # what a step does beside the plan (batch norms' counts)
     return result
 
 
@@ -474,6 +474,7 @@ class OptimizedModule(torch.nn.Module):
                 "the plan's memory is counted in; call it outside torch.autocast (or convert "
                 "the module with .double() / .float() and plan that)")
         if not (self.training and torch.is_grad_enabled()):
+            self.plan._beside.before_forward(call_arguments(inputs, self.plan._arguments))
             out = self.plan._traced_module(*inputs)
             return out[0] if self.plan.loss_inside else out  # WithLoss: the loss first
         self._check_parameters()
@@ -486,12 +487,9 @@ class OptimizedModule(torch.nn.Module):
             count = len(self.plan.input_shapes) - self.plan.loss_inside
             raise TypeError(f"the module was planned for {count} {what}, "
                             f"{len(inputs)} given")
+        self.plan._beside.before_forward(inputs, self.plan.input_shapes)
         out = self.plan._planned.forward(list(inputs))
-        with torch.no_grad():
-            # As nn.BatchNorm counts its training forwards: those the trace ran.
-            for m, forwards in self.plan._batch_norm_forwards.items():
-                if m.training:
-                    m.num_batches_tracked.add_(forwards)
+        self.plan._beside.after_forward()
         return out
 
     def __reduce_ex__(self, protocol):

@@ -1,9 +1,11 @@
 """How monet.optimize traces a module: once, with its buffers and random state put back
 afterwards, under no_grad, with torch.utils.checkpoint run inline, batch norms of
 momentum=None written as tensor operations and what the model computes under its own
-torch.no_grad detached; a Python value made of a computed tensor is refused; a result a
-trace cannot return stops the trace (the caller traces a Flattened module instead); the
-model's own error on the example input becomes one line."""
+torch.no_grad detached; a Python value made of a computed tensor is refused; what a step
+does beside the plan (batch norms' counts, nn.Embedding's max_norm renormalisation) is
+recorded in a StepBeside; a result a trace cannot return stops the trace (the caller
+traces a Flattened module instead); the model's own error on the example input becomes
+one line."""
 import contextlib
 import sys
 import warnings
@@ -269,30 +271,81 @@ class _ResultNotTraceable(Exception):
     lists inside a dict)."""
 
 
+class StepBeside:
+    """What a planned step does in Python beside the plan, as the module's forward does it
+    in PyTorch, recorded while tracing: each counting batch norm's training forwards (a
+    dict by module: what a step adds to its num_batches_tracked) and the renormalisations
+    of nn.Embedding(max_norm=...) whose ids are an input ((embedding, position of the ids
+    among the flat inputs)), made in place before the planned forward."""
+
+    def __init__(self):
+        self.batch_norm_forwards = {}
+        self.embedding_renorms = []
+
+    def before_forward(self, inputs, shapes=None):
+        """Renormalises the rows of `inputs` (the flat inputs of a call) that each lifted
+        embedding looks up, as F.embedding does before its lookup; with the planned
+        `shapes`, none when the ids do not have theirs (the planned call then fails,
+        changing nothing)."""
+        with torch.no_grad():
+            for embedding, k in self.embedding_renorms:
+                if shapes is None or list(inputs[k].shape) == list(shapes[k]):
+                    torch.embedding_renorm_(embedding.weight, inputs[k], embedding.max_norm,
+                                            embedding.norm_type)
+
+    def after_forward(self):
+        """Counts each batch norm's training forwards, as nn.BatchNorm does."""
+        with torch.no_grad():
+            for m, forwards in self.batch_norm_forwards.items():
+                if m.training:
+                    m.num_batches_tracked.add_(forwards)
+
+
 @contextlib.contextmanager
-def _batch_norm_forwards_counted(module, counts):
-    """Counts into `counts` (by module) the training forwards of each batch norm that
-    tracks its running statistics: what a step adds to its num_batches_tracked, as
-    nn.BatchNorm counts each call (none for one the forward does not call, two for one it
-    applies twice)."""
+def _recorded_beside(module, inputs, beside):
+    """While tracing: counts into `beside` the training forwards of each batch norm that
+    tracks its running statistics (none for one forward does not call, two for one it
+    applies twice), and has each nn.Embedding with max_norm whose ids are one of `inputs`
+    look up without renormalising (its renormalisation recorded instead: the planned step
+    makes it before the plan runs; an embedding whose ids the model computes keeps its
+    forward, whose in-place renormalisation of a parameter the import refuses)."""
+    flat = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
+
     def count(m, _arguments):
         if m.training:
-            counts[m] = counts.get(m, 0) + 1
+            beside.batch_norm_forwards[m] = beside.batch_norm_forwards.get(m, 0) + 1
+
+    def lookup(embedding, ids):
+        position = next((k for k, x in enumerate(flat) if x is ids), None)
+        if position is None:
+            return type(embedding).forward(embedding, ids)
+        beside.embedding_renorms.append((embedding, position))
+        return torch.nn.functional.embedding(ids, embedding.weight, embedding.padding_idx,
+                                             None, embedding.norm_type,
+                                             embedding.scale_grad_by_freq, embedding.sparse)
+
     hooks = [m.register_forward_pre_hook(count) for m in module.modules()
              if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
              and m.track_running_stats and m.num_batches_tracked is not None]
+    renormed = [m for m in module.modules()
+                if type(m) is torch.nn.Embedding and m.max_norm is not None
+                and "forward" not in m.__dict__]
+    for m in renormed:
+        m.forward = lookup.__get__(m)
     try:
         yield
     finally:
         for h in hooks:
             h.remove()
+        for m in renormed:
+            del m.forward
 
 
 def _traced(module, inputs):
-    """(the trace of `module` on `inputs`, what its forward returned, the training
-    forwards of each batch norm that counts them: a dict by module)."""
+    """(the trace of `module` on `inputs`, what its forward returned, what a planned step
+    does beside the plan: a StepBeside)."""
     if isinstance(module, torch.jit.ScriptModule):
-        return module, None, {}
+        return module, None, StepBeside()
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"monet plans a torch.nn.Module, not {type(module).__name__}")
     returned = []
@@ -305,10 +358,10 @@ def _traced(module, inputs):
     _refuse_uninitialized(module)
     _warn_of_forward_hooks(module)
     hook = module.register_forward_hook(keep)
-    batch_norm_forwards = {}
+    beside = StepBeside()
     with _state_kept(module), torch.no_grad(), _checkpoints_inlined(), \
             _cumulative_averages_traced(module), _model_no_grad_detached(), \
-            _computed_numbers_refused(), _batch_norm_forwards_counted(module, batch_norm_forwards):
+            _computed_numbers_refused(), _recorded_beside(module, inputs, beside):
         try:
             # strict=False: a module returning a dict (torchvision's segmentation models).
             traced = torch.jit.trace(module, inputs, check_trace=False, strict=False)
@@ -319,7 +372,7 @@ def _traced(module, inputs):
         finally:
             hook.remove()
     _refuse_python_functions(traced)
-    return traced, returned[-1] if returned else None, batch_norm_forwards
+    return traced, returned[-1] if returned else None, beside
 
 
 def _warn_of_forward_hooks(module):

@@ -393,3 +393,39 @@ def test_a_python_number_forward_changes_is_warned_of_and_put_back(cache_dir):
     with pytest.warns(UserWarning, match="changes the Python number 'StepCountedInPython.step'"):
         monet.plan(model, torch.randn(4, 12), planner="storeall", cache_dir=cache_dir)
     assert model.step == 0
+
+
+class RenormalisedEmbedding(nn.Module):
+    """nn.Embedding(max_norm=...) on the token ids (renormalising the rows it looks up, in
+    place, before each lookup) with its weight tied to the output head."""
+
+    def __init__(self, shifted=False):
+        super().__init__()
+        self.shifted = shifted
+        self.embedding = nn.Embedding(32, 8, max_norm=1.0, padding_idx=0)
+        with torch.no_grad():
+            self.embedding.weight.mul_(3.0)  # rows above the norm: renormalised when seen
+
+    def forward(self, ids):
+        return self.embedding(ids.flip(1) if self.shifted else ids) @ self.embedding.weight.t()
+
+
+def test_an_embedding_with_max_norm_renormalises_as_pytorch(cache_dir):
+    """The rows the step's ids select are renormalised before the planned forward, as
+    F.embedding does (training steps equal PyTorch's; evaluation too); ids the model
+    computes are refused in one line (the import does not update parameters in forward)."""
+    torch.manual_seed(0)
+    model = RenormalisedEmbedding().double().train()
+    xs, ys, loss_fn = batches("tokens", (2, 6))
+    reference = copy.deepcopy(model)
+    check_trains_like_pytorch(model, xs, ys, loss_fn, None, cache_dir)
+    norms = model.embedding.weight.norm(dim=1)
+    assert norms.max() > 1.5 and norms[xs[0].unique()].max() <= 1.0 + 1e-6  # only rows seen
+    fast = monet.optimize(reference, xs[0], planner="storeall", cache_dir=cache_dir)
+    expected = copy.deepcopy(reference).eval()
+    with torch.no_grad():
+        assert torch.equal(fast.eval()(xs[1]), expected(xs[1]))
+    assert torch.equal(reference.embedding.weight, expected.embedding.weight)
+    with pytest.raises(monet.UnsupportedOperator, match="embedding_renorm_"):
+        monet.plan(RenormalisedEmbedding(shifted=True), xs[0], planner="storeall",
+                   cache_dir=cache_dir)
