@@ -359,7 +359,7 @@ def _planned_with(runner, module, example_input, kw):
     result.loss_inside = loss is not None
     result._traced_module = traced
     result._arguments = arguments  # the structure of forward's arguments (None: tensors)
-    result._beside = beside  # what a step does beside the plan (batch norms' counts)
+    result._beside = beside  # what a step does beside the plan (counts, renormalisations)
     return result
 
 
