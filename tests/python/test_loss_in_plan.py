@@ -173,7 +173,7 @@ def test_a_loss_module_with_parameters_trains_with_the_model(fused, cache_dir):
     both = list(model.parameters()) + list(loss_fn.parameters())
     opt = torch.optim.SGD(both, lr=0.05, momentum=0.9)
     kw = dict(loss=loss_fn, target=ys[0], optimizer=opt if fused else "sgd-momentum",
-              cache_dir=cache_dir, time_limit=20, search_limit="work")
+              cache_dir=cache_dir, search_limit="work")
     r = monet.budget_range(model, xs[0], **kw)
     fast = monet.optimize(model, xs[0], budget=(r.smallest + r.store_all) // 2, **kw)
     losses = run(fast, opt, xs, ys, True, None)
