@@ -224,6 +224,46 @@ TEST(AtenCall, IntegerResultsKeepTheirTypeAndUnknownOperatorsAreRefused) {
   }
 }
 
+// A random draw reads nothing that carries a gradient, nor does what is computed from it
+// alone: neither takes a gradient, and fractional max pooling reads the draw as its samples
+// without asking for one (PyTorch refuses a gradient for them).
+TEST(AtenCall, WhatReadsOnlyRandomDrawsTakesNoGradient) {
+  GraphBuilder b("fractional_pool");
+  Graph& g = b.graph();
+  const int x = b.input("input", {2, 3, 8, 8});
+  const int h = aten(b, "aten::relu", x, "relu");
+  const auto call_on = [&](std::shared_ptr<const AtenCall> call, const std::vector<int>& in,
+                           const std::string& name) {
+    OpAttrs a;
+    a.aten = with_gradient_of_inputs(std::move(call), aten_inputs_of(g, in));
+    return g.add_node(OpKind::kAten, name, in, a);
+  };
+  const int draw = call_on(make_aten_call("aten::rand", "",
+                                          {std::vector<int64_t>{2, 3, 2}, c10::IValue(),
+                                           c10::IValue(), c10::IValue(), c10::IValue()},
+                                          {}, {}, {}),
+                           {}, "draw");
+  const AtenInputs scaled_in = aten_inputs_of(g, {draw});
+  EXPECT_TRUE(scaled_in.reads_no_gradient);
+  const int scaled = call_on(make_aten_call("aten::mul", "Scalar", {c10::IValue(), 0.5}, {0},
+                                            scaled_in.shapes, scaled_in.differentiable),
+                             {draw}, "scaled");
+  EXPECT_FALSE(takes_gradient(g, draw));
+  EXPECT_FALSE(takes_gradient(g, scaled));
+  const AtenInputs pool_in = aten_inputs_of(g, {h, scaled});
+  EXPECT_EQ(pool_in.differentiable, (std::vector<bool>{true, false}));
+  EXPECT_FALSE(pool_in.reads_no_gradient);
+  const int pooled = call_on(make_aten_call("aten::fractional_max_pool2d", "",
+                                            {c10::IValue(), std::vector<int64_t>{3, 3},
+                                             std::vector<int64_t>{3, 3}, c10::IValue()},
+                                            {0, 3}, pool_in.shapes, pool_in.differentiable),
+                             {h, scaled}, "pool");
+  EXPECT_TRUE(takes_gradient(g, pooled));
+  EXPECT_EQ(g.value(pooled).shape, (std::vector<int64_t>{2, 3, 3, 3}));
+  // What reads the model's input alone still carries a gradient, as it did.
+  EXPECT_TRUE(takes_gradient(g, h));
+}
+
 // A list of tensors as an argument: each element is a node input at the list's slot, in
 // list order (einsum's operands); a float32 constant follows float64 inputs.
 TEST(AtenCall, ListArgumentsTakeTheirElementsFromTheNodeInputs) {

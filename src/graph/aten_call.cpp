@@ -386,9 +386,19 @@ AtenInputs aten_inputs_of(const Graph& g, const std::vector<int>& values) {
     in.dtypes.push_back(value.dtype);
     in.differentiable.push_back(
         (value.kind == ValueKind::kActivation || value.kind == ValueKind::kParameter) &&
-        differentiable_type(value.dtype));
+        takes_gradient(g, v));
+    in.reads_no_gradient = in.reads_no_gradient && value.producer >= 0 && !takes_gradient(g, v);
   }
   return in;
+}
+
+std::shared_ptr<const AtenCall> with_gradient_of_inputs(std::shared_ptr<const AtenCall> call,
+                                                        const AtenInputs& in) {
+  if (!in.reads_no_gradient || call->no_gradient || !differentiable_type(call->output_dtype))
+    return call;
+  auto without = std::make_shared<AtenCall>(*call);
+  without->no_gradient = true;
+  return without;
 }
 
 namespace {
@@ -462,12 +472,21 @@ std::shared_ptr<const AtenCall> probed_again(const Graph& g, int id) {
   const Node& n = g.node(id);
   const AtenCall& c = *n.attrs.aten;
   const AtenInputs in = aten_inputs_of(g, n.inputs);
+  std::shared_ptr<const AtenCall> probed;
   try {
-    return make_aten_call(c.name, c.overload, c.arguments, c.tensor_slots, in.shapes,
-                          in.differentiable, in.strides, in.dtypes, c.result_index, c.list_indices);
+    probed =
+        make_aten_call(c.name, c.overload, c.arguments, c.tensor_slots, in.shapes,
+                       in.differentiable, in.strides, in.dtypes, c.result_index, c.list_indices);
   } catch (const AtenCallError& e) {
     throw AtenCallError(n.name + ": " + e.what());
   }
+  // What the import decided beside the probe (a buffer's writer, a shared random stream, no
+  // gradient) does not follow the layout.
+  auto again = std::make_shared<AtenCall>(*probed);
+  again->no_gradient = again->no_gradient || c.no_gradient;
+  again->random_stream = c.random_stream;
+  again->writes_buffer = c.writes_buffer;
+  return again;
 }
 
 // Generic nodes downstream of `copied` were probed on the strided views those were (what

@@ -149,13 +149,23 @@ std::vector<int64_t> view_strides(const Graph& graph, int value);
 
 /// What make_aten_call needs of a call's tensor inputs `values` (node inputs, in order):
 /// their shapes, layouts (view_strides), types, and which are differentiable (floating-point
-/// or complex activations and parameters).
+/// or complex activations and parameters that take a gradient).
 struct AtenInputs {
   std::vector<std::vector<int64_t>> shapes, strides;
   std::vector<at::ScalarType> dtypes;
   std::vector<bool> differentiable;
+  /// Nothing the call reads carries a gradient: it reads no value (a random draw), or only
+  /// values the model computed that take none (integer results, detached ones, random
+  /// draws). Its result takes none either, as in autograd (with_gradient_of_inputs). The
+  /// model's inputs and buffers count as carrying one.
+  bool reads_no_gradient = true;
 };
 AtenInputs aten_inputs_of(const Graph& graph, const std::vector<int>& values);
+/// `call` (made by make_aten_call on `in`) marked AtenCall::no_gradient where its result is
+/// floating but nothing it reads carries a gradient (AtenInputs::reads_no_gradient): an
+/// operator such as fractional max pooling then reads a random draw as the constant it is.
+std::shared_ptr<const AtenCall> with_gradient_of_inputs(std::shared_ptr<const AtenCall> call,
+                                                        const AtenInputs& in);
 
 /// Decides which views stay views, and probes again what reads the others. A view becomes
 /// a copy where

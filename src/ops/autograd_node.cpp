@@ -40,8 +40,10 @@ ForwardOutput autograd_node_forward(const Graph& g, const Node& n,
   for (size_t k = 0; k < in.size(); ++k) {
     const Value& v = g.value(n.inputs[k]);
     const bool activation = v.kind == ValueKind::kActivation;
+    // As the call was probed (aten_inputs_of): a random draw or a detached value is read as
+    // a constant (fractional max pooling refuses a gradient for its samples).
     const bool differentiable =
-        (activation || v.kind == ValueKind::kParameter) && differentiable_type(in[k].scalar_type());
+        (activation || v.kind == ValueKind::kParameter) && takes_gradient(g, n.inputs[k]);
     any_differentiable = any_differentiable || differentiable;
     call_inputs[k] =
         activation || differentiable ? storage_swappable(in[k], differentiable) : in[k];

@@ -412,6 +412,22 @@ class StochasticDepthNet(torch.nn.Module):
         return self.head(h.mean((2, 3)))
 
 
+class FractionalPoolNet(torch.nn.Module):
+    """nn.FractionalMaxPool2d between two convolutions, on [N, 3, 16, 16]: its forward
+    draws the pooling's samples with torch.rand, which the operator reads without a
+    gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = torch.nn.FractionalMaxPool2d(3, output_size=5)
+        self.conv2 = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.head = torch.nn.Linear(4 * 5 * 5, 10)
+
+    def forward(self, x):
+        return self.head(self.conv2(self.pool(self.conv(x))).relu().flatten(1))
+
+
 class SpectralNormed(torch.nn.Module):
     """Spectral normalisation in training (a GAN discriminator's): each forward runs power
     iterations under no_grad that write the buffers weight_u and weight_v with `out=`, the
@@ -1138,6 +1154,28 @@ def test_active_stochastic_depth_draws_the_same_noise_under_every_plan(cache_dir
     fast = monet.optimize(noiseless, xs[0], planner="storeall", **kw)
     without, _ = train(fast, noiseless, "sgd-momentum", xs, ys, loss_fn)
     assert all(abs(a - b) > 1e-6 * abs(b) for a, b in zip(losses, without)), (losses, without)
+
+
+def test_fractional_max_pooling_draws_the_same_samples_under_every_plan(cache_dir):
+    """Fractional max pooling's samples, drawn in forward, are a random draw read without
+    a gradient: each call draws anew (as PyTorch's), every plan draws the same (store-all,
+    Chen's checkpoints and MONeT's leanest train to the same weights), and each step's
+    tracked rise at the midpoint budget is the predicted one."""
+    torch.manual_seed(0)
+    base = FractionalPoolNet().double().train()
+    xs, ys, loss_fn = batches("features", (4, 3, 16, 16))
+    kw = dict(optimizer="sgd-momentum", cache_dir=cache_dir, search_limit="work")
+    check_every_plan_trains_alike(base, xs, ys, loss_fn, "smallest", kw)
+    model = copy.deepcopy(base)
+    inside = dict(kw, loss=loss_fn, target=ys[0])
+    r = monet.budget_range(model, xs[0], **inside)
+    fast = monet.optimize(model, xs[0], budget=(r.smallest + r.store_all) // 2, **inside)
+    _, rises = planned_steps(fast, model, xs, ys)
+    predicted = fast.plan.predicted_peak - fast.plan.predicted_start
+    scalars = 2 * torch.empty((), dtype=torch.float64).element_size()
+    assert all(abs(rise - predicted) <= scalars for rise in rises), (rises, predicted)
+    plain = monet.optimize(copy.deepcopy(base), xs[0], planner="storeall", **kw)
+    assert not torch.equal(plain(xs[0]), plain(xs[0]))
 
 
 def test_a_float64_traced_file_runs_at_its_predicted_peak(tmp_path):

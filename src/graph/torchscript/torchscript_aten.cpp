@@ -258,8 +258,10 @@ void Importer::translate_aten(JitNode* node, const std::string& kind,
   for (const Result& result : results) {
     OpAttrs a;
     try {
-      a.aten = make_aten_call(name, overload, arguments, slots, in.shapes, in.differentiable,
-                              in.strides, in.dtypes, result.index, list_indices);
+      a.aten = with_gradient_of_inputs(
+          make_aten_call(name, overload, arguments, slots, in.shapes, in.differentiable, in.strides,
+                         in.dtypes, result.index, list_indices),
+          in);
     } catch (const AtenCallError& err) {
       fail(node, std::string("unsupported operator '") + kind + "': " + err.what());
     }
