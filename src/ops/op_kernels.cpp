@@ -5,6 +5,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
+
 #include "graph/aten_call.h"
 #include "ops/reference_forward.h"
 
@@ -35,9 +37,21 @@ namespace {
 // Some ATen kernels (the CPU 3-D transposed convolution) return a tensor whose storage
 // is larger than the tensor. A result the caller keeps must own exactly its own bytes, as
 // the memory model (simulator, planner) assumes: copy such results into a tight tensor.
+// A contiguous result also gets the standard strides: one can carry others on its size-1
+// dimensions (a [N, C, 1, 1] permuted from [N, 1, 1, C]), which kernels read as
+// channels-last and take another path than on the profile's inputs (a bfloat16 depthwise
+// convolution's weight gradient then makes the weight dense), so the run would not be the
+// one profiled.
 at::Tensor tight(at::Tensor t) {
-  if (t.defined() && t.storage().nbytes() > static_cast<size_t>(t.nbytes())) return t.clone();
-  return t;
+  if (!t.defined()) return t;
+  if (t.storage().nbytes() > static_cast<size_t>(t.nbytes()))
+    t = t.clone(at::MemoryFormat::Contiguous);
+  if (!t.is_contiguous()) return t;
+  std::vector<int64_t> standard(t.dim(), 1);
+  for (int64_t d = t.dim() - 2; d >= 0; --d)
+    standard[d] = standard[d + 1] * std::max<int64_t>(t.size(d + 1), 1);
+  if (t.strides() == at::IntArrayRef(standard)) return t;
+  return t.as_strided(t.sizes(), standard, t.storage_offset());
 }
 
 std::vector<at::Tensor> dispatch_backward(const Graph& g, const Node& n,
