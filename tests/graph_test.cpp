@@ -183,7 +183,8 @@ TEST(Graph, EveryValueTakesTheModelsFloatingType) {
     h.set_floating_dtype(at::kHalf);
     FAIL() << "expected GraphError";
   } catch (const GraphError& e) {
-    EXPECT_NE(std::string(e.what()).find("float32 and float64 models, not Half"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("float32, float64 and bfloat16 models, not Half"),
+              std::string::npos)
         << e.what();
   }
   // A specialised operator reads the graph's floating type only.
@@ -198,6 +199,17 @@ TEST(Graph, EveryValueTakesTheModelsFloatingType) {
     EXPECT_NE(std::string(e.what()).find("first input 'ids' must be Double"), std::string::npos)
         << e.what();
   }
+  // A bfloat16 graph counts 2 bytes an element; its sum loss sums a float32 value (the
+  // model's upcast logits) into a float32 loss, and a specialised operator refuses it.
+  Graph bf("bfloat16");
+  bf.set_floating_dtype(at::kBFloat16);
+  const int b = bf.add_input("input", {2, 3});
+  EXPECT_EQ(bf.value(b).bytes(), 2 * 6);
+  const int upcast = bf.add_input("upcast", {2, 3}, at::kFloat);
+  EXPECT_THROW(bf.add_node(OpKind::kReLU, "relu_of_upcast", {upcast}), GraphError);
+  EXPECT_EQ(bf.value(bf.add_node(OpKind::kSumLoss, "loss", {upcast})).dtype, at::kFloat);
+  EXPECT_THROW(bf.add_node(OpKind::kSumLoss, "loss_of_ids", {bf.add_input("ids", {2}, at::kLong)}),
+               GraphError);
 }
 
 TEST(Graph, FingerprintIsStableAndSensitive) {

@@ -58,6 +58,47 @@ TEST(OpKernels, ConvolutionForwardAlgorithmsAgree) {
   EXPECT_GE(input_algos, 2);
 }
 
+// Every backward implementation a convolution offers runs in the graph's floating type
+// (PyTorch's CPU transposed convolutions take no bfloat16: those implementations are not
+// offered there) and gives ATen's gradients, to rounding.
+TEST(OpKernels, EveryConvolutionBackwardRunsInTheGraphsType) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    GraphBuilder b("conv");
+    b.graph().set_floating_dtype(dtype);
+    const int x = b.input("input", {2, 4, 9, 9});
+    const int y = b.conv(x, "conv", {6, {3}, 2, 1, 1, false, default_init()});
+    Graph& g = b.graph();
+    const Node& n = g.node(g.value(y).producer);
+    at::manual_seed(0);
+    const at::TensorOptions type = at::dtype(dtype);
+    BackwardArgs args;
+    args.inputs = {at::randn({2, 4, 9, 9}, type), at::randn({6, 4, 3, 3}, type)};
+    args.grad_output = at::randn({2, 6, 5, 5}, type);
+    args.needs_grad = {true, true};
+    const auto expected =
+        at::convolution_backward(args.grad_output, args.inputs[0], args.inputs[1], c10::nullopt,
+                                 {2, 2}, {1, 1}, {1, 1}, false, {0, 0}, 1, {true, true, false});
+    const double tolerance = dtype == at::kBFloat16 ? 2e-2 : 1e-5;
+    NodeState state;
+    int ran = 0;
+    for (const auto& impl : backward_impls(g, n)) {
+      if (impl.reads_intermediate)
+        continue;  // Gist's encodings: IntermediatesHaveTheirDeclaredSize
+      const size_t k = impl.part == BackwardPart::kInput ? 0 : 1;
+      const at::Tensor want = k == 0 ? std::get<0>(expected) : std::get<1>(expected);
+      at::Tensor got;
+      ASSERT_NO_THROW(got = run_backward(g, n, impl, args, state)[k])
+          << impl.name << " in " << c10::toString(dtype);
+      EXPECT_EQ(got.scalar_type(), dtype) << impl.name;
+      EXPECT_LE((got - want).abs().max().item<double>(),
+                tolerance * want.abs().max().item<double>())
+          << impl.name << " in " << c10::toString(dtype);
+      ++ran;
+    }
+    EXPECT_GE(ran, 4) << c10::toString(dtype);
+  }
+}
+
 // A loss's gradient is LibTorch autograd's to the last bit, so that training under any
 // plan starts its backward from exactly autograd's logits gradient.
 TEST(OpKernels, LossGradientsEqualAutogradsBitForBit) {

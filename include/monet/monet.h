@@ -73,7 +73,7 @@ enum class TracedOperatorPath {
 struct ModelInput {
   std::vector<int64_t> shape;  // batch first
   /// The element type fed; none: int64 token ids where an embedding reads the input,
-  /// otherwise the model's floating type (its parameters': float32 or float64).
+  /// otherwise the model's floating type (its parameters': float32, float64 or bfloat16).
   std::optional<torch::Dtype> dtype;
 };
 

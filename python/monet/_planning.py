@@ -125,12 +125,12 @@ def _refuse_untraceable(module):
 
 def _floating_dtype(module):
     """The module's floating type (float32 when it has no floating tensors); refuses a
-    module whose floating tensors are not all float32 or all float64 (the types monet
-    plans; its memory model counts each tensor at its own type's size)."""
+    module whose floating tensors are not all float32, all float64 or all bfloat16 (the
+    types monet plans; its memory model counts each tensor at its own type's size)."""
     dtypes = {t.dtype for t in itertools.chain(module.parameters(), module.buffers())
               if t.is_floating_point()}
-    if not dtypes <= {torch.float32} and dtypes != {torch.float64}:
-        raise TypeError("monet plans float32 and float64 models; this one has "
+    if not dtypes <= {torch.float32} and dtypes not in ({torch.float64}, {torch.bfloat16}):
+        raise TypeError("monet plans float32, float64 and bfloat16 models; this one has "
                         + ", ".join(sorted(str(d) for d in dtypes)))
     return dtypes.pop() if dtypes else torch.float32
 
@@ -470,9 +470,10 @@ class OptimizedModule(torch.nn.Module):
                                           self.plan.loss_inside)
         if torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled():
             raise RuntimeError(
-                "monet runs its plan in the module's floating type (float32 or float64), which "
-                "the plan's memory is counted in; call it outside torch.autocast (or convert "
-                "the module with .double() / .float() and plan that)")
+                "monet runs its plan in the module's floating type (float32, float64 or "
+                "bfloat16), which the plan's memory is counted in; call it outside "
+                "torch.autocast (or convert the module with .bfloat16() / .float() and plan "
+                "that)")
         if not (self.training and torch.is_grad_enabled()):
             self.plan._beside.before_forward(call_arguments(inputs, self.plan._arguments))
             out = self.plan._traced_module(*inputs)

@@ -67,14 +67,16 @@ bool is_dtype_argument(const c10::Argument& argument) {
 }
 
 // Floating-point constants of the trace (float32: monet traces a float32 twin of the
-// model) in the floating type of the inputs, as the model's own constants are when it runs
-// in float64 (a recurrent layer's initial state, a matmul's constant operand).
+// model) in the floating type of float64 inputs, as the model's own constants are when it
+// runs in float64 (a recurrent layer's initial state, a matmul's constant operand). A
+// bfloat16 model's float32 constants and casts stay float32, as PyTorch computes them (an
+// upcast for a norm or a softmax).
 
 void match_constants_to_inputs(torch::jit::Stack* stack, const c10::FunctionSchema& schema,
                                const std::vector<at::Tensor>& inputs) {
   const auto floating = std::find_if(inputs.begin(), inputs.end(),
                                      [](const at::Tensor& t) { return t.is_floating_point(); });
-  if (floating == inputs.end() || floating->scalar_type() == at::kFloat) return;
+  if (floating == inputs.end() || floating->scalar_type() != at::kDouble) return;
   const at::ScalarType type = floating->scalar_type();
   // The trace's float32 dtypes (x.to(torch.float32), x.float()) are the inputs' type.
   const auto& arguments = schema.arguments();

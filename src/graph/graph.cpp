@@ -62,8 +62,9 @@ int Graph::add_value(Value v) {
 }
 
 void Graph::set_floating_dtype(at::ScalarType dtype) {
-  if (dtype != at::kFloat && dtype != at::kDouble)
-    throw GraphError("graph '" + name_ + "': monet plans float32 and float64 models, not " +
+  if (dtype != at::kFloat && dtype != at::kDouble && dtype != at::kBFloat16)
+    throw GraphError("graph '" + name_ +
+                     "': monet plans float32, float64 and bfloat16 models, not " +
                      c10::toString(dtype));
   if (!values_.empty() && dtype != floating_dtype_)
     throw GraphError("graph '" + name_ + "': the floating type is set before any value");
@@ -112,15 +113,18 @@ int Graph::add_node(OpKind op, const std::string& name, std::vector<int> inputs,
                        " does not name a value in the graph");
     in.push_back(&values_[id]);
   }
-  // Generic operators read and make tensors of any type (a comparison's mask, indices);
-  // every other operator computes in the graph's floating type.
-  if (!in.empty() && in[0]->dtype != floating_dtype_ && op != OpKind::kAten)
+  // Generic operators read and make tensors of any type (a comparison's mask, indices), and
+  // a sum loss sums a floating value of any type (a bfloat16 model's float32 loss); every
+  // other operator computes in the graph's floating type.
+  const bool sums_any_floating =
+      op == OpKind::kSumLoss && !in.empty() && at::isFloatingType(in[0]->dtype);
+  if (!in.empty() && in[0]->dtype != floating_dtype_ && op != OpKind::kAten && !sums_any_floating)
     throw GraphError("node '" + name + "': first input '" + in[0]->name + "' must be " +
                      c10::toString(floating_dtype_));
   Value out;
   out.name = name;
   out.kind = ValueKind::kActivation;
-  out.dtype = floating_dtype_;
+  out.dtype = sums_any_floating ? in[0]->dtype : floating_dtype_;
   out.shape = infer_shape(op, in, attrs, name);
   if (op == OpKind::kAten && attrs.aten) out.dtype = attrs.aten->output_dtype;
   out.producer = static_cast<int>(nodes_.size());

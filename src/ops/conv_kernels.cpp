@@ -1,4 +1,8 @@
 // Convolution (and transposed convolution) implementations.
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "ops/op_kernels.h"
 #include "ops/shape_stand_in.h"
 #include "ops/sparse_storage.h"
@@ -131,6 +135,31 @@ std::vector<at::Tensor> conv_backward(const Graph& g, const Node& n, const Backw
     grads[0] = at::convolution(go, w, {}, a.stride, a.padding, a.dilation, true, op, a.groups);
   }
   return grads;
+}
+
+bool transposed_convolution_takes(at::ScalarType dtype, size_t spatial_dims, bool thnn) {
+  static std::mutex mutex;
+  static std::map<std::tuple<at::ScalarType, size_t, bool>, bool> takes;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(dtype, spatial_dims, thnn);
+  if (const auto known = takes.find(key); known != takes.end()) return known->second;
+  // Two input channels to one output channel, as an input gradient reads a weight.
+  std::vector<int64_t> x_shape = {1, 2}, w_shape = {2, 1};
+  x_shape.resize(2 + spatial_dims, 2);
+  w_shape.resize(2 + spatial_dims, 1);
+  const at::Tensor x = at::zeros(x_shape, at::dtype(dtype));
+  const at::Tensor w = at::zeros(w_shape, at::dtype(dtype));
+  const std::vector<int64_t> ones(spatial_dims, 1), zeros(spatial_dims, 0);
+  bool runs = true;
+  try {
+    if (thnn)
+      at::slow_conv_transpose2d(x, w, ones);
+    else
+      at::convolution(x, w, {}, ones, zeros, ones, true, zeros, 1);
+  } catch (const c10::Error&) {
+    runs = false;
+  }
+  return takes[key] = runs;
 }
 
 }  // namespace monet::kernels

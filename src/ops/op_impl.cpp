@@ -7,6 +7,7 @@
 #include "graph/aten_call.h"
 #include "ops/aten_impls.h"
 #include "ops/bit_mask.h"
+#include "ops/op_kernels.h"
 #include "ops/sparse_storage.h"
 
 namespace monet {
@@ -193,6 +194,11 @@ std::vector<BackwardImplInfo> conv_backward_impls(const Graph& g, const Node& n)
   } else {
     v.insert(v.end(), {aten_shape, transposed, aten});
   }
+  const Value& out = g.value(n.output);
+  if (!kernels::transposed_convolution_takes(out.dtype, out.shape.size() - 2, /*thnn=*/false))
+    v.erase(std::remove_if(v.begin(), v.end(),
+                           [](const BackwardImplInfo& b) { return b.name == "transposed"; }),
+            v.end());
   if (n.op == OpKind::kConv) {
     auto sparse =
         make_backward_impl("sparse_input", P::kWeight, {}, false, true,
@@ -206,8 +212,9 @@ std::vector<BackwardImplInfo> conv_backward_impls(const Graph& g, const Node& n)
   if (is_plain_conv2d(g, n)) {
     v.push_back(
         make_backward_impl("im2col_gemm", P::kWeight, {0}, false, false, "im2col + batched GEMM"));
-    v.push_back(make_backward_impl("slow_transpose", P::kInput, {}, false, false,
-                                   "THNN slow_conv_transpose2d of the gradient"));
+    if (kernels::transposed_convolution_takes(g.value(n.output).dtype, 2, /*thnn=*/true))
+      v.push_back(make_backward_impl("slow_transpose", P::kInput, {}, false, false,
+                                     "THNN slow_conv_transpose2d of the gradient"));
   }
   return v;
 }

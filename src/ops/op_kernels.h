@@ -81,6 +81,11 @@ ForwardOutput conv_forward(const Node& n, const std::string& impl,
                            const std::vector<at::Tensor>& in);
 std::vector<at::Tensor> conv_backward(const Graph& g, const Node& n, const BackwardImplInfo& impl,
                                       const BackwardArgs& a);
+/// Whether ATen's transposed convolution (the "transposed" input gradient), or THNN's
+/// slow_conv_transpose2d (`thnn`: the "slow_transpose" one), runs on tensors of `dtype` with
+/// `spatial_dims` spatial dimensions (PyTorch 1.13's CPU kernels fail on bfloat16): tried
+/// once per kernel, type and dimension count on a tiny call.
+bool transposed_convolution_takes(at::ScalarType dtype, size_t spatial_dims, bool thnn);
 ForwardOutput batch_norm_forward(const Node& n, const std::vector<at::Tensor>& in, NodeState& state,
                                  bool training);
 std::vector<at::Tensor> batch_norm_backward(const Node& n, const BackwardImplInfo& impl,

@@ -3,8 +3,9 @@ traced model (a scripted function with a branch and a loop on shapes: the branch
 the loop unrolled), parameters laid out channels_last (made contiguous at planning),
 random draws from PyTorch's default generator (torch.randn_like, torch.rand in forward:
 new at every step, the same under every plan), calls with keyword arguments, parameters
-as the input of a layer, batch norms called twice or never, and what is refused in one
-line (a branch on a computed value, a Python number made of one)."""
+as the input of a layer, batch norms called twice or never, models in bfloat16 (with
+float32 upcasts), and what is refused in one line (a branch on a computed value, a Python
+number made of one)."""
 import copy
 import warnings
 
@@ -14,7 +15,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import monet
-from test_model_corpus import batches, check_every_plan_trains_alike, check_trains_like_pytorch
+from test_model_corpus import (batches, check_every_plan_trains_alike, check_trains_like_pytorch,
+                               planned_steps)
+from test_training import train, worst_state_error
 
 
 @torch.jit.script
@@ -429,3 +432,89 @@ def test_an_embedding_with_max_norm_renormalises_as_pytorch(cache_dir):
     with pytest.raises(monet.UnsupportedOperator, match="embedding_renorm_"):
         monet.plan(RenormalisedEmbedding(shifted=True), xs[0], planner="storeall",
                    cache_dir=cache_dir)
+
+
+class RMSNormDecoder(nn.Module):
+    """A LLaMA-style block for bfloat16 on [N, T, 16]: RMSNorm computed in float32
+    (x.float(), then type_as), attention scores softmaxed in float32, and float32 logits
+    for the loss, as such models upcast."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.Parameter(torch.ones(16))
+        self.qkv = nn.Linear(16, 48, bias=False)
+        self.head = nn.Linear(16, 10, bias=False)
+
+    def forward(self, x):
+        h = x.float()
+        h = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(x) * self.norm
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        scores = torch.softmax((q @ k.transpose(-1, -2)).float() / 4, dim=-1).type_as(v)
+        return self.head(x + scores @ v).float().mean(1)
+
+
+class BfloatConvNet(nn.Module):
+    """Convolution (no bias: a batch norm follows), batch norm, ReLU, a strided convolution,
+    max pooling and a Linear on [N, 3, 8, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
+                                  nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2, padding=1),
+                                  nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 2 * 2, 10))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class ConvNeXtStage(nn.Module):
+    """Two of torchvision's ConvNeXt blocks of width 32 on [N, 32, 1, 1] (ConvNeXt's last
+    stage at small images): each block's result, permuted back from channels-last, has
+    channels-last strides on its size-1 dimensions, on which PyTorch's bfloat16 depthwise
+    convolution takes a path with a dense weight: monet's results get standard strides,
+    as the profile's inputs have, so that the run is the one profiled."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.convnext import CNBlock
+        self.blocks = nn.Sequential(CNBlock(32, 1e-6, 0.0), CNBlock(32, 1e-6, 0.0))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(x).mean((2, 3)))
+
+
+@pytest.mark.parametrize("make, shape, of_float32", [(RMSNormDecoder, (4, 6, 16), 0.8),
+                                                     (BfloatConvNet, (4, 3, 8, 8), 0.6),
+                                                     (ConvNeXtStage, (4, 32, 1, 1), 0.6)])
+def test_a_bfloat16_model_trains_like_pytorch_in_bfloat16(make, shape, of_float32, cache_dir):
+    """A bfloat16 model is planned and trained in bfloat16 (its float32 upcasts in float32,
+    as PyTorch computes them): 3 SGD-momentum steps at the midpoint budget give PyTorch's
+    losses (in its type) and parameters to bfloat16's rounding (implementations round differently), the
+    parameters stay bfloat16, each step's tracked rise is the predicted one (to two float32
+    loss scalars), and the plan counts 2 bytes an element: its store-all peak is below
+    `of_float32` of the same model's in float32 (0.6 where everything is bfloat16)."""
+    torch.manual_seed(0)
+    model = make().to(torch.bfloat16).train()
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(shape, generator=g).to(torch.bfloat16) for _ in range(3)]
+    ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(3)]
+    reference = copy.deepcopy(model)
+    want, _ = train(reference, reference, "sgd-momentum", xs, ys, F.cross_entropy)
+    kw = dict(loss=F.cross_entropy, target=ys[0], optimizer="sgd-momentum",
+              cache_dir=cache_dir, search_limit="work")
+    r = monet.budget_range(model, xs[0], **kw)
+    in_float32 = monet.budget_range(copy.deepcopy(model).float(), xs[0].float(), **kw)
+    assert r.store_all < of_float32 * in_float32.store_all, (r.store_all, in_float32.store_all)
+    fast = monet.optimize(model, xs[0], budget=(r.smallest + r.store_all) // 2, **kw)
+    losses, rises = planned_steps(fast, model, xs, ys)
+    predicted = fast.plan.predicted_peak - fast.plan.predicted_start
+    assert all(abs(rise - predicted) <= 2 * 4 for rise in rises), (rises, predicted)
+    assert losses == pytest.approx(want, rel=1e-2), (losses, want)
+    # The loss in the type PyTorch computes it in (float32 from float32 logits): a bfloat16
+    # loss is a number of 8 significant bits.
+    def in_bfloat16(v):
+        return float(torch.tensor(v).to(torch.bfloat16)) == v
+    assert [in_bfloat16(v) for v in losses] == [in_bfloat16(v) for v in want], (losses, want)
+    assert all(p.dtype == torch.bfloat16 for p in model.parameters())
+    assert worst_state_error(model, reference) <= 1e-2

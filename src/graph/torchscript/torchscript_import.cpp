@@ -22,10 +22,12 @@ at::ScalarType Importer::floating_dtype() const {
   for (const auto& entry : state_) {
     const at::Tensor& t = entry.second.first;
     if (!t.is_floating_point()) continue;
-    if (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble)
+    if (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble &&
+        t.scalar_type() != at::kBFloat16)
       throw ImportError("'" + path_ + "': tensor '" + entry.first + "' is " +
                         c10::toString(t.scalar_type()) +
-                        "; monet plans float32 and float64 models (convert it with .float())");
+                        "; monet plans float32, float64 and bfloat16 models (convert it with "
+                        ".float() or .bfloat16())");
     if (!first) first = &entry;
     if (t.scalar_type() != first->second.first.scalar_type())
       throw ImportError("'" + path_ + "': tensor '" + entry.first + "' is " +
@@ -327,11 +329,30 @@ void Importer::translate(JitNode* node) {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (schema && schema->is_mutable() && (kind.back() != '_' || buffer_written(node, 0)))
     return translate_aten(node, kind);
+  // Specialised operators compute in the graph's floating type; what reads another (a
+  // bfloat16 model's float32 upcast for a norm or a softmax) is a generic node.
+  if (reads_another_floating_type(node)) return translate_aten(node, kind);
   try {
     translate_specialised(node, kind);
   } catch (const NotSpecialised&) {
     translate_aten(node, kind);  // takes constants as they are, any element type
   }
+}
+
+bool Importer::reads_another_floating_type(const JitNode* node) const {
+  const auto other = [&](int v) {
+    const at::ScalarType dtype = graph_.value(v).dtype;
+    return at::isFloatingType(dtype) && dtype != graph_.floating_dtype();
+  };
+  for (const JitValue* input : node->inputs()) {
+    const auto e = entries_.find(input);
+    if (e == entries_.end()) continue;
+    if (e->second.kind == Entry::kTensor && other(e->second.value)) return true;
+    if (e->second.kind == Entry::kTensorList &&
+        std::any_of(e->second.values.begin(), e->second.values.end(), other))
+      return true;
+  }
+  return false;
 }
 
 void Importer::translate_specialised(JitNode* node, const std::string& kind) {

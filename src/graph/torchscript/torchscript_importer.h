@@ -322,6 +322,8 @@ class Importer {
   const std::vector<int64_t>& shape_of(int v) const { return graph_.value(v).shape; }
 
   void translate(JitNode* node);
+  // Whether `node` reads a floating tensor of a type other than the graph's.
+  bool reads_another_floating_type(const JitNode* node) const;
   // An operator with a specialised translation where one applies, else a generic node.
   void translate_specialised(JitNode* node, const std::string& kind);
   // A stacked LSTM, GRU or RNN as one generic node per layer where its layers form a plain
