@@ -199,8 +199,8 @@ TEST(Graph, EveryValueTakesTheModelsFloatingType) {
     EXPECT_NE(std::string(e.what()).find("first input 'ids' must be Double"), std::string::npos)
         << e.what();
   }
-  // A bfloat16 graph counts 2 bytes an element; its sum loss sums a float32 value (the
-  // model's upcast logits) into a float32 loss, and a specialised operator refuses it.
+  // A bfloat16 graph counts 2 bytes an element; a loss takes a float32 prediction (the
+  // model's upcast logits) and is float32, and a specialised operator refuses it.
   Graph bf("bfloat16");
   bf.set_floating_dtype(at::kBFloat16);
   const int b = bf.add_input("input", {2, 3});
@@ -208,6 +208,9 @@ TEST(Graph, EveryValueTakesTheModelsFloatingType) {
   const int upcast = bf.add_input("upcast", {2, 3}, at::kFloat);
   EXPECT_THROW(bf.add_node(OpKind::kReLU, "relu_of_upcast", {upcast}), GraphError);
   EXPECT_EQ(bf.value(bf.add_node(OpKind::kSumLoss, "loss", {upcast})).dtype, at::kFloat);
+  const int classes = bf.add_input("classes", {2}, at::kLong, ValueKind::kTarget);
+  EXPECT_EQ(bf.value(bf.add_node(OpKind::kCrossEntropyLoss, "ce", {upcast, classes})).dtype,
+            at::kFloat);
   EXPECT_THROW(bf.add_node(OpKind::kSumLoss, "loss_of_ids", {bf.add_input("ids", {2}, at::kLong)}),
                GraphError);
 }

@@ -114,17 +114,17 @@ int Graph::add_node(OpKind op, const std::string& name, std::vector<int> inputs,
     in.push_back(&values_[id]);
   }
   // Generic operators read and make tensors of any type (a comparison's mask, indices), and
-  // a sum loss sums a floating value of any type (a bfloat16 model's float32 loss); every
-  // other operator computes in the graph's floating type.
-  const bool sums_any_floating =
-      op == OpKind::kSumLoss && !in.empty() && at::isFloatingType(in[0]->dtype);
-  if (!in.empty() && in[0]->dtype != floating_dtype_ && op != OpKind::kAten && !sums_any_floating)
+  // a loss takes a prediction of any floating type (a bfloat16 model's float32 logits) and
+  // is of its type; every other operator computes in the graph's floating type.
+  const bool loss_of_any_floating = is_loss(op) && !in.empty() && at::isFloatingType(in[0]->dtype);
+  if (!in.empty() && in[0]->dtype != floating_dtype_ && op != OpKind::kAten &&
+      !loss_of_any_floating)
     throw GraphError("node '" + name + "': first input '" + in[0]->name + "' must be " +
                      c10::toString(floating_dtype_));
   Value out;
   out.name = name;
   out.kind = ValueKind::kActivation;
-  out.dtype = sums_any_floating ? in[0]->dtype : floating_dtype_;
+  out.dtype = loss_of_any_floating ? in[0]->dtype : floating_dtype_;
   out.shape = infer_shape(op, in, attrs, name);
   if (op == OpKind::kAten && attrs.aten) out.dtype = attrs.aten->output_dtype;
   out.producer = static_cast<int>(nodes_.size());

@@ -1205,6 +1205,39 @@ def test_a_float64_or_bfloat16_traced_file_runs_at_its_predicted_peak(tmp_path):
     assert peaks[torch.bfloat16] < peaks[torch.float32], peaks
 
 
+class Float32Logits(torch.nn.Module):
+    """A bfloat16 MLP whose logits are made float32 for the loss, as language models do."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(),
+                                        torch.nn.Linear(32, 4))
+
+    def forward(self, x):
+        return self.body(x).float()
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "mse"])
+def test_float32_logits_of_a_bfloat16_traced_file_take_the_clis_loss(loss, tmp_path):
+    """The CLI's loss takes a bfloat16 model's float32 logits (and float32 targets): the
+    plan runs at its predicted peak, and its gradients are autograd's (`monet verify`)."""
+    torch.manual_seed(0)
+    traced = str(tmp_path / "mlp.pt")
+    torch.jit.trace(Float32Logits().to(torch.bfloat16),
+                    torch.randn(8, 16).to(torch.bfloat16)).save(traced)
+    plan = str(tmp_path / "plan.json")
+    r = monet_cli("plan", "--model", traced, "--input-shape", "8,16", "--loss", loss,
+                  "--planner", "chain", "--budget", "1.0x", "--search-limit", "work",
+                  "--cache-dir", str(tmp_path / "cache"), "-o", plan, "--json")
+    assert r.returncode == 0, r.stderr
+    predicted = json.loads(r.stdout)["predicted_peak_bytes"]
+    r = monet_cli("run", "--plan", plan, "--iters", "1", "--warmup", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["peak_bytes"] == predicted, (r.stdout, predicted)
+    r = monet_cli("verify", "--plan", plan)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 class SparseEmbedding(torch.nn.Module):
     def __init__(self):
         super().__init__()

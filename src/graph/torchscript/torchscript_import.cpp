@@ -193,7 +193,9 @@ void Importer::add_loss(int output) {
   }
   if (options_.loss != OpKind::kMSELoss && options_.loss != OpKind::kBCEWithLogitsLoss)
     throw ImportError(std::string("'") + op_name(options_.loss) + "' is not a loss");
-  const int t = graph_.add_input(unused_name("target"), shape, std::nullopt, ValueKind::kTarget);
+  // Float targets of the prediction's type (float32 logits of a bfloat16 model).
+  const at::ScalarType type = graph_.value(output).dtype;
+  const int t = graph_.add_input(unused_name("target"), shape, type, ValueKind::kTarget);
   graph_.add_node(options_.loss, unused_name("loss"), {output, t});
 }
 
