@@ -13,11 +13,16 @@
 namespace monet::kernels {
 namespace {
 
-// A stand-in's type for an input of `v`'s: floating ones in the gradient's precision (the
-// graph's may be float32 where this run is float64), real or complex as the input is
-// (real()'s input is complex, view_as_complex()'s real); others in their own type.
-at::TensorOptions stand_in_options(const Value& v, const at::TensorOptions& grad) {
+// A stand-in's type for an input of `v`'s, where the node's `output` has the gradient
+// `grad`: floating ones in their own type where the run computes in the graph's types (the
+// gradient is of the output's type: a bfloat16 model's float32 cast reads bfloat16), else
+// in the gradient's precision (a float32 graph verified in float64); real or complex as
+// the input is (real()'s input is complex, view_as_complex()'s real); others in their own
+// type.
+at::TensorOptions stand_in_options(const Value& v, const Value& output,
+                                   const at::TensorOptions& grad) {
   const at::ScalarType g = grad.dtype().toScalarType();
+  if (g == output.dtype) return grad.dtype(v.dtype);
   if (at::isComplexType(v.dtype)) return grad.dtype(c10::toComplexType(g));
   if (at::isFloatingType(v.dtype)) return grad.dtype(c10::toRealValueType(g));
   return grad.dtype(v.dtype);
@@ -34,7 +39,7 @@ std::vector<at::Tensor> rerun_backward(const Graph& g, const Node& n, const Back
     // Inputs the derivative does not read: a stand-in of their shape that holds no memory.
     if (!x.defined())
       x = zero_shape_stand_in(g.value(n.inputs[k]).shape,
-                              stand_in_options(g.value(n.inputs[k]), options));
+                              stand_in_options(g.value(n.inputs[k]), g.value(n.output), options));
     leaves[k] = x.detach();
     if (a.needs_grad[k]) {
       leaves[k].requires_grad_(true);

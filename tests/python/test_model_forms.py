@@ -492,14 +492,15 @@ def test_a_bfloat16_model_trains_like_pytorch_in_bfloat16(make, shape, of_float3
     as PyTorch computes them): 3 SGD-momentum steps at the midpoint budget give PyTorch's
     losses (in its type) and parameters to bfloat16's rounding (implementations round differently), the
     parameters stay bfloat16, each step's tracked rise is the predicted one (to two float32
-    loss scalars), and the plan counts 2 bytes an element: its store-all peak is below
-    `of_float32` of the same model's in float32 (0.6 where everything is bfloat16)."""
+    loss scalars), the plan counts 2 bytes an element (its store-all peak below
+    `of_float32` of the same model's in float32, 0.6 where everything is bfloat16), and
+    Chen's checkpoints (recomputing) train alike."""
     torch.manual_seed(0)
     model = make().to(torch.bfloat16).train()
     g = torch.Generator().manual_seed(1)
     xs = [torch.randn(shape, generator=g).to(torch.bfloat16) for _ in range(3)]
     ys = [torch.randint(0, 10, (shape[0],), generator=g) for _ in range(3)]
-    reference = copy.deepcopy(model)
+    reference, reference_start = copy.deepcopy(model), copy.deepcopy(model)
     want, _ = train(reference, reference, "sgd-momentum", xs, ys, F.cross_entropy)
     kw = dict(loss=F.cross_entropy, target=ys[0], optimizer="sgd-momentum",
               cache_dir=cache_dir, search_limit="work")
@@ -518,3 +519,8 @@ def test_a_bfloat16_model_trains_like_pytorch_in_bfloat16(make, shape, of_float3
     assert [in_bfloat16(v) for v in losses] == [in_bfloat16(v) for v in want], (losses, want)
     assert all(p.dtype == torch.bfloat16 for p in model.parameters())
     assert worst_state_error(model, reference) <= 1e-2
+    # Chen's checkpoints recompute, and re-run backwards on stand-ins of the inputs they
+    # do not read (a float32 cast's stand-in is of its bfloat16 input's type).
+    chen_model = copy.deepcopy(reference_start)
+    chen = monet.optimize(chen_model, xs[0], planner="chen", **kw)
+    assert planned_steps(chen, chen_model, xs, ys)[0] == pytest.approx(want, rel=1e-2)
