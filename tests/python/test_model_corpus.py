@@ -1178,6 +1178,20 @@ def test_fractional_max_pooling_draws_the_same_samples_under_every_plan(cache_di
     assert not torch.equal(plain(xs[0]), plain(xs[0]))
 
 
+def cli_planned_peak(traced, loss, plan, cache_dir):
+    """Plans `traced` (input 8,16) with the CLI's chain planner at 1.0x and `loss` into
+    `plan`, runs it once, checks the run peaks at the predicted bytes, and returns them."""
+    r = monet_cli("plan", "--model", traced, "--input-shape", "8,16", "--loss", loss,
+                  "--planner", "chain", "--budget", "1.0x", "--search-limit", "work",
+                  "--cache-dir", cache_dir, "-o", plan, "--json")
+    assert r.returncode == 0, r.stderr
+    predicted = json.loads(r.stdout)["predicted_peak_bytes"]
+    r = monet_cli("run", "--plan", plan, "--iters", "1", "--warmup", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["peak_bytes"] == predicted, (traced, r.stdout, predicted)
+    return predicted
+
+
 def test_a_float64_or_bfloat16_traced_file_runs_at_its_predicted_peak(tmp_path):
     """A model traced in float64 (bfloat16) is planned in float64 (bfloat16) by the CLI:
     `monet run` of the plan peaks at exactly the predicted bytes, twice those of the same
@@ -1191,16 +1205,8 @@ def test_a_float64_or_bfloat16_traced_file_runs_at_its_predicted_peak(tmp_path):
         traced = str(tmp_path / f"mlp_{dtype}.pt")
         typed = copy.deepcopy(model).to(dtype)
         torch.jit.trace(typed, torch.randn(8, 16, dtype=dtype)).save(traced)
-        plan = str(tmp_path / f"plan_{dtype}.json")
-        r = monet_cli("plan", "--model", traced, "--input-shape", "8,16", "--loss", "sum",
-                      "--planner", "chain", "--budget", "1.0x", "--search-limit", "work",
-                      "--cache-dir", str(tmp_path / "cache"), "-o", plan, "--json")
-        assert r.returncode == 0, r.stderr
-        predicted = json.loads(r.stdout)["predicted_peak_bytes"]
-        r = monet_cli("run", "--plan", plan, "--iters", "1", "--warmup", "0", "--json")
-        assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout)["peak_bytes"] == predicted, (dtype, r.stdout, predicted)
-        peaks[dtype] = predicted
+        peaks[dtype] = cli_planned_peak(traced, "sum", str(tmp_path / f"plan_{dtype}.json"),
+                                        str(tmp_path / "cache"))
     assert peaks[torch.float64] == 2 * peaks[torch.float32], peaks
     assert peaks[torch.bfloat16] < peaks[torch.float32], peaks
 
@@ -1226,14 +1232,7 @@ def test_float32_logits_of_a_bfloat16_traced_file_take_the_clis_loss(loss, tmp_p
     torch.jit.trace(Float32Logits().to(torch.bfloat16),
                     torch.randn(8, 16).to(torch.bfloat16)).save(traced)
     plan = str(tmp_path / "plan.json")
-    r = monet_cli("plan", "--model", traced, "--input-shape", "8,16", "--loss", loss,
-                  "--planner", "chain", "--budget", "1.0x", "--search-limit", "work",
-                  "--cache-dir", str(tmp_path / "cache"), "-o", plan, "--json")
-    assert r.returncode == 0, r.stderr
-    predicted = json.loads(r.stdout)["predicted_peak_bytes"]
-    r = monet_cli("run", "--plan", plan, "--iters", "1", "--warmup", "0", "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["peak_bytes"] == predicted, (r.stdout, predicted)
+    cli_planned_peak(traced, loss, plan, str(tmp_path / "cache"))
     r = monet_cli("verify", "--plan", plan)
     assert r.returncode == 0, r.stdout + r.stderr
 
