@@ -50,12 +50,13 @@ fuzz_pid=$!
 # The rest of the C++ subset: monet_sanitize_tests' own suites, and its tests over the
 # tiny zoo on four models that cover the graph shapes (residual adds, inception
 # concatenations, depthwise convolutions with in-place activations, skip connections
-# across resolutions), sharded data parallelism (ranks as threads) and the public API's
-# plan files, costs and measurements; then the imported fixtures made above.
+# across resolutions), sharded data parallelism (ranks as threads), the public API's
+# plan files, costs and measurements and LibTorch modules traced from C++; then the imported fixtures made above.
 run "monet_sanitize_tests" "$tests" --gtest_brief=1 --gtest_filter="$(tr -d ' \n' <<'FILTER'
 Fuzz.*:CostModel.*:Executor.*:PlanValidator.*:PlanJson.*:NamedPlanner.*:GistPlanner.*:
 FusedUpdates.*:Zoo/*/resnet18:Zoo/*/googlenet:Zoo/*/mobilenet_v2:Zoo/*/unet:ParameterShards.*:
-Stages/ShardedState.*:ModelDescription.*:PlanFile.*:Measurement.*:OperatorCosts.*:Planning.*
+Stages/ShardedState.*:ModelDescription.*:PlanFile.*:Measurement.*:OperatorCosts.*:Planning.*:
+ModuleTrace.*
 -Fuzz.GeneratedModels*:Zoo/FusedTraining.*
 FILTER
 )"

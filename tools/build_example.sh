@@ -15,6 +15,10 @@ out="$(MONET_CACHE_DIR="$work/cache" LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBR
   "$work/build/train_resnet")"
 echo "$out"
 grep -q "step 4 loss" <<<"$out"
+module="$(cd "$work" && MONET_CACHE_DIR="$work/cache" \
+  LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/train_module")"
+echo "$module"
+grep -q "module step 4 loss" <<<"$module"
 plans="$(cd "$work" && MONET_CACHE_DIR="$work/cache" \
   LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/plan_files")"
 echo "$plans"
