@@ -5,7 +5,10 @@
 
 #include <monet/module_trace.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 namespace monet {
 namespace {
@@ -213,6 +216,30 @@ TEST(ModuleTrace, WhatCannotBeTracedIsRefusedAndNoFileIsLeft) {
   save_traced_module(*net, forward, {torch::randn({2, 3, 8, 8}, torch::kDouble)}, path);
   EXPECT_TRUE(fs::exists(path));
 }
+
+#ifdef MONET_BINARY
+// The file save_traced_module writes is a model for the CLI: `monet plan` plans it and
+// `monet verify` finds the plan's gradients equal to autograd's.
+TEST(ModuleTrace, TheSavedFileIsPlannedAndVerifiedByTheCli) {
+  const std::string dir = empty_trace_dir("cli"), path = dir + "/net.pt";
+  torch::manual_seed(0);
+  SmallNet net;
+  net->train();
+  save_traced_module(
+      *net, [&](const std::vector<torch::Tensor>& in) { return net->forward(in.at(0)); },
+      {torch::randn({4, 3, 8, 8})}, path);
+  const std::string cli = std::string(MONET_BINARY) + " ";
+  const std::string plan = dir + "/plan.json", out = dir + "/verify.txt";
+  ASSERT_EQ(std::system((cli + "plan --model " + path + " --input-shape 4,3,8,8 --planner chen" +
+                         " --cache-dir " + dir + "/cache -o " + plan + " 2>/dev/null")
+                            .c_str()),
+            0);
+  ASSERT_EQ(std::system((cli + "verify --plan " + plan + " > " + out + " 2>&1").c_str()), 0);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("OK"), std::string::npos) << text;
+}
+#endif
 
 }  // namespace
 }  // namespace monet
