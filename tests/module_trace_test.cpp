@@ -207,6 +207,20 @@ TEST(ModuleTrace, WhatCannotBeTracedIsRefusedAndNoFileIsLeft) {
   }
   EXPECT_FALSE(fs::exists(path));
   EXPECT_TRUE(fs::is_empty(dir)) << "a temporary file was left";
+  torch::nn::Sequential cumulative(
+      torch::nn::Conv2d(3, 4, 3),
+      torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(4).momentum(c10::nullopt)));
+  try {
+    save_traced_module(
+        *cumulative,
+        [&](const std::vector<torch::Tensor>& in) { return cumulative->forward(in.at(0)); },
+        {torch::randn({2, 3, 8, 8})}, path);
+    ADD_FAILURE() << "traced a cumulative average";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'1' averages its running statistics cumulatively"),
+              std::string::npos)
+        << e.what();
+  }
   ModelSpec named;
   named.model = "resnet18";
   EXPECT_THROW(

@@ -20,7 +20,9 @@ using ModuleForward = std::function<torch::Tensor(const std::vector<torch::Tenso
 /// named_parameters() and named_buffers() give them (undefined ones, a Linear's absent
 /// bias, left out). As with torch.jit.trace, what forward decides from values (sizes read
 /// into C++ integers, branches) is fixed at the example's. Throws std::invalid_argument
-/// when there is no example input or one is undefined, and std::runtime_error naming
+/// when there is no example input or one is undefined or a training batch norm has
+/// no momentum (its cumulative average's factor is computed outside the
+/// operators a trace records), and std::runtime_error naming
 /// `path` when tracing or writing fails; `path` is then untouched (written atomically).
 void save_traced_module(torch::nn::Module& module, const ModuleForward& forward,
                         const std::vector<torch::Tensor>& example_inputs, const std::string& path);
@@ -29,8 +31,7 @@ void save_traced_module(torch::nn::Module& module, const ModuleForward& forward,
 /// file with `spec`'s loss and options (its model and inputs are filled in: `path`, and
 /// every example input's shape and element type), its parameters and buffers shared with
 /// `module` (Model::share_tensors): a plan of the model trains `module`'s own tensors
-/// and updates its batch norms' running statistics (not their num_batches_tracked, which
-/// they read only without a momentum: its value at the trace is then a constant of it).
+/// and updates its batch norms' running statistics (not their num_batches_tracked).
 /// Throws std::invalid_argument when `spec` names a model or inputs of its own, and
 /// what save_traced_module and Model::load throw.
 Model load_traced_module(torch::nn::Module& module, const ModuleForward& forward,

@@ -70,6 +70,31 @@ torch::jit::Module scripted_mirror(const torch::nn::Module& module,
   return mirror;
 }
 
+// A training batch norm whose running statistics are a cumulative average (momentum
+// none): LibTorch computes its factor, 1 / num_batches_tracked, in C++, so a trace holds
+// the factor of the traced call for every step.
+template <typename Norm>
+bool averages_cumulatively(const torch::nn::Module& module) {
+  const auto* norm = dynamic_cast<const Norm*>(&module);
+  return norm && norm->is_training() && norm->options.track_running_stats() &&
+         !norm->options.momentum().has_value();
+}
+
+void refuse_cumulative_averages(const torch::nn::Module& module, const std::string& name) {
+  namespace nn = torch::nn;
+  if (averages_cumulatively<nn::BatchNorm1dImpl>(module) ||
+      averages_cumulatively<nn::BatchNorm2dImpl>(module) ||
+      averages_cumulatively<nn::BatchNorm3dImpl>(module))
+    throw std::invalid_argument(
+        "save_traced_module: '" + name +
+        "' averages its running statistics cumulatively (momentum none): LibTorch computes "
+        "the factor 1 / num_batches_tracked outside the operators a trace records; give it "
+        "a momentum");
+  for (const auto& child : module.named_children())
+    refuse_cumulative_averages(*child.value(),
+                               name.empty() ? child.key() : name + "." + child.key());
+}
+
 std::vector<std::string> argument_names(size_t inputs) {
   if (inputs == 1) return {"input"};
   std::vector<std::string> names;
@@ -87,6 +112,7 @@ void save_traced_module(torch::nn::Module& module, const ModuleForward& forward,
     if (!example_inputs[i].defined())
       throw std::invalid_argument("save_traced_module: example input " + std::to_string(i) +
                                   " is an undefined tensor");
+  refuse_cumulative_averages(module, "");
   auto unit = std::make_shared<torch::jit::CompilationUnit>();
   int classes = 0;
   torch::jit::Module mirror = scripted_mirror(module, unit, classes);
