@@ -20,10 +20,10 @@ using ModuleForward = std::function<torch::Tensor(const std::vector<torch::Tenso
 /// named_parameters() and named_buffers() give them (undefined ones, a Linear's absent
 /// bias, left out). As with torch.jit.trace, what forward decides from values (sizes read
 /// into C++ integers, branches) is fixed at the example's. Throws std::invalid_argument
-/// when there is no example input or one is undefined or a training batch norm has
-/// no momentum (its cumulative average's factor is computed outside the
-/// operators a trace records), and std::runtime_error naming
-/// `path` when tracing or writing fails; `path` is then untouched (written atomically).
+/// when there is no example input, one is undefined, or a training batch norm has no
+/// momentum (its cumulative average's factor is computed outside the operators a trace
+/// records), and std::runtime_error naming `path` when tracing or writing fails; `path`
+/// is then untouched (written atomically).
 void save_traced_module(torch::nn::Module& module, const ModuleForward& forward,
                         const std::vector<torch::Tensor>& example_inputs, const std::string& path);
 
