@@ -45,8 +45,8 @@ def mvit_v2_tiny():
 
 
 def mvit_v1_tiny():
-    """mvit_v1_b's architecture (no residual pooling, no relative positions, the projection
-    before the attention's residual) at two blocks of 16 and 32 channels."""
+    """mvit_v1_b's configuration of the MViT class (no residual pooling, no relative
+    positions, proj_after_attn off) at two blocks of 16 and 32 channels."""
     from torchvision.models.video.mvit import MSBlockConfig, MViT
     blocks = [MSBlockConfig(1, 16, 32, [], [3, 3, 3], [], [1, 2, 2]),
               MSBlockConfig(2, 32, 32, [3, 3, 3], [3, 3, 3], [1, 2, 2], [1, 1, 1])]
