@@ -5,6 +5,8 @@
 
 #include <monet/module_trace.h>
 
+#include "gradient_check.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,9 +43,12 @@ struct SmallNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(SmallNet);
 
-SmallNet seeded_net() {
+// A module built after seeding the generator with 0 (so that two are alike), in float64
+// and training mode.
+template <typename Net>
+Net seeded() {
   torch::manual_seed(0);
-  SmallNet net;
+  Net net;
   net->to(torch::kDouble);
   net->train();
   return net;
@@ -54,11 +59,6 @@ std::string empty_trace_dir(const std::string& name) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
-}
-
-double trained_error(const torch::Tensor& got, const torch::Tensor& want) {
-  const double scale = std::max(want.abs().max().item<double>(), 1e-300);
-  return (got - want).abs().max().item<double>() / scale;
 }
 
 // A recurrent language model: token ids (int64) through an embedding, a 2-layer LSTM
@@ -94,13 +94,6 @@ struct EncoderImpl : torch::nn::Module {
   torch::nn::Linear head;
 };
 TORCH_MODULE(Encoder);
-
-template <typename Net>
-Net seeded(Net net) {
-  net->to(torch::kDouble);
-  net->train();
-  return net;
-}
 
 // Trains `net` 3 SGD-momentum steps in float64 under the plan halfway between the
 // smallest budget and store-all, and `reference` (the same weights) 3 steps under
@@ -143,12 +136,12 @@ bool expect_trains_as_autograd(
         << name << " step " << i;
   }
   for (const auto& p : reference->named_parameters())
-    EXPECT_LE(trained_error(net->named_parameters()[p.key()], p.value()), 1e-10)
+    EXPECT_LE(testing::relative_error(net->named_parameters()[p.key()], p.value(), 1e-300), 1e-10)
         << name << " " << p.key();
   for (const auto& b : reference->named_buffers()) {
     if (b.key().find("num_batches_tracked") != std::string::npos) continue;
-    EXPECT_LE(trained_error(net->named_buffers()[b.key()].to(torch::kDouble),
-                            b.value().to(torch::kDouble)),
+    EXPECT_LE(testing::relative_error(net->named_buffers()[b.key()].to(torch::kDouble),
+                                      b.value().to(torch::kDouble), 1e-300),
               1e-10)
         << name << " " << b.key();
   }
@@ -160,7 +153,7 @@ std::vector<torch::Tensor> three_batches(const std::function<torch::Tensor()>& m
 }
 
 TEST(ModuleTrace, ALibTorchModuleTrainsUnderAPlanAsUnderAutograd) {
-  SmallNet net = seeded_net(), reference = seeded_net();
+  SmallNet net = seeded<SmallNet>(), reference = seeded<SmallNet>();
   EXPECT_EQ(net->named_parameters().size(), 6u);
   torch::manual_seed(1);
   const auto xs = three_batches([] { return torch::randn({4, 3, 8, 8}, torch::kDouble); });
@@ -175,26 +168,19 @@ TEST(ModuleTrace, ALibTorchLstmAndTransformerTrainFromTokenIds) {
   const auto tokens = three_batches([] { return torch::randint(0, 16, {4, 6}, torch::kLong); });
   const auto next = three_batches([] { return torch::randint(0, 16, {4, 6}, torch::kLong); });
   const auto classes = three_batches([] { return torch::randint(0, 10, {4}, torch::kLong); });
-  const auto lm = [] {
-    torch::manual_seed(0);
-    return seeded(RecurrentLM());
-  };
-  expect_trains_as_autograd("lstm_lm", lm(), lm(), tokens, next, LossKind::kSequenceCrossEntropy,
+  expect_trains_as_autograd("lstm_lm", seeded<RecurrentLM>(), seeded<RecurrentLM>(), tokens, next,
+                            LossKind::kSequenceCrossEntropy,
                             [](torch::Tensor logits, torch::Tensor y) {
                               return torch::cross_entropy_loss(logits.transpose(1, 2), y);
                             });
-  const auto encoder = [] {
-    torch::manual_seed(0);
-    return seeded(Encoder());
-  };
   EXPECT_TRUE(expect_trains_as_autograd(
-      "encoder", encoder(), encoder(), tokens, classes, LossKind::kCrossEntropy,
+      "encoder", seeded<Encoder>(), seeded<Encoder>(), tokens, classes, LossKind::kCrossEntropy,
       [](torch::Tensor out, torch::Tensor y) { return torch::cross_entropy_loss(out, y); }));
 }
 
 TEST(ModuleTrace, WhatCannotBeTracedIsRefusedAndNoFileIsLeft) {
   const std::string dir = empty_trace_dir("refused"), path = dir + "/net.pt";
-  SmallNet net = seeded_net();
+  SmallNet net = seeded<SmallNet>();
   const ModuleForward forward = [&](const std::vector<torch::Tensor>& in) {
     return net->forward(in.at(0));
   };
